@@ -1,0 +1,382 @@
+#include "collector/collector.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <fstream>
+#include <mutex>
+#include <new>
+
+#include "collector/store.h"
+
+extern char** environ;
+
+namespace cutrace {
+
+namespace tls {
+__thread ThreadState* state __attribute__((tls_model("initial-exec"))) = nullptr;
+__thread int busy __attribute__((tls_model("initial-exec"))) = 0;
+}  // namespace tls
+
+namespace detail {
+std::atomic<Mode> mode{Mode::Uninitialized};
+}
+
+namespace {
+
+enum class InitState : int { NotStarted, Running, Done };
+
+struct Globals {
+  std::atomic<InitState> init{InitState::NotStarted};
+  std::atomic<bool> finished{false};
+  std::atomic<bool> warned{false};
+  Config config;
+  NameTable names;
+  const HookDescriptor* hooks = nullptr;
+  std::size_t hookCount = 0;
+  Collector::Writer writer = nullptr;
+  struct Counter {
+    std::atomic<const char*> name{nullptr};
+    std::atomic<uint64_t> value{0};
+  };
+  Counter counters[16];
+  std::atomic<ThreadState*> registry{nullptr};
+  std::atomic<uint32_t> nextTrackId{1};
+  pthread_key_t exitKey{};
+  char libraryPath[PATH_MAX] = {};
+
+  // Drain thread. drainMutex serialises every use of `store` (drain passes, fork, finish).
+  std::mutex drainMutex;
+  std::mutex wakeMutex;
+  std::condition_variable wake;
+  bool stopDrain = false;  // guarded by wakeMutex
+  std::atomic<bool> drainStarted{false};
+  pthread_t drainThread{};
+  Store* store = nullptr;
+  ClockAnchor lastAnchor{};
+};
+
+// Constructed on first use and never destroyed: hooks can run during and after static
+// destruction of the program.
+Globals& g() {
+  alignas(Globals) static unsigned char storage[sizeof(Globals)];
+  static Globals* globals = new (storage) Globals();
+  return *globals;
+}
+
+pid_t currentTid() { return static_cast<pid_t>(syscall(SYS_gettid)); }
+
+void writeStderr(const char* text) {
+  std::size_t len = strlen(text);
+  while (len > 0) {
+    const ssize_t n = write(STDERR_FILENO, text, len);
+    if (n <= 0) {
+      if (n < 0 && errno == EINTR) continue;
+      return;
+    }
+    text += n;
+    len -= static_cast<std::size_t>(n);
+  }
+}
+
+void threadExit(void* p) {
+  auto* s = static_cast<ThreadState*>(p);
+  // Everything this thread committed happens-before Retired; the drain frees the state after
+  // consuming it.
+  s->life.store(Life::Retired, std::memory_order_release);
+  if (tls::state == s) tls::state = nullptr;
+}
+
+ThreadState* claimFreeState() {
+  for (ThreadState* s = g().registry.load(std::memory_order_acquire); s; s = s->next) {
+    Life expected = Life::Free;
+    if (s->life.load(std::memory_order_relaxed) == Life::Free &&
+        s->life.compare_exchange_strong(expected, Life::Claimed, std::memory_order_acquire))
+      return s;
+  }
+  return nullptr;
+}
+
+void resetState(ThreadState* s) {
+  s->ring.attach(reinterpret_cast<Record*>(reinterpret_cast<char*>(s) + ((sizeof(ThreadState) + 4095) & ~std::size_t{4095})),
+                 g().config.ringBytes / kRecordSize);
+  s->tid = static_cast<uint32_t>(currentTid());
+  s->trackId = g().nextTrackId.fetch_add(1, std::memory_order_relaxed);
+  s->nextSeq = 0;
+  s->dropped.store(0, std::memory_order_relaxed);
+  s->lostEnds.store(0, std::memory_order_relaxed);
+  s->launchDepth = 0;
+  memset(s->nvtxDepth, 0, sizeof(s->nvtxDepth));
+}
+
+ThreadState* newState() {
+  const std::size_t header = (sizeof(ThreadState) + 4095) & ~std::size_t{4095};
+  const std::size_t bytes = header + g().config.ringBytes;
+  void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED) return nullptr;
+  auto* s = new (mem) ThreadState();
+  s->mappingBytes = bytes;
+  s->life.store(Life::Claimed, std::memory_order_relaxed);  // invisible to the drain until reset
+  ThreadState* head = g().registry.load(std::memory_order_relaxed);
+  do {
+    s->next = head;
+  } while (!g().registry.compare_exchange_weak(head, s, std::memory_order_release, std::memory_order_relaxed));
+  return s;
+}
+
+void drainPass() {
+  Globals& gl = g();
+  if (gl.store == nullptr) {
+    gl.store = new Store(gl.names);
+    gl.store->data().hooks.assign(gl.hooks, gl.hooks + gl.hookCount);
+  }
+  for (ThreadState* s = gl.registry.load(std::memory_order_acquire); s; s = s->next) {
+    const Life life = s->life.load(std::memory_order_acquire);
+    if (life != Life::Active && life != Life::Retired) continue;
+    gl.store->consume(*s);
+    if (life == Life::Retired) s->life.store(Life::Free, std::memory_order_release);
+  }
+  gl.lastAnchor = Clock::sampleAnchor();
+}
+
+void* drainMain(void*) {
+  tls::busy = 1;  // the drain thread never records itself
+  prctl(PR_SET_NAME, "cutrace-drain", 0, 0, 0);
+  Globals& gl = g();
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(gl.wakeMutex);
+      gl.wake.wait_for(lock, std::chrono::milliseconds(gl.config.drainIntervalMs), [&] { return gl.stopDrain; });
+      if (gl.stopDrain) break;
+    }
+    std::lock_guard<std::mutex> lock(gl.drainMutex);
+    drainPass();
+  }
+  return nullptr;
+}
+
+void startDrainThread() {
+  Globals& gl = g();
+  bool expected = false;
+  if (!gl.drainStarted.compare_exchange_strong(expected, true)) return;
+  // The drain thread must never take the program's signals.
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  const int rc = pthread_create(&gl.drainThread, nullptr, drainMain, nullptr);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  if (rc != 0) {
+    gl.drainStarted.store(false);
+    Collector::warnOnce("cutrace: could not start the drain thread; events are kept until the ring is full\n");
+  }
+}
+
+void stopDrainThread() {
+  Globals& gl = g();
+  if (!gl.drainStarted.load()) return;
+  {
+    std::lock_guard<std::mutex> lock(gl.wakeMutex);
+    gl.stopDrain = true;
+  }
+  gl.wake.notify_all();
+  if (!pthread_equal(pthread_self(), gl.drainThread)) pthread_join(gl.drainThread, nullptr);
+  gl.drainStarted.store(false);
+}
+
+void atforkPrepare() {
+  if (g().init.load() != InitState::Done) return;
+  g().drainMutex.lock();
+}
+
+void atforkParent() {
+  if (g().init.load() != InitState::Done) return;
+  g().drainMutex.unlock();
+}
+
+void atforkChild() {
+  Globals& gl = g();
+  if (gl.init.load() != InitState::Done) return;
+  gl.drainMutex.unlock();
+  // Only the forking thread exists here. The parent writes its own events; the child starts
+  // empty: no inherited store, no inherited ring contents, a drain thread of its own.
+  new (&gl.wakeMutex) std::mutex();
+  new (&gl.wake) std::condition_variable();
+  gl.stopDrain = false;
+  gl.drainStarted.store(false);
+  delete gl.store;
+  gl.store = nullptr;
+  for (ThreadState* s = gl.registry.load(); s; s = s->next) {
+    if (s != tls::state) s->life.store(Life::Free, std::memory_order_relaxed);
+  }
+  if (tls::state != nullptr) {
+    resetState(tls::state);
+    tls::state->life.store(Life::Active, std::memory_order_release);
+  }
+  if (gl.finished.load() == false && gl.config.enabled) startDrainThread();
+}
+
+void atExit() { Collector::finish(); }
+
+void fillProcessMeta(TraceMeta& meta) {
+  meta.exe = program_invocation_short_name;
+  meta.commandLine.clear();
+  std::ifstream cmdline("/proc/self/cmdline", std::ios::binary);
+  std::string arg;
+  while (std::getline(cmdline, arg, '\0')) meta.commandLine.push_back(arg);
+  char host[256] = {};
+  if (gethostname(host, sizeof(host) - 1) == 0) meta.hostname = host;
+}
+
+void resolveLibraryPath() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&resolveLibraryPath), &info) == 0 || info.dli_fname == nullptr) return;
+  if (realpath(info.dli_fname, g().libraryPath) == nullptr) g().libraryPath[0] = '\0';
+}
+
+void makeOutputDirAbsolute(Config& config) {
+  if (config.outputDir[0] == '/') return;
+  char cwd[PATH_MAX];
+  if (getcwd(cwd, sizeof(cwd)) == nullptr) return;
+  char joined[PATH_MAX];
+  const int n = snprintf(joined, sizeof(joined), "%s/%s", cwd, config.outputDir);
+  if (n > 0 && static_cast<std::size_t>(n) < sizeof(joined)) memcpy(config.outputDir, joined, static_cast<std::size_t>(n) + 1);
+}
+
+}  // namespace
+
+namespace detail {
+
+ThreadState* attachThread() {
+  if (!recordingHere()) return nullptr;
+  ReentrancyGuard guard;
+  const int savedErrno = errno;
+  ThreadState* s = claimFreeState();
+  if (s == nullptr) s = newState();
+  if (s == nullptr) {
+    errno = savedErrno;
+    Collector::disable("cutrace: out of memory for a thread ring");
+    return nullptr;
+  }
+  resetState(s);
+  s->life.store(Life::Active, std::memory_order_release);
+  tls::state = s;
+  pthread_setspecific(g().exitKey, s);
+  startDrainThread();
+  errno = savedErrno;
+  return s;
+}
+
+}  // namespace detail
+
+void Collector::initialize(const HookDescriptor* hooks, std::size_t hookCount, Writer writer) {
+  Globals& gl = g();
+  InitState expected = InitState::NotStarted;
+  if (!gl.init.compare_exchange_strong(expected, InitState::Running)) {
+    // Another thread is initialising: wait for it unless that thread is us (re-entry).
+    if (tls::busy == 0)
+      while (gl.init.load() == InitState::Running) sched_yield();
+    return;
+  }
+  ReentrancyGuard guard;
+  const int savedErrno = errno;
+  gl.hooks = hooks;
+  gl.hookCount = hookCount;
+  gl.writer = writer;
+  resolveLibraryPath();
+  ConfigError error;
+  gl.config = parseConfig(environ, error);
+  if (error.failed()) {
+    char line[sizeof(error.message) + 2];
+    snprintf(line, sizeof(line), "%s\n", error.message);
+    gl.warned.store(true);
+    writeStderr(line);
+  }
+  Clock::init(gl.config.clock);
+  gl.lastAnchor = Clock::startAnchor();
+  makeOutputDirAbsolute(gl.config);
+  if (gl.config.enabled && !gl.names.init()) {
+    gl.config.enabled = false;
+    warnOnce("cutrace: could not reserve memory for names; tracing disabled\n");
+  }
+  if (gl.config.enabled) {
+    pthread_key_create(&gl.exitKey, threadExit);
+    pthread_atfork(atforkPrepare, atforkParent, atforkChild);
+    atexit(atExit);
+  }
+  detail::mode.store(gl.config.enabled ? Mode::On : Mode::Off, std::memory_order_release);
+  gl.init.store(InitState::Done);
+  errno = savedErrno;
+}
+
+std::atomic<uint64_t>& Collector::counter(const char* name) {
+  Globals& gl = g();
+  for (auto& c : gl.counters) {
+    const char* cur = c.name.load(std::memory_order_acquire);
+    if (cur == nullptr) {
+      if (c.name.compare_exchange_strong(cur, name, std::memory_order_acq_rel)) return c.value;
+    }
+    if (cur != nullptr && strcmp(cur, name) == 0) return c.value;
+  }
+  return gl.counters[15].value;  // full: the last slot absorbs the rest
+}
+
+bool Collector::initialized() { return g().init.load() == InitState::Done; }
+const Config& Collector::config() { return g().config; }
+NameTable& Collector::names() { return g().names; }
+const char* Collector::libraryPath() { return g().libraryPath; }
+
+void Collector::warnOnce(const char* message) {
+  if (g().warned.exchange(true)) return;
+  if (g().config.log == LogLevel::Off) return;
+  writeStderr(message);
+}
+
+void Collector::disable(const char* why) {
+  detail::mode.store(Mode::Off, std::memory_order_relaxed);
+  char line[256];
+  snprintf(line, sizeof(line), "%s; tracing disabled\n", why);
+  warnOnce(line);
+}
+
+void Collector::finish() {
+  Globals& gl = g();
+  if (gl.init.load() != InitState::Done || !gl.config.enabled) return;
+  if (gl.finished.exchange(true)) return;
+  detail::mode.store(Mode::Off, std::memory_order_release);
+  ReentrancyGuard guard;
+  const int savedErrno = errno;
+  stopDrainThread();
+  {
+    std::lock_guard<std::mutex> lock(gl.drainMutex);
+    drainPass();
+    const ClockAnchor end = gl.lastAnchor;
+    gl.store->finalize(end.ticks);
+    TraceData& data = gl.store->data();
+    TraceMeta& meta = data.meta;
+    meta.pid = static_cast<uint32_t>(getpid());
+    meta.clockSource = Clock::sourceName();
+    meta.originMonotonicNs = Clock::startAnchor().monotonicNs;
+    meta.endMonotonicNs = end.monotonicNs;
+    meta.realtimeMinusMonotonicNs = Clock::realtimeMinusMonotonicNs();
+    meta.ticks = TickConverter(Clock::startAnchor(), end, !Clock::usesTsc());
+    fillProcessMeta(meta);
+    meta.counters.clear();
+    for (auto& c : gl.counters) {
+      const char* name = c.name.load(std::memory_order_acquire);
+      if (name != nullptr) meta.counters.emplace_back(name, c.value.load(std::memory_order_relaxed));
+    }
+    if (gl.writer != nullptr && data.eventCount() + data.droppedEvents() > 0) gl.writer(data, gl.config);
+  }
+  errno = savedErrno;
+}
+
+}  // namespace cutrace

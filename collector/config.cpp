@@ -1,0 +1,156 @@
+#include "collector/config.h"
+
+#include <cstdio>
+#include <cstring>
+
+namespace cutrace {
+
+namespace {
+
+using Parser = bool (*)(const char* value, Config& config);
+
+bool parseBool(const char* v, bool& out) {
+  if (!strcmp(v, "1") || !strcmp(v, "on") || !strcmp(v, "yes") || !strcmp(v, "true")) {
+    out = true;
+    return true;
+  }
+  if (!strcmp(v, "0") || !strcmp(v, "off") || !strcmp(v, "no") || !strcmp(v, "false")) {
+    out = false;
+    return true;
+  }
+  return false;
+}
+
+// Digits with an optional K/M/G binary suffix; rejects overflow, signs and trailing junk.
+bool parseSize(const char* v, uint64_t& out) {
+  if (*v < '0' || *v > '9') return false;
+  uint64_t n = 0;
+  for (; *v >= '0' && *v <= '9'; ++v) {
+    if (n > (UINT64_MAX - 9) / 10) return false;
+    n = n * 10 + static_cast<uint64_t>(*v - '0');
+  }
+  unsigned shift = 0;
+  if (*v == 'k' || *v == 'K') shift = 10, ++v;
+  else if (*v == 'm' || *v == 'M') shift = 20, ++v;
+  else if (*v == 'g' || *v == 'G') shift = 30, ++v;
+  if (*v == 'i' || *v == 'I') ++v;  // accept KiB-style spelling "4Mi"
+  if (*v == 'b' || *v == 'B') ++v;
+  if (*v != '\0') return false;
+  if (shift && n > (UINT64_MAX >> shift)) return false;
+  out = n << shift;
+  return true;
+}
+
+bool parseEnable(const char* v, Config& c) { return parseBool(v, c.enabled); }
+bool parseNvtx(const char* v, Config& c) { return parseBool(v, c.nvtx); }
+
+bool parseLog(const char* v, Config& c) {
+  static constexpr struct { const char* name; LogLevel level; } kLevels[] = {
+      {"off", LogLevel::Off}, {"error", LogLevel::Error}, {"warn", LogLevel::Warn},
+      {"info", LogLevel::Info}, {"debug", LogLevel::Debug}};
+  for (const auto& l : kLevels) {
+    if (!strcmp(v, l.name)) {
+      c.log = l.level;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool parseClock(const char* v, Config& c) {
+  if (!strcmp(v, "auto")) c.clock = ClockSource::Auto;
+  else if (!strcmp(v, "tsc")) c.clock = ClockSource::Tsc;
+  else if (!strcmp(v, "monotonic")) c.clock = ClockSource::Monotonic;
+  else return false;
+  return true;
+}
+
+bool parseRingSize(const char* v, Config& c) {
+  uint64_t n = 0;
+  if (!parseSize(v, n)) return false;
+  if (n < (16u << 10) || n > (1ull << 30) || (n & (n - 1)) != 0) return false;
+  c.ringBytes = n;
+  return true;
+}
+
+bool parseDrain(const char* v, Config& c) {
+  uint64_t n = 0;
+  if (!parseSize(v, n) || n < 1 || n > 10000) return false;
+  c.drainIntervalMs = static_cast<uint32_t>(n);
+  return true;
+}
+
+bool parseOutput(const char* v, Config& c) {
+  const std::size_t len = strlen(v);
+  if (len == 0 || len >= sizeof(c.outputDir)) return false;
+  memcpy(c.outputDir, v, len + 1);
+  return true;
+}
+
+struct Entry {
+  ConfigVariable doc;
+  Parser parse;
+};
+
+constexpr Entry kEntries[] = {
+    {{"CUTRACE_ENABLE", "1|0|on|off", "record anything at all (default 1)"}, parseEnable},
+    {{"CUTRACE_OUTPUT", "a directory path", "where trace files go (default ./cutrace-out)"}, parseOutput},
+    {{"CUTRACE_LOG", "off|error|warn|info|debug", "what cutrace writes on stderr (default info: one summary line at exit)"}, parseLog},
+    {{"CUTRACE_RING_SIZE", "a power of two from 16K to 1G bytes", "per-thread ring (default 1M)"}, parseRingSize},
+    {{"CUTRACE_DRAIN_MS", "1 to 10000", "how often the drain thread empties the rings (default 20)"}, parseDrain},
+    {{"CUTRACE_CLOCK", "auto|tsc|monotonic", "host clock source (default auto: TSC when invariant)"}, parseClock},
+    {{"CUTRACE_NVTX", "1|0|on|off", "receive NVTX ranges through NVTX_INJECTION64_PATH (default 1)"}, parseNvtx},
+};
+
+
+void fail(ConfigError& error, const char* entry, const char* why) {
+  // The value is echoed raw but bounded, so one line stays one line.
+  char shown[96];
+  std::size_t n = 0;
+  for (const char* p = entry; *p && n + 1 < sizeof(shown); ++p)
+    shown[n++] = (*p >= 0x20 && *p < 0x7f) ? *p : '?';
+  shown[n] = '\0';
+  snprintf(error.message, sizeof(error.message), "cutrace: %s: %s; tracing disabled", shown, why);
+}
+
+}  // namespace
+
+Config parseConfig(const char* const* env, ConfigError& error) {
+  Config config;
+  error.message[0] = '\0';
+  if (env == nullptr) return config;
+  for (const char* const* e = env; *e != nullptr; ++e) {
+    const char* entry = *e;
+    if (strncmp(entry, "CUTRACE_", 8) != 0) continue;
+    const char* eq = strchr(entry, '=');
+    if (eq == nullptr) continue;
+    const std::size_t nameLen = static_cast<std::size_t>(eq - entry);
+    const Entry* match = nullptr;
+    for (const auto& candidate : kEntries) {
+      if (strlen(candidate.doc.name) == nameLen && !strncmp(candidate.doc.name, entry, nameLen)) {
+        match = &candidate;
+        break;
+      }
+    }
+    char why[192];
+    if (match == nullptr) {
+      fail(error, entry, "unknown variable (see the README for the accepted CUTRACE_* names)");
+      config.enabled = false;
+      return config;
+    }
+    if (!match->parse(eq + 1, config)) {
+      snprintf(why, sizeof(why), "bad value, expected %s", match->doc.accepted);
+      fail(error, entry, why);
+      config = Config{};
+      config.enabled = false;
+      return config;
+    }
+  }
+  return config;
+}
+
+std::size_t configVariableCount() { return sizeof(kEntries) / sizeof(kEntries[0]); }
+
+const ConfigVariable& configVariable(std::size_t i) { return kEntries[i].doc; }
+
+}  // namespace cutrace

@@ -1,0 +1,46 @@
+#pragma once
+// Settings of one traced process, read once from a whitelist of CUTRACE_* variables.
+//
+// Parsing allocates nothing and throws nothing: it can run inside the first hooked call,
+// before the preload's constructor. Any unknown CUTRACE_* name or bad value makes the whole
+// configuration invalid; the caller then turns tracing off and warns once.
+
+#include <cstddef>
+#include <cstdint>
+#include <limits.h>
+
+#include "collector/clock.h"
+
+namespace cutrace {
+
+enum class LogLevel : uint8_t { Off, Error, Warn, Info, Debug };
+
+struct Config {
+  bool enabled = true;
+  bool nvtx = true;
+  LogLevel log = LogLevel::Info;
+  ClockSource clock = ClockSource::Auto;
+  uint64_t ringBytes = 1u << 20;     // per thread
+  uint32_t drainIntervalMs = 20;
+  char outputDir[PATH_MAX] = "cutrace-out";
+};
+
+struct ConfigError {
+  char message[384] = {};
+  bool failed() const { return message[0] != '\0'; }
+};
+
+// Reads `env` (a NULL-terminated environ-style array). On failure, `error` holds one line
+// naming the variable, the value and what is accepted, and the returned Config is disabled.
+Config parseConfig(const char* const* env, ConfigError& error);
+
+// The table of accepted variables, for --help texts and documentation tests.
+struct ConfigVariable {
+  const char* name;
+  const char* accepted;
+  const char* meaning;
+};
+std::size_t configVariableCount();
+const ConfigVariable& configVariable(std::size_t i);
+
+}  // namespace cutrace

@@ -1,0 +1,63 @@
+#pragma once
+// Process-wide interning of short, low-cardinality strings: kernel names, NVTX domain names
+// and registered strings. Any thread may intern concurrently; nothing here allocates with
+// malloc or takes a lock, so it is safe inside hooks.
+//
+// Ids start at 1; 0 means "none". An id handed to another thread through a release/acquire
+// channel (a ring commit) makes its text readable there. Interning the same text twice
+// concurrently may burn an extra id; both callers still get one canonical id.
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace cutrace {
+
+class NameTable {
+ public:
+  // Reserves address space lazily (pages are touched as text arrives).
+  bool init(std::size_t maxIds = 1u << 20, std::size_t arenaBytes = 64u << 20);
+
+  // Returns 0 when the table is full or was never initialised.
+  uint32_t intern(std::string_view text);
+  std::string_view get(uint32_t id) const;
+  uint32_t size() const { return nextId_.load(std::memory_order_acquire) - 1; }
+
+ private:
+  struct Entry {  // lives in the arena, followed by the text and a NUL
+    uint64_t hash;
+    uint32_t length;
+  };
+  const Entry* entry(uint32_t id) const;
+
+  std::atomic<uint32_t>* slots_ = nullptr;  // open addressing, id or 0
+  std::atomic<uint64_t>* offsets_ = nullptr;  // id -> arena offset + 1 (0: not yet written)
+  char* arena_ = nullptr;
+  std::size_t slotMask_ = 0;
+  std::size_t maxIds_ = 0;
+  std::size_t arenaBytes_ = 0;
+  std::atomic<uint32_t> nextId_{1};
+  std::atomic<uint64_t> arenaUsed_{0};
+};
+
+// Pointer -> 32-bit value cache (kernel handle -> name id). Same rules as NameTable: lock-free,
+// insert or overwrite, never removes; a full table just stops caching.
+class PointerMap {
+ public:
+  bool init(std::size_t capacityPow2 = 1u << 16);
+  uint32_t find(const void* key) const;
+  void put(const void* key, uint32_t value);
+
+ private:
+  struct Slot {
+    std::atomic<uintptr_t> key;
+    std::atomic<uint32_t> value;
+  };
+  Slot* slots_ = nullptr;
+  std::size_t mask_ = 0;
+};
+
+uint64_t hashBytes(const void* data, std::size_t length);
+
+}  // namespace cutrace

@@ -1,0 +1,90 @@
+#pragma once
+// The fixed-size record that travels from an application thread to the drain thread.
+//
+// One record is one cache line. Variable-length data (NVTX messages, thread names) follows its
+// record as `extra` raw 64-byte blocks in the same ring, so a ring never holds pointers into
+// memory the application may free after the call returns.
+
+#include <cstddef>
+#include <cstdint>
+
+namespace cutrace {
+
+inline constexpr std::size_t kRecordSize = 64;
+
+enum class RecordType : uint8_t {
+  Invalid = 0,
+  Api,          // one CUDA API call: [t0, t1], hook id, result, payload by hook kind
+  NvtxPush,     // payload.nvtx; message in extras; t0 = time of the push
+  NvtxPop,      // payload.nvtx (domain, depth); t0 = time of the pop
+  NvtxMark,     // payload.nvtx; message in extras
+  NvtxStart,    // payload.nvtx with rangeId; message in extras
+  NvtxEnd,      // payload.nvtx with rangeId
+  ThreadName,   // payload.threadName; name in extras (nvtxNameOsThread)
+  CategoryName, // payload.nvtx (domain, category); name in extras (nvtxNameCategory)
+};
+
+// Launch geometry and identity. Grid Y/Z and block dimensions are bounded by the hardware
+// (65535 and 1024), so 16 bits hold every launch that can succeed.
+struct LaunchPayload {
+  uint64_t stream;
+  uint32_t gridX;
+  uint16_t gridY, gridZ;
+  uint16_t blockX, blockY, blockZ;
+  uint16_t reserved;
+  uint32_t kernelName;  // NameTable id; 0 = unknown or not the outermost launch of the call
+  uint32_t sharedMem;
+};
+
+struct MemPayload {  // copies, sets, allocations, frees
+  uint64_t bytes;
+  uint64_t stream;
+  uint64_t ptr;      // allocation address (alloc/free), for the memory counters
+  uint8_t copyKind;  // cudaMemcpyKind-like direction, 0xff when unknown
+};
+
+struct HandlePayload {  // synchronisation and graph launches
+  uint64_t handle;  // event, context or graph exec
+  uint64_t stream;
+};
+
+struct NvtxPayload {
+  uint64_t rangeId;   // start/end ranges
+  uint32_t domain;    // 0 = default domain
+  uint32_t category;
+  uint32_t message;   // NameTable id of a registered string, or 0 when the text is in extras
+  uint16_t depth;     // push/pop nesting level within (thread, domain), before the push
+  uint16_t length;    // bytes of message text in extras
+  uint8_t truncated;  // the message was longer than kMaxTextBytes
+};
+
+struct ThreadNamePayload {
+  uint32_t tid;
+  uint16_t length;
+};
+
+struct alignas(kRecordSize) Record {
+  RecordType type;
+  uint8_t extra;   // number of 64-byte blocks of text that follow
+  uint16_t hook;   // HookId for Api records
+  int32_t result;  // API return code
+  uint64_t seq;    // per-thread sequence number of the event this record opens
+  uint64_t t0;     // clock ticks
+  uint64_t t1;
+  union {
+    LaunchPayload launch;
+    MemPayload mem;
+    HandlePayload handle;
+    NvtxPayload nvtx;
+    ThreadNamePayload threadName;
+    unsigned char raw[32];
+  };
+};
+
+static_assert(sizeof(Record) == kRecordSize);
+
+// Text carried in extras is cut at this many bytes; longer messages are marked truncated.
+inline constexpr std::size_t kMaxTextBytes = 4096;
+inline constexpr std::size_t kMaxExtraBlocks = kMaxTextBytes / kRecordSize;
+
+}  // namespace cutrace

@@ -1,0 +1,255 @@
+#include "collector/store.h"
+
+#include <stdio.h>
+
+#include <algorithm>
+
+#include "collector/collector.h"
+
+namespace cutrace {
+
+uint32_t StringPool::intern(std::string_view text) {
+  auto it = index_.find(std::string(text));
+  if (it != index_.end()) return it->second;
+  const auto id = static_cast<uint32_t>(strings_.size());
+  strings_.emplace_back(text);
+  index_.emplace(strings_.back(), id);
+  return id;
+}
+
+const char* copyKindName(uint8_t kind) {
+  switch (static_cast<CopyKind>(kind)) {
+    case CopyKind::HostToHost: return "HtoH";
+    case CopyKind::HostToDevice: return "HtoD";
+    case CopyKind::DeviceToHost: return "DtoH";
+    case CopyKind::DeviceToDevice: return "DtoD";
+    case CopyKind::Default: return "default";
+    case CopyKind::Peer: return "peer";
+    case CopyKind::Unknown: break;
+  }
+  return "unknown";
+}
+
+uint64_t TraceData::droppedEvents() const {
+  uint64_t n = 0;
+  for (const auto& t : threads) n += t.dropped;
+  return n;
+}
+
+uint64_t TraceData::eventCount() const {
+  uint64_t n = 0;
+  for (const auto& t : threads) n += t.events.size();
+  return n;
+}
+
+namespace {
+
+// The kernel's name for a thread of this process (what pthread_setname_np and prctl set).
+std::string readThreadName(uint32_t tid) {
+  char path[64];
+  snprintf(path, sizeof(path), "/proc/self/task/%u/comm", tid);
+  FILE* f = fopen(path, "re");
+  if (f == nullptr) return {};
+  char buf[64] = {};
+  const std::size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+  fclose(f);
+  std::string name(buf, n);
+  while (!name.empty() && (name.back() == '\n' || name.back() == '\0')) name.pop_back();
+  return name;
+}
+
+}  // namespace
+
+Store::Track& Store::track(uint32_t trackId, uint32_t tid) {
+  auto it = tracks_.find(trackId);
+  if (it != tracks_.end()) return it->second;
+  ThreadTrack t;
+  t.tid = tid;
+  t.name = readThreadName(tid);
+  data_.threads.push_back(std::move(t));
+  return tracks_.emplace(trackId, Track{data_.threads.size() - 1, {}}).first->second;
+}
+
+uint32_t Store::nameFromTable(uint32_t id) {
+  if (id == 0) return 0;
+  auto it = tableToPool_.find(id);
+  if (it != tableToPool_.end()) return it->second;
+  const uint32_t pooled = data_.strings.intern(names_.get(id));
+  tableToPool_.emplace(id, pooled);
+  return pooled;
+}
+
+uint32_t Store::nvtxName(const Record& r, const char* text, std::size_t textLen, uint8_t& flags) {
+  if (r.nvtx.truncated) flags |= kEventTextTruncated;
+  if (r.nvtx.message != 0) return nameFromTable(r.nvtx.message);
+  return data_.strings.intern(std::string_view(text, std::min<std::size_t>(textLen, r.nvtx.length)));
+}
+
+void Store::consume(ThreadState& s) {
+  auto& ring = s.ring;
+  uint64_t i = ring.readBegin();
+  const uint64_t end = ring.readEnd();
+  while (i < end) {
+    const Record r = ring.at(i);
+    const uint64_t n = 1u + r.extra;
+    if (i + n > end) break;  // cannot happen: a record and its text are committed together
+    textBuffer_.clear();
+    for (uint64_t b = 1; b < n; ++b) {
+      const Record& block = ring.at(i + b);
+      textBuffer_.append(reinterpret_cast<const char*>(&block), kRecordSize);
+    }
+    decode(s.trackId, s.tid, r, textBuffer_.data(), textBuffer_.size());
+    i += n;
+  }
+  ring.release(i);
+  Track& t = track(s.trackId, s.tid);
+  data_.threads[t.index].dropped = s.dropped.load(std::memory_order_relaxed);
+  data_.threads[t.index].lostEnds = s.lostEnds.load(std::memory_order_relaxed);
+}
+
+void Store::closeLost(Track& t, std::vector<OpenRange>& stack, uint32_t minDepth, uint64_t at) {
+  // Ranges still open at or above `minDepth` lost their pop; they ended no later than `at`.
+  while (!stack.empty() && stack.back().depth >= minDepth) {
+    Event e = stack.back().event;
+    stack.pop_back();
+    e.end = at;
+    e.flags |= kEventEndLost;
+    emit(t.index, e);
+  }
+}
+
+void Store::decode(uint32_t trackId, uint32_t tid, const Record& r, const char* text, std::size_t textLen) {
+  ++recordsSeen_;
+  Track& t = track(trackId, tid);
+  switch (r.type) {
+    case RecordType::Api: {
+      Event e;
+      e.kind = EventKind::Api;
+      e.start = r.t0;
+      e.end = r.t1;
+      e.seq = r.seq;
+      e.hook = r.hook;
+      e.result = r.result;
+      memcpy(e.raw, r.raw, sizeof(e.raw));
+      if (r.hook < data_.hooks.size() && data_.hooks[r.hook].kind == ApiKind::Launch)
+        e.launch.kernelName = nameFromTable(r.launch.kernelName);
+      emit(t.index, e);
+      break;
+    }
+    case RecordType::NvtxPush: {
+      const uint32_t domain = nameFromTable(r.nvtx.domain);
+      auto& stack = t.stacks[domain];
+      // A push at depth d means everything at depth >= d was popped, even if we lost the pop.
+      closeLost(t, stack, r.nvtx.depth, r.t0);
+      OpenRange open{};
+      open.depth = r.nvtx.depth;
+      open.event.kind = EventKind::NvtxRange;
+      open.event.start = r.t0;
+      open.event.seq = r.seq;
+      open.event.domain = domain;
+      open.event.category = r.nvtx.category;
+      open.event.name = nvtxName(r, text, textLen, open.event.flags);
+      stack.push_back(open);
+      break;
+    }
+    case RecordType::NvtxPop: {
+      const uint32_t domain = nameFromTable(r.nvtx.domain);
+      auto& stack = t.stacks[domain];
+      closeLost(t, stack, r.nvtx.depth + 1u, r.t0);
+      if (!stack.empty() && stack.back().depth == r.nvtx.depth) {
+        Event e = stack.back().event;
+        stack.pop_back();
+        e.end = r.t0;
+        emit(t.index, e);
+      }
+      // Otherwise the matching push was dropped (already counted as a drop): nothing to close.
+      break;
+    }
+    case RecordType::NvtxMark: {
+      Event e;
+      e.kind = EventKind::NvtxMark;
+      e.start = e.end = r.t0;
+      e.seq = r.seq;
+      e.domain = nameFromTable(r.nvtx.domain);
+      e.category = r.nvtx.category;
+      e.name = nvtxName(r, text, textLen, e.flags);
+      emit(t.index, e);
+      break;
+    }
+    case RecordType::NvtxStart: {
+      Event e;
+      e.kind = EventKind::NvtxSpan;
+      e.start = r.t0;
+      e.seq = r.seq;
+      e.domain = nameFromTable(r.nvtx.domain);
+      e.category = r.nvtx.category;
+      e.name = nvtxName(r, text, textLen, e.flags);
+      e.rangeId = r.nvtx.rangeId;
+      auto early = earlyEnds_.find(r.nvtx.rangeId);
+      if (early != earlyEnds_.end()) {
+        e.end = early->second;
+        earlyEnds_.erase(early);
+        emit(t.index, e);
+      } else {
+        openSpans_[r.nvtx.rangeId] = OpenSpan{e, t.index};
+      }
+      break;
+    }
+    case RecordType::NvtxEnd: {
+      auto open = openSpans_.find(r.nvtx.rangeId);
+      if (open != openSpans_.end()) {
+        Event e = open->second.event;
+        e.end = r.t0;
+        emit(open->second.track, e);
+        openSpans_.erase(open);
+      } else {
+        earlyEnds_[r.nvtx.rangeId] = r.t0;  // started on a thread not drained yet
+      }
+      break;
+    }
+    case RecordType::ThreadName:
+      threadNames_[r.threadName.tid] = std::string(text, std::min<std::size_t>(textLen, r.threadName.length));
+      break;
+    case RecordType::CategoryName: {
+      const uint64_t key = (static_cast<uint64_t>(nameFromTable(r.nvtx.domain)) << 32) | r.nvtx.category;
+      data_.categoryNames[key] =
+          data_.strings.intern(std::string_view(text, std::min<std::size_t>(textLen, r.nvtx.length)));
+      break;
+    }
+    case RecordType::Invalid:
+      break;
+  }
+}
+
+void Store::finalize(uint64_t endTicks) {
+  for (auto& [id, t] : tracks_) {
+    for (auto& [domain, stack] : t.stacks) {
+      for (auto& open : stack) {
+        Event e = open.event;
+        e.end = endTicks;
+        e.flags |= kEventUnclosed;
+        emit(t.index, e);
+      }
+      stack.clear();
+    }
+  }
+  for (auto& [rangeId, open] : openSpans_) {
+    Event e = open.event;
+    e.end = endTicks;
+    e.flags |= kEventUnclosed;
+    emit(open.track, e);
+  }
+  openSpans_.clear();
+  for (auto& thread : data_.threads) {
+    auto it = threadNames_.find(thread.tid);
+    if (it != threadNames_.end()) {
+      thread.name = it->second;
+    } else {
+      // Threads often name themselves after their first CUDA call; prefer the latest name.
+      std::string latest = readThreadName(thread.tid);
+      if (!latest.empty()) thread.name = std::move(latest);
+    }
+  }
+}
+
+}  // namespace cutrace

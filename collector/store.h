@@ -1,0 +1,68 @@
+#pragma once
+// The process store: the drain thread turns ring records into TraceData events.
+//
+// Only one thread uses a Store at a time (the drain thread, then the exiting thread after the
+// drain thread has been joined); the collector serialises access with its drain mutex.
+// NVTX push/pop records are paired here, per thread and domain, using the depth each record
+// carries, so a dropped push or pop never mis-pairs the ranges around it.
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "collector/name_table.h"
+#include "collector/record.h"
+#include "collector/trace_data.h"
+
+namespace cutrace {
+
+struct ThreadState;
+
+class Store {
+ public:
+  explicit Store(const NameTable& names) : names_(names) {}
+
+  // Moves every committed record of `s` into the track of its current owner.
+  void consume(ThreadState& s);
+  // Decodes one record with its text (exposed for unit tests).
+  void decode(uint32_t trackId, uint32_t tid, const Record& r, const char* text, std::size_t textLen);
+
+  // Closes what is still open at `endTicks`, applies thread names. Call once, at the end.
+  void finalize(uint64_t endTicks);
+
+  TraceData& data() { return data_; }
+  uint64_t recordsSeen() const { return recordsSeen_; }
+
+ private:
+  struct OpenRange {
+    Event event;
+    uint16_t depth;
+  };
+  struct Track {
+    std::size_t index;  // into data_.threads
+    std::unordered_map<uint32_t, std::vector<OpenRange>> stacks;  // by domain (NameTable id)
+  };
+  struct OpenSpan {
+    Event event;
+    std::size_t track;
+  };
+
+  Track& track(uint32_t trackId, uint32_t tid);
+  uint32_t nameFromTable(uint32_t id);
+  uint32_t nvtxName(const Record& r, const char* text, std::size_t textLen, uint8_t& flags);
+  void closeLost(Track& t, std::vector<OpenRange>& stack, uint32_t minDepth, uint64_t at);
+  void emit(std::size_t trackIndex, const Event& e) { data_.threads[trackIndex].events.push_back(e); }
+
+  const NameTable& names_;
+  TraceData data_;
+  std::unordered_map<uint32_t, Track> tracks_;
+  std::unordered_map<uint32_t, uint32_t> tableToPool_;
+  std::unordered_map<uint64_t, OpenSpan> openSpans_;
+  std::unordered_map<uint64_t, uint64_t> earlyEnds_;  // rangeId -> end ticks, start not yet seen
+  std::unordered_map<uint32_t, std::string> threadNames_;  // tid -> NVTX name
+  std::string textBuffer_;
+  uint64_t recordsSeen_ = 0;
+};
+
+}  // namespace cutrace

@@ -1,0 +1,120 @@
+#pragma once
+// What the exporters see: decoded events per thread, their strings, and the process metadata.
+// Built by the drain (collector/store.cpp) in a traced process, or by hand in unit tests.
+// Exporters only read it.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "collector/clock.h"
+#include "collector/record.h"
+
+namespace cutrace {
+
+enum class ApiLayer : uint8_t { Runtime, Driver };
+
+enum class ApiKind : uint8_t {
+  Launch, Graph, Memcpy, Memset, Alloc, Free, Sync, Profiler,  // recorded
+  Lookup, Register,                                            // bookkeeping only
+};
+
+struct HookDescriptor {
+  const char* displayName;  // as users know it: runtime names without __ and _ptsz/_ptds
+  ApiLayer layer;
+  ApiKind kind;
+};
+
+// cudaMemcpyKind values 0..4, then what only the driver distinguishes.
+enum class CopyKind : uint8_t {
+  HostToHost = 0, HostToDevice = 1, DeviceToHost = 2, DeviceToDevice = 3, Default = 4,
+  Peer = 5, Unknown = 0xff,
+};
+const char* copyKindName(uint8_t kind);
+
+enum class EventKind : uint8_t {
+  Api,        // a CUDA call on this thread
+  NvtxRange,  // push/pop range, properly nested on this thread
+  NvtxMark,   // instant
+  NvtxSpan,   // start/end range, may end on another thread
+};
+
+enum EventFlags : uint8_t {
+  kEventUnclosed = 1,       // still open when the trace ended; end = end of trace
+  kEventEndLost = 2,        // its end record was dropped; closed by an enclosing range's end
+  kEventTextTruncated = 4,  // message longer than kMaxTextBytes
+};
+
+struct Event {
+  uint64_t start = 0;  // clock ticks
+  uint64_t end = 0;
+  uint64_t seq = 0;
+  uint32_t name = 0;      // NVTX: message in TraceData::strings
+  uint32_t domain = 0;    // NVTX: domain name in strings, 0 = default domain
+  uint32_t category = 0;  // NVTX category number
+  uint16_t hook = 0;      // Api: index into TraceData::hooks
+  EventKind kind = EventKind::Api;
+  uint8_t flags = 0;
+  int32_t result = 0;
+  union {
+    LaunchPayload launch;   // kernelName is an id in TraceData::strings here
+    MemPayload mem;
+    HandlePayload handle;
+    uint64_t rangeId;
+    unsigned char raw[32] = {};
+  };
+};
+
+struct ThreadTrack {
+  uint32_t tid = 0;
+  std::string name;
+  std::vector<Event> events;
+  uint64_t dropped = 0;   // events lost to a full ring (seq numbers never seen)
+  uint64_t lostEnds = 0;  // NVTX pops/ends lost to a full ring
+};
+
+class StringPool {
+ public:
+  StringPool() { intern({}); }  // id 0 is the empty string
+  uint32_t intern(std::string_view text);
+  const std::string& get(uint32_t id) const { return strings_[id < strings_.size() ? id : 0]; }
+  std::size_t size() const { return strings_.size(); }
+
+ private:
+  std::vector<std::string> strings_;
+  std::unordered_map<std::string, uint32_t> index_;
+};
+
+struct TraceMeta {
+  std::string tool = "cutrace";
+  std::string version;
+  std::string exe;
+  std::vector<std::string> commandLine;
+  std::string hostname;
+  uint32_t pid = 0;
+  std::string clockSource;         // "tsc" or "clock_monotonic"
+  uint64_t originMonotonicNs = 0;  // trace ts 0
+  int64_t realtimeMinusMonotonicNs = 0;
+  uint64_t endMonotonicNs = 0;
+  TickConverter ticks;
+  std::vector<std::pair<std::string, uint64_t>> counters;  // diagnostics, e.g. lookups wrapped
+};
+
+struct TraceData {
+  TraceMeta meta;
+  std::vector<HookDescriptor> hooks;
+  std::vector<ThreadTrack> threads;
+  StringPool strings;
+  std::unordered_map<uint64_t, uint32_t> categoryNames;  // (domain << 32 | category) -> string
+
+  int64_t toTraceNs(uint64_t ticks) const {
+    return static_cast<int64_t>(meta.ticks.toMonotonicNs(ticks) - meta.originMonotonicNs);
+  }
+  uint64_t droppedEvents() const;
+  uint64_t eventCount() const;
+};
+
+}  // namespace cutrace

@@ -1,0 +1,53 @@
+#pragma once
+// Buffered output and JSON text helpers shared by the exporters.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace cutrace {
+
+// A sink that buffers into a string and hands full chunks to a flush function (a file
+// descriptor in the preload, a string in tests). Never throws.
+class Sink {
+ public:
+  explicit Sink(int fd = -1) : fd_(fd) { buffer_.reserve(kChunk); }
+  ~Sink() { flush(); }
+  Sink(const Sink&) = delete;
+  Sink& operator=(const Sink&) = delete;
+
+  void put(std::string_view s) {
+    buffer_.append(s);
+    if (buffer_.size() >= kChunk) flush();
+  }
+  void put(char c) {
+    buffer_.push_back(c);
+    if (buffer_.size() >= kChunk) flush();
+  }
+  void putUint(uint64_t v);
+  void putInt(int64_t v);
+  // Nanoseconds as microseconds with up to three decimals, trailing zeros dropped.
+  void putMicros(int64_t ns);
+  void putHex(uint64_t v);  // "0x..." without quotes
+
+  bool flush();
+  bool ok() const { return ok_; }
+  uint64_t bytesWritten() const { return written_ + buffer_.size(); }
+  // For in-memory sinks (fd < 0): everything put so far.
+  const std::string& text() const { return buffer_; }
+
+ private:
+  static constexpr std::size_t kChunk = 1 << 20;
+  int fd_;
+  std::string buffer_;
+  uint64_t written_ = 0;
+  bool ok_ = true;
+};
+
+// Writes `text` as a JSON string literal (with quotes). Quotes, backslashes and control bytes
+// are escaped; every byte sequence that is not valid UTF-8 becomes U+FFFD, so the output is
+// valid JSON whatever bytes the input holds.
+void putJsonString(Sink& out, std::string_view text);
+
+}  // namespace cutrace

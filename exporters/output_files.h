@@ -1,0 +1,28 @@
+#pragma once
+// Writes one process's files at the end of a run: <dir>/<exe>-<pid>.trace.json and .folded.
+// Files are created with O_EXCL|O_NOFOLLOW: an existing file or a symlink at the path is never
+// written through; the name gets a .1, .2 ... suffix instead.
+
+#include <string>
+
+#include "collector/config.h"
+#include "collector/trace_data.h"
+
+namespace cutrace {
+
+struct OutputResult {
+  bool ok = false;
+  std::string tracePath;
+  std::string foldedPath;
+  std::string error;
+};
+
+OutputResult writeOutputFiles(const TraceData& data, const char* directory);
+
+// Collector::Writer: writes the files and reports on stderr according to config.log.
+void writeOutputsAndReport(TraceData& data, const Config& config);
+
+// "<exe>" reduced to [A-Za-z0-9._-] so it is always a safe file name.
+std::string safeFileStem(const std::string& exe);
+
+}  // namespace cutrace

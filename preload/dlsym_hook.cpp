@@ -1,0 +1,71 @@
+#include "preload/dlsym_hook.h"
+
+#include <dlfcn.h>
+#include <link.h>
+
+#include "collector/collector.h"
+
+extern "C" {
+
+void* (*cutraceRealDlsym)(void*, const char*) = nullptr;
+
+void* cutraceResolveRealDlsym() {
+  // glibc 2.34 moved dlsym into libc with a new version; older ones only have 2.2.5.
+  void* p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+  if (p == nullptr) p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+  __atomic_store_n(&cutraceRealDlsym, reinterpret_cast<void* (*)(void*, const char*)>(p), __ATOMIC_RELEASE);
+  return p;
+}
+
+}  // extern "C"
+
+namespace {
+
+// The object containing `address`, as a dlsym handle.
+struct link_map* objectAt(const void* address) {
+  Dl_info info{};
+  struct link_map* lm = nullptr;
+  if (address == nullptr || dladdr1(address, &info, reinterpret_cast<void**>(&lm), RTLD_DL_LINKMAP) == 0) return nullptr;
+  return lm;
+}
+
+// RTLD_NEXT as glibc defines it for `caller`: the first definition in an object after the
+// caller's in the global search order.
+void* lookupNext(const char* name, const void* caller) {
+  struct link_map* self = objectAt(caller);
+  if (self == nullptr) return cutrace::realDlsym(RTLD_DEFAULT, name);
+  for (struct link_map* lm = self->l_next; lm != nullptr; lm = lm->l_next) {
+    void* p = cutrace::realDlsym(lm, name);
+    if (p != nullptr && objectAt(p) == lm) {
+      dlerror();
+      return p;
+    }
+  }
+  return cutrace::realDlsym(RTLD_DEFAULT, "cutrace: no next definition");  // NULL with dlerror() set
+}
+
+}  // namespace
+
+extern "C" void* cutraceDlsymHook(void* handle, const char* name, void* caller) {
+  // Lookups made by the tracer itself (or by CUPTI on its behalf) get the real functions.
+  if (cutrace::tls::busy != 0) return handle == RTLD_NEXT ? lookupNext(name, caller) : cutrace::realDlsym(handle, name);
+  cutrace::ReentrancyGuard guard;
+  void* result;
+  if (handle == RTLD_NEXT) {
+    result = lookupNext(name, caller);
+  } else {
+    result = cutrace::realDlsym(handle, name);
+    if (result == nullptr && handle == RTLD_DEFAULT) {
+      // glibc also searches the caller's own scope for RTLD_DEFAULT (an RTLD_LOCAL object
+      // sees its dependencies); our call came from libtrace.so, so search it explicitly.
+      if (struct link_map* callerObject = objectAt(caller)) {
+        void* local = cutrace::realDlsym(callerObject, name);
+        if (local != nullptr) {
+          dlerror();
+          result = local;
+        }
+      }
+    }
+  }
+  return cutrace::redirectDlsymResult(name, result);
+}

@@ -1,0 +1,29 @@
+#pragma once
+// cutrace's dlsym. Programs and the CUDA runtime find driver entry points with dlsym; the
+// preload answers lookups of hooked names with its shims and forwards everything else.
+//
+// The exported `dlsym` is a few instructions of assembly (dlsym_x86_64.S): names that do not
+// start with "cu" or "__cu" are forwarded with a tail jump, so glibc still sees the original
+// caller's return address and RTLD_NEXT / RTLD_DEFAULT keep their meaning. It also runs on
+// every Python extension import, so that path must stay this short.
+
+extern "C" {
+// glibc's dlsym (resolved with dlvsym, never through our own export).
+extern void* (*cutraceRealDlsym)(void*, const char*) __attribute__((visibility("hidden")));
+void* cutraceResolveRealDlsym() __attribute__((visibility("hidden")));
+// The slow path for cu* names; `caller` is the return address of the program's dlsym call.
+void* cutraceDlsymHook(void* handle, const char* name, void* caller) __attribute__((visibility("hidden")));
+}
+
+namespace cutrace {
+
+inline void* realDlsym(void* handle, const char* name) {
+  void* (*real)(void*, const char*) = cutraceRealDlsym;
+  if (real == nullptr) real = reinterpret_cast<void* (*)(void*, const char*)>(cutraceResolveRealDlsym());
+  return real != nullptr ? real(handle, name) : nullptr;
+}
+
+// Maps the result of a lookup of `name` to the shim with the same ABI, when there is one.
+void* redirectDlsymResult(const char* name, void* result);
+
+}  // namespace cutrace

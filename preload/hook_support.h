@@ -1,0 +1,224 @@
+#pragma once
+// What the generated shims in hooks.cpp need: the hook ids, the real-pointer table, the
+// per-call recorder and the kernel-name bookkeeping. Everything on the hot path is inline and
+// allocation-free.
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "collector/collector.h"
+
+namespace cutrace {
+
+enum class HookId : uint16_t {
+#define CUTRACE_HOOK(layer, kind, name, ret, params, args, pre, post) k##name,
+#include "preload/hooks.def"
+#undef CUTRACE_HOOK
+};
+
+inline constexpr std::size_t kHookCount = 0
+#define CUTRACE_HOOK(layer, kind, name, ret, params, args, pre, post) +1
+#include "preload/hooks.def"
+#undef CUTRACE_HOOK
+    ;
+
+extern const HookDescriptor kHookDescriptors[kHookCount];
+extern const char* const kHookSymbols[kHookCount];
+extern void* const kHookWrappers[kHookCount];
+extern std::atomic<void*> g_realFunctions[kHookCount];
+
+// Initialises the collector the first time any hook or the constructor runs.
+void initializePreload();
+
+// Slow path of realFunction(): finds the library that defines the real function, resolves the
+// whole layer, and returns the pointer (nullptr if that library is not loaded). `caller` is
+// the shim's return address, used to find a runtime loaded into a private (RTLD_LOCAL) scope.
+void* resolveRealFunction(HookId id, const void* caller);
+
+inline void* realFunction(HookId id, const void* caller) {
+  void* p = g_realFunctions[static_cast<std::size_t>(id)].load(std::memory_order_relaxed);
+  if (__builtin_expect(p != nullptr, 1)) return p;
+  return resolveRealFunction(id, caller);
+}
+
+inline bool hookRecording() {
+  Mode m = detail::mode.load(std::memory_order_relaxed);
+  if (__builtin_expect(m == Mode::Uninitialized, 0)) {
+    initializePreload();
+    m = currentMode();
+  }
+  return m == Mode::On && tls::busy == 0;
+}
+
+// What a shim returns when the real library is not loaded (only reachable through a lookup
+// that found cutrace's own export, e.g. dlsym(RTLD_DEFAULT, ...) with no CUDA loaded).
+template <typename R>
+R missingLibraryResult(ApiLayer layer) {
+  if constexpr (std::is_void_v<R>) {
+    return;
+  } else if constexpr (std::is_same_v<R, CUresult>) {
+    (void)layer;
+    return CUDA_ERROR_NOT_INITIALIZED;
+  } else {
+    (void)layer;
+    return cudaErrorInsufficientDriver;
+  }
+}
+
+// One recorded API call. Constructed before the real call, it takes the sequence number
+// (so nested calls get later numbers) and the launch nesting; start() stamps t0 right before
+// the real call; the destructor stamps t1 and appends the record.
+class HookCall {
+ public:
+  HookCall(HookId id, ApiKind kind) {
+    if (kind == ApiKind::Lookup || kind == ApiKind::Register) return;  // bookkeeping, not events
+    if (!hookRecording()) return;
+    ThreadState* s = currentThread();
+    if (s == nullptr) return;
+    s_ = s;
+    r_.type = RecordType::Api;
+    r_.extra = 0;
+    r_.hook = static_cast<uint16_t>(id);
+    r_.result = 0;
+    r_.seq = s->nextSeq++;
+    r_.mem = MemPayload{};
+    if (kind == ApiKind::Launch) {
+      launch_ = true;
+      outermostLaunch_ = s->launchDepth++ == 0;
+    }
+  }
+  ~HookCall() {
+    if (s_ == nullptr) return;
+    r_.t1 = Clock::now();
+    if (launch_) --s_->launchDepth;
+    if (!appendRecord(s_, r_)) countDrop(s_);
+  }
+  HookCall(const HookCall&) = delete;
+  HookCall& operator=(const HookCall&) = delete;
+
+  bool recording() const { return s_ != nullptr; }
+  bool outermostLaunch() const { return outermostLaunch_; }
+  void start() {
+    if (s_ != nullptr) r_.t0 = Clock::now();
+  }
+  template <typename R>
+  void setResult(const R& rc) {
+    if constexpr (std::is_enum_v<R> || std::is_integral_v<R>) r_.result = static_cast<int32_t>(rc);
+  }
+
+  void launch(uint32_t kernelName, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+              std::size_t shared, const void* stream) {
+    LaunchPayload& l = r_.launch;
+    l.stream = reinterpret_cast<uintptr_t>(stream);
+    l.gridX = gx;
+    l.gridY = static_cast<uint16_t>(gy);
+    l.gridZ = static_cast<uint16_t>(gz);
+    l.blockX = static_cast<uint16_t>(bx);
+    l.blockY = static_cast<uint16_t>(by);
+    l.blockZ = static_cast<uint16_t>(bz);
+    l.reserved = 0;
+    l.kernelName = kernelName;
+    l.sharedMem = static_cast<uint32_t>(shared);
+  }
+  void launchEx(uint32_t kernelName, const CUlaunchConfig* c) {
+    if (c == nullptr) return launch(kernelName, 0, 0, 0, 0, 0, 0, 0, nullptr);
+    launch(kernelName, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY, c->blockDimZ,
+           c->sharedMemBytes, c->hStream);
+  }
+  void launchEx(uint32_t kernelName, const cudaLaunchConfig_t* c) {
+    if (c == nullptr) return launch(kernelName, 0, 0, 0, 0, 0, 0, 0, nullptr);
+    launch(kernelName, c->gridDim.x, c->gridDim.y, c->gridDim.z, c->blockDim.x, c->blockDim.y, c->blockDim.z,
+           c->dynamicSmemBytes, c->stream);
+  }
+  void copy(std::size_t bytes, const void* stream, CopyKind kind) {
+    r_.mem.bytes = bytes;
+    r_.mem.stream = reinterpret_cast<uintptr_t>(stream);
+    r_.mem.copyKind = static_cast<uint8_t>(kind);
+  }
+  void set(std::size_t bytes, const void* stream) {
+    r_.mem.bytes = bytes;
+    r_.mem.stream = reinterpret_cast<uintptr_t>(stream);
+    r_.mem.copyKind = static_cast<uint8_t>(CopyKind::Unknown);
+  }
+  void alloc(std::size_t bytes, const void* stream) { set(bytes, stream); }
+  template <typename P>
+  void allocated(P ptr) {
+    if (s_ != nullptr) r_.mem.ptr = (uint64_t)(ptr);
+  }
+  void allocatedBytes(std::size_t bytes) {
+    if (s_ != nullptr) r_.mem.bytes = bytes;
+  }
+  template <typename P>
+  void release(P ptr, const void* stream) {
+    set(0, stream);
+    r_.mem.ptr = (uint64_t)(ptr);
+  }
+  void handle(const void* h, const void* stream) {
+    r_.handle.handle = reinterpret_cast<uintptr_t>(h);
+    r_.handle.stream = reinterpret_cast<uintptr_t>(stream);
+  }
+
+ private:
+  ThreadState* s_ = nullptr;
+  bool launch_ = false;
+  bool outermostLaunch_ = false;
+  Record r_;
+};
+
+// Kernel names. The runtime registers host stubs by name; __cudaGetKernel maps a stub to a
+// cudaKernel_t; the driver names a CUfunction (or CUkernel) on request, cached per handle.
+void registerKernelName(const void* hostFun, const char* deviceName);
+void aliasKernelName(const void* alias, const void* hostFun);
+uint32_t runtimeKernelNameSlow(const void* func);
+uint32_t driverKernelNameSlow(CUfunction f);
+
+uint32_t cachedKernelName(const void* key);
+
+inline uint32_t runtimeKernelName(const HookCall& c, const void* func) {
+  if (!c.outermostLaunch()) return 0;
+  const uint32_t id = cachedKernelName(func);
+  return id != 0 ? id : runtimeKernelNameSlow(func);
+}
+
+inline uint32_t driverKernelName(const HookCall& c, CUfunction f) {
+  if (!c.outermostLaunch()) return 0;
+  const uint32_t id = cachedKernelName(f);
+  return id != 0 ? id : driverKernelNameSlow(f);
+}
+
+// cuGetProcAddress answered *pfn for `symbol`: swap in the shim with the same ABI.
+void redirectProcAddress(const char* symbol, void** pfn);
+
+// Copy helpers for the hook list.
+inline CopyKind copyKindOf(cudaMemcpyKind k) {
+  return static_cast<unsigned>(k) <= 4 ? static_cast<CopyKind>(k) : CopyKind::Unknown;
+}
+inline CopyKind memoryTypeKind(CUmemorytype src, CUmemorytype dst) {
+  const bool srcHost = src == CU_MEMORYTYPE_HOST;
+  const bool dstHost = dst == CU_MEMORYTYPE_HOST;
+  if (src == CU_MEMORYTYPE_UNIFIED || dst == CU_MEMORYTYPE_UNIFIED) return CopyKind::Default;
+  if (srcHost && dstHost) return CopyKind::HostToHost;
+  if (srcHost) return CopyKind::HostToDevice;
+  if (dstHost) return CopyKind::DeviceToHost;
+  return CopyKind::DeviceToDevice;
+}
+inline CopyKind copyKindOf(const CUDA_MEMCPY2D* p) {
+  return p ? memoryTypeKind(p->srcMemoryType, p->dstMemoryType) : CopyKind::Unknown;
+}
+inline CopyKind copyKindOf(const CUDA_MEMCPY3D* p) {
+  return p ? memoryTypeKind(p->srcMemoryType, p->dstMemoryType) : CopyKind::Unknown;
+}
+inline CopyKind copyKindOf(const cudaMemcpy3DParms* p) { return p ? copyKindOf(p->kind) : CopyKind::Unknown; }
+inline std::size_t bytes2D(const CUDA_MEMCPY2D* p) { return p ? p->WidthInBytes * p->Height : 0; }
+inline std::size_t bytes3D(const CUDA_MEMCPY3D* p) { return p ? p->WidthInBytes * p->Height * p->Depth : 0; }
+inline std::size_t bytes3D(const cudaMemcpy3DParms* p) {
+  // With a CUDA array on either side the extent is in elements; without, width is in bytes.
+  return p ? p->extent.width * p->extent.height * p->extent.depth : 0;
+}
+
+}  // namespace cutrace

@@ -1,0 +1,349 @@
+// The tables generated from hooks.def and the machinery that maps real CUDA entry points to
+// cutrace's shims: finding the real functions, answering dlsym and cuGetProcAddress with
+// shims by pointer identity, and the kernel-name caches.
+//
+// Concurrency: real pointers are resolved under resolveMutex and published with a release
+// store per entry; the identity map of a layer is built under the same mutex and published
+// with its `ready` flag. Readers never lock.
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <link.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <algorithm>
+#include <array>
+#include <mutex>
+#include <string_view>
+
+#include "preload/dlsym_hook.h"
+#include "preload/hook_support.h"
+
+namespace cutrace {
+
+// ---------------------------------------------------------------------------- generated tables
+
+namespace {
+
+struct DisplayName {
+  char text[64];
+};
+
+// Runtime entry points are shown as users call them: "__cudaLaunchKernel_ptsz" is the
+// triple-chevron path of cudaLaunchKernel. Driver names stay exact (cuMemcpyHtoD_v2), as in
+// Nsight Systems, except the per-thread-stream suffix.
+constexpr DisplayName displayNameOf(std::string_view symbol, ApiLayer layer) {
+  DisplayName out{};
+  if (layer == ApiLayer::Runtime && symbol.starts_with("__")) symbol.remove_prefix(2);
+  if (symbol.ends_with("_ptsz") || symbol.ends_with("_ptds")) symbol.remove_suffix(5);
+  for (std::size_t i = 0; i < symbol.size() && i + 1 < sizeof(out.text); ++i) out.text[i] = symbol[i];
+  return out;
+}
+
+constexpr DisplayName kDisplayNames[kHookCount] = {
+#define CUTRACE_HOOK(layer, kind, name, ret, params, args, pre, post) displayNameOf(#name, ApiLayer::layer),
+#include "preload/hooks.def"
+#undef CUTRACE_HOOK
+};
+
+}  // namespace
+
+const HookDescriptor kHookDescriptors[kHookCount] = {
+#define CUTRACE_HOOK(layer, kind, name, ret, params, args, pre, post) \
+  {kDisplayNames[static_cast<std::size_t>(HookId::k##name)].text, ApiLayer::layer, ApiKind::kind},
+#include "preload/hooks.def"
+#undef CUTRACE_HOOK
+};
+
+const char* const kHookSymbols[kHookCount] = {
+#define CUTRACE_HOOK(layer, kind, name, ret, params, args, pre, post) #name,
+#include "preload/hooks.def"
+#undef CUTRACE_HOOK
+};
+
+std::atomic<void*> g_realFunctions[kHookCount];
+
+// ---------------------------------------------------------------------------- resolution
+
+namespace {
+
+std::mutex resolveMutex;
+
+struct IdentityMap {
+  std::array<std::pair<uintptr_t, uint16_t>, kHookCount> entries{};
+  std::size_t size = 0;
+  std::atomic<bool> ready{false};
+  const void* handle = nullptr;  // the library the layer was resolved from
+};
+IdentityMap identity[2];  // by ApiLayer
+
+IdentityMap& mapOf(ApiLayer layer) { return identity[static_cast<int>(layer)]; }
+
+// Hook ids sorted by symbol, for name lookups from dlsym.
+struct SymbolIndex {
+  std::array<uint16_t, kHookCount> ids{};
+  SymbolIndex() {
+    for (std::size_t i = 0; i < kHookCount; ++i) ids[i] = static_cast<uint16_t>(i);
+    std::sort(ids.begin(), ids.end(), [](uint16_t a, uint16_t b) { return strcmp(kHookSymbols[a], kHookSymbols[b]) < 0; });
+  }
+};
+
+int hookBySymbol(const char* name) {
+  static const SymbolIndex index;
+  auto it = std::lower_bound(index.ids.begin(), index.ids.end(), name,
+                             [](uint16_t id, const char* n) { return strcmp(kHookSymbols[id], n) < 0; });
+  if (it != index.ids.end() && strcmp(kHookSymbols[*it], name) == 0) return *it;
+  return -1;
+}
+
+bool isOwnWrapper(const void* p) {
+  for (void* w : kHookWrappers)
+    if (w == p) return true;
+  return false;
+}
+
+// Fills the layer's real pointers from `handle` (a dlopen handle or link map) and builds its
+// identity map. Caller holds resolveMutex.
+void resolveLayerFrom(ApiLayer layer, void* handle) {
+  IdentityMap& map = mapOf(layer);
+  map.size = 0;
+  for (std::size_t i = 0; i < kHookCount; ++i) {
+    if (kHookDescriptors[i].layer != layer) continue;
+    void* p = realDlsym(handle, kHookSymbols[i]);
+    if (p == nullptr || isOwnWrapper(p)) continue;
+    g_realFunctions[i].store(p, std::memory_order_release);
+    map.entries[map.size++] = {reinterpret_cast<uintptr_t>(p), static_cast<uint16_t>(i)};
+  }
+  dlerror();  // symbols missing from older libraries are expected; leave no error behind
+  std::sort(map.entries.begin(), map.entries.begin() + static_cast<std::ptrdiff_t>(map.size));
+  map.handle = handle;
+  map.ready.store(true, std::memory_order_release);
+}
+
+constexpr const char* kDriverNames[] = {"libcuda.so.1", "libcuda.so"};
+constexpr const char* kRuntimeNames[] = {"libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0", "libcudart.so"};
+
+void* loadedLibrary(const char* const* names, std::size_t count) {
+  for (std::size_t i = 0; i < count; ++i) {
+    if (void* h = dlopen(names[i], RTLD_LAZY | RTLD_NOLOAD)) return h;
+  }
+  dlerror();
+  return nullptr;
+}
+
+// The object that defines `p`, as a handle usable with dlsym.
+void* objectOf(const void* p) {
+  Dl_info info{};
+  struct link_map* lm = nullptr;
+  if (p == nullptr || dladdr1(p, &info, reinterpret_cast<void**>(&lm), RTLD_DL_LINKMAP) == 0) return nullptr;
+  return lm;
+}
+
+bool resolveLayer(ApiLayer layer, const void* caller) {
+  if (mapOf(layer).ready.load(std::memory_order_acquire)) return true;
+  ReentrancyGuard guard;
+  const int savedErrno = errno;
+  std::lock_guard<std::mutex> lock(resolveMutex);
+  if (!mapOf(layer).ready.load(std::memory_order_acquire)) {
+    void* handle = nullptr;
+    if (layer == ApiLayer::Driver) {
+      handle = loadedLibrary(kDriverNames, std::size(kDriverNames));
+    } else {
+      // The runtime the program bound to in the global scope, else one loaded by name, else
+      // the one visible from the calling object's own scope (a runtime under an RTLD_LOCAL
+      // extension, possibly renamed by auditwheel).
+      handle = objectOf(realDlsym(RTLD_NEXT, "cudaGetDeviceCount"));
+      if (handle == nullptr) handle = loadedLibrary(kRuntimeNames, std::size(kRuntimeNames));
+      if (handle == nullptr && caller != nullptr) {
+        if (void* callerObject = objectOf(caller)) {
+          void* p = realDlsym(callerObject, "cudaGetDeviceCount");
+          if (p != nullptr && !isOwnWrapper(p)) handle = objectOf(p);
+        }
+      }
+      dlerror();
+    }
+    if (handle != nullptr) resolveLayerFrom(layer, handle);
+  }
+  errno = savedErrno;
+  return mapOf(layer).ready.load(std::memory_order_acquire);
+}
+
+int identityLookup(ApiLayer layer, const void* p) {
+  const IdentityMap& map = mapOf(layer);
+  if (!map.ready.load(std::memory_order_acquire)) return -1;
+  const auto key = reinterpret_cast<uintptr_t>(p);
+  auto end = map.entries.begin() + static_cast<std::ptrdiff_t>(map.size);
+  auto it = std::lower_bound(map.entries.begin(), end, std::make_pair(key, uint16_t{0}));
+  if (it != end && it->first == key) return it->second;
+  return -1;
+}
+
+// The base of a driver symbol as cuGetProcAddress is asked for it: no _vN, _ptsz or _ptds.
+std::string_view procBaseName(std::string_view s) {
+  for (bool changed = true; changed;) {
+    changed = false;
+    if (s.ends_with("_ptsz") || s.ends_with("_ptds")) {
+      s.remove_suffix(5);
+      changed = true;
+    }
+    const std::size_t v = s.rfind("_v");
+    if (v != std::string_view::npos && v + 2 < s.size() &&
+        s.find_first_not_of("0123456789", v + 2) == std::string_view::npos) {
+      s = s.substr(0, v);
+      changed = true;
+    }
+  }
+  return s;
+}
+
+bool isHookedDriverBase(std::string_view base) {
+  for (std::size_t i = 0; i < kHookCount; ++i) {
+    if (kHookDescriptors[i].layer == ApiLayer::Driver && kHookDescriptors[i].kind != ApiKind::Lookup &&
+        procBaseName(kHookSymbols[i]) == base)
+      return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+void* resolveRealFunction(HookId id, const void* caller) {
+  const auto i = static_cast<std::size_t>(id);
+  if (!resolveLayer(kHookDescriptors[i].layer, caller)) return nullptr;
+  return g_realFunctions[i].load(std::memory_order_acquire);
+}
+
+void redirectProcAddress(const char* symbol, void** pfn) {
+  if (pfn == nullptr || *pfn == nullptr) return;
+  static std::atomic<uint64_t>& lookups = Collector::counter("getproc_lookups");
+  static std::atomic<uint64_t>& wrapped = Collector::counter("getproc_wrapped");
+  static std::atomic<uint64_t>& unmapped = Collector::counter("getproc_hooked_but_unmapped");
+  lookups.fetch_add(1, std::memory_order_relaxed);
+  resolveLayer(ApiLayer::Driver, nullptr);
+  const int id = identityLookup(ApiLayer::Driver, *pfn);
+  if (id >= 0) {
+    *pfn = kHookWrappers[id];
+    wrapped.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  // A hooked function answered with a pointer that is not one of the driver's exports: we
+  // cannot know its ABI, so it passes through untraced. Counted so a trace shows the gap.
+  if (symbol != nullptr && isHookedDriverBase(procBaseName(symbol))) unmapped.fetch_add(1, std::memory_order_relaxed);
+}
+
+void* redirectDlsymResult(const char* name, void* result) {
+  if (result == nullptr) return nullptr;
+  const int id = hookBySymbol(name);
+  if (id < 0) return result;
+  const ApiLayer layer = kHookDescriptors[id].layer;
+  if (result == kHookWrappers[id]) {
+    // The lookup found cutrace's own export (RTLD_DEFAULT with libtrace.so first in the global
+    // scope). Only hand it out when the real function exists, so "is CUDA loaded?" probes
+    // answer as they would without the preload.
+    if (!resolveLayer(layer, nullptr) || g_realFunctions[id].load(std::memory_order_acquire) == nullptr) {
+      (void)realDlsym(RTLD_DEFAULT, "cutrace: symbol not loaded");  // sets dlerror() for the caller
+      return nullptr;
+    }
+    return result;
+  }
+  resolveLayer(layer, nullptr);
+  const int mapped = identityLookup(layer, result);
+  static std::atomic<uint64_t>& wrapped = Collector::counter("dlsym_wrapped");
+  if (mapped < 0) return result;  // another copy of the library: pass through untouched
+  wrapped.fetch_add(1, std::memory_order_relaxed);
+  return kHookWrappers[mapped];
+}
+
+// ---------------------------------------------------------------------------- kernel names
+
+namespace {
+
+PointerMap& kernelNames() {
+  static PointerMap map = [] {
+    PointerMap m;
+    m.init(1u << 16);
+    return m;
+  }();
+  return map;
+}
+
+uint32_t unknownKernelName(const void* key) {
+  char text[48];
+  snprintf(text, sizeof(text), "kernel@%p", key);
+  const uint32_t id = Collector::names().intern(text);
+  kernelNames().put(key, id);
+  return id;
+}
+
+}  // namespace
+
+uint32_t cachedKernelName(const void* key) { return kernelNames().find(key); }
+
+void registerKernelName(const void* hostFun, const char* deviceName) {
+  if (currentMode() == Mode::Uninitialized) initializePreload();
+  if (!Collector::config().enabled || deviceName == nullptr) return;
+  ReentrancyGuard guard;
+  const uint32_t id = Collector::names().intern(deviceName);
+  if (id != 0) kernelNames().put(hostFun, id);
+}
+
+void aliasKernelName(const void* alias, const void* hostFun) {
+  if (!Collector::config().enabled) return;
+  const uint32_t id = kernelNames().find(hostFun);
+  if (id != 0) kernelNames().put(alias, id);
+}
+
+uint32_t runtimeKernelNameSlow(const void* func) {
+  ReentrancyGuard guard;
+  using FuncGetName = cudaError_t (*)(const char**, const void*);
+  static void* getName = nullptr;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const IdentityMap& map = mapOf(ApiLayer::Runtime);
+    if (map.ready.load(std::memory_order_acquire)) getName = realDlsym(const_cast<void*>(map.handle), "cudaFuncGetName");
+    dlerror();
+  });
+  const char* name = nullptr;
+  if (getName != nullptr && reinterpret_cast<FuncGetName>(getName)(&name, func) == cudaSuccess && name != nullptr) {
+    const uint32_t id = Collector::names().intern(name);
+    if (id != 0) {
+      kernelNames().put(func, id);
+      return id;
+    }
+  }
+  return unknownKernelName(func);
+}
+
+uint32_t driverKernelNameSlow(CUfunction f) {
+  ReentrancyGuard guard;
+  using FuncGetName = CUresult (*)(const char**, CUfunction);
+  using KernelGetName = CUresult (*)(const char**, CUkernel);
+  static void* funcGetName = nullptr;
+  static void* kernelGetName = nullptr;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const IdentityMap& map = mapOf(ApiLayer::Driver);
+    if (!map.ready.load(std::memory_order_acquire)) return;
+    void* h = const_cast<void*>(map.handle);
+    funcGetName = realDlsym(h, "cuFuncGetName");
+    kernelGetName = realDlsym(h, "cuKernelGetName");
+    dlerror();
+  });
+  const char* name = nullptr;
+  // The runtime may launch a CUkernel cast to CUfunction; ask both ways.
+  if (funcGetName != nullptr && reinterpret_cast<FuncGetName>(funcGetName)(&name, f) != CUDA_SUCCESS) name = nullptr;
+  if (name == nullptr && kernelGetName != nullptr &&
+      reinterpret_cast<KernelGetName>(kernelGetName)(&name, reinterpret_cast<CUkernel>(f)) != CUDA_SUCCESS)
+    name = nullptr;
+  if (name != nullptr) {
+    const uint32_t id = Collector::names().intern(name);
+    if (id != 0) {
+      kernelNames().put(f, id);
+      return id;
+    }
+  }
+  return unknownKernelName(f);
+}
+
+}  // namespace cutrace

@@ -1,0 +1,361 @@
+// NVTX v3 is header-only: every library carrying NVTX calls InitializeInjectionNvtx2 from the
+// library named by NVTX_INJECTION64_PATH (libtrace.so itself, see preload_main.cpp) and lets
+// the tool fill its function tables. This file is that tool side: push/pop, start/end, marks,
+// domains, registered strings, and category and thread names.
+//
+// Messages are copied into the thread's ring at call time (the caller's buffer is gone after
+// the call). Push/pop pairing happens in the drain; here each push and pop carries its level
+// within (thread, domain) so a dropped record cannot mis-pair the ranges around it.
+
+#define NVTX_NO_IMPL
+#include <nvtx3/nvToolsExt.h>
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <cwchar>
+
+#include "preload/hook_support.h"
+
+namespace cutrace {
+namespace {
+
+// Domain handles point into this fixed table (no allocation inside NVTX calls). Index 0 is
+// the default domain; nvtxDomainCreate with a name already created returns the same handle.
+struct Domain {
+  std::atomic<uint32_t> nameId{0};
+};
+Domain domains[kMaxNvtxDomains];
+std::atomic<uint32_t> domainCount{1};
+
+uint32_t domainIndex(nvtxDomainHandle_t h) {
+  if (h == nullptr) return 0;
+  const auto* d = reinterpret_cast<const Domain*>(h);
+  if (d < domains || d >= domains + kMaxNvtxDomains) return 0;
+  return static_cast<uint32_t>(d - domains);
+}
+
+uint32_t domainName(uint32_t index) { return domains[index].nameId.load(std::memory_order_acquire); }
+
+// Text of an NVTX message: ASCII is used in place, wide strings are converted to UTF-8 into
+// `buf`, registered strings are carried by id.
+struct Message {
+  const char* text = nullptr;
+  std::size_t length = 0;
+  uint32_t registered = 0;
+  bool truncated = false;
+};
+
+std::size_t boundedLength(const char* s, bool& truncated) {
+  const std::size_t n = strnlen(s, kMaxTextBytes + 1);
+  truncated = n > kMaxTextBytes;
+  return truncated ? kMaxTextBytes : n;
+}
+
+Message asciiMessage(const char* s) {
+  Message m;
+  if (s == nullptr) return m;
+  m.text = s;
+  m.length = boundedLength(s, m.truncated);
+  return m;
+}
+
+Message wideMessage(const wchar_t* w, char (&buf)[kMaxTextBytes]) {
+  Message m;
+  if (w == nullptr) return m;
+  std::size_t n = 0;
+  for (; *w != L'\0'; ++w) {
+    auto c = static_cast<uint32_t>(*w);
+    if (c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) c = 0xFFFD;
+    char enc[4];
+    std::size_t len;
+    if (c < 0x80) {
+      enc[0] = static_cast<char>(c);
+      len = 1;
+    } else if (c < 0x800) {
+      enc[0] = static_cast<char>(0xC0 | (c >> 6));
+      enc[1] = static_cast<char>(0x80 | (c & 0x3F));
+      len = 2;
+    } else if (c < 0x10000) {
+      enc[0] = static_cast<char>(0xE0 | (c >> 12));
+      enc[1] = static_cast<char>(0x80 | ((c >> 6) & 0x3F));
+      enc[2] = static_cast<char>(0x80 | (c & 0x3F));
+      len = 3;
+    } else {
+      enc[0] = static_cast<char>(0xF0 | (c >> 18));
+      enc[1] = static_cast<char>(0x80 | ((c >> 12) & 0x3F));
+      enc[2] = static_cast<char>(0x80 | ((c >> 6) & 0x3F));
+      enc[3] = static_cast<char>(0x80 | (c & 0x3F));
+      len = 4;
+    }
+    if (n + len > sizeof(buf)) {
+      m.truncated = true;
+      break;
+    }
+    memcpy(buf + n, enc, len);
+    n += len;
+  }
+  m.text = buf;
+  m.length = n;
+  return m;
+}
+
+Message attributeMessage(const nvtxEventAttributes_t* a, char (&buf)[kMaxTextBytes]) {
+  if (a == nullptr || a->size < offsetof(nvtxEventAttributes_t, message) + sizeof(a->message)) return {};
+  switch (a->messageType) {
+    case NVTX_MESSAGE_TYPE_ASCII: return asciiMessage(a->message.ascii);
+    case NVTX_MESSAGE_TYPE_UNICODE: return wideMessage(a->message.unicode, buf);
+    case NVTX_MESSAGE_TYPE_REGISTERED: {
+      Message m;
+      m.registered = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(a->message.registered));
+      return m;
+    }
+    default: return {};
+  }
+}
+
+uint32_t attributeCategory(const nvtxEventAttributes_t* a) {
+  if (a == nullptr || a->size < offsetof(nvtxEventAttributes_t, category) + sizeof(a->category)) return 0;
+  return a->category;
+}
+
+ThreadState* nvtxThread() {
+  if (!hookRecording()) return nullptr;
+  return currentThread();
+}
+
+void appendNvtx(ThreadState* s, RecordType type, uint64_t seq, uint32_t domain, uint32_t category, uint16_t depth,
+                uint64_t rangeId, const Message& m) {
+  Record r;
+  r.type = type;
+  r.hook = 0;
+  r.result = 0;
+  r.seq = seq;
+  r.t0 = r.t1 = Clock::now();
+  r.nvtx = NvtxPayload{};
+  r.nvtx.rangeId = rangeId;
+  r.nvtx.domain = domainName(domain);
+  r.nvtx.category = category;
+  r.nvtx.message = m.registered;
+  r.nvtx.depth = depth;
+  r.nvtx.length = static_cast<uint16_t>(m.length);
+  r.nvtx.truncated = m.truncated ? 1 : 0;
+  if (!appendRecord(s, r, m.text, m.registered ? 0 : m.length)) {
+    if (type == RecordType::NvtxPop || type == RecordType::NvtxEnd)
+      s->lostEnds.store(s->lostEnds.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    else if (type != RecordType::CategoryName)
+      countDrop(s);
+  }
+}
+
+int push(uint32_t domain, uint32_t category, const Message& m) {
+  ThreadState* s = nvtxThread();
+  if (s == nullptr) return 0;
+  const uint16_t depth = s->nvtxDepth[domain];
+  if (depth < UINT16_MAX) s->nvtxDepth[domain] = static_cast<uint16_t>(depth + 1);
+  appendNvtx(s, RecordType::NvtxPush, s->nextSeq++, domain, category, depth, 0, m);
+  return depth;
+}
+
+int pop(uint32_t domain) {
+  ThreadState* s = nvtxThread();
+  if (s == nullptr) return 0;
+  if (s->nvtxDepth[domain] == 0) return -1;  // NVTX: a pop without a push is an error
+  const uint16_t depth = --s->nvtxDepth[domain];
+  appendNvtx(s, RecordType::NvtxPop, 0, domain, 0, depth, 0, Message{});
+  return depth;
+}
+
+void mark(uint32_t domain, uint32_t category, const Message& m) {
+  if (ThreadState* s = nvtxThread()) appendNvtx(s, RecordType::NvtxMark, s->nextSeq++, domain, category, 0, 0, m);
+}
+
+std::atomic<uint64_t> nextRangeId{1};
+
+nvtxRangeId_t start(uint32_t domain, uint32_t category, const Message& m) {
+  const uint64_t id = nextRangeId.fetch_add(1, std::memory_order_relaxed);
+  if (ThreadState* s = nvtxThread()) appendNvtx(s, RecordType::NvtxStart, s->nextSeq++, domain, category, 0, id, m);
+  return id;
+}
+
+void end(nvtxRangeId_t id) {
+  if (ThreadState* s = nvtxThread()) appendNvtx(s, RecordType::NvtxEnd, 0, 0, 0, 0, id, Message{});
+}
+
+void nameCategory(uint32_t domain, uint32_t category, const Message& m) {
+  if (ThreadState* s = nvtxThread()) appendNvtx(s, RecordType::CategoryName, 0, domain, category, 0, 0, m);
+}
+
+void nameThread(uint32_t tid, const Message& m) {
+  ThreadState* s = nvtxThread();
+  if (s == nullptr) return;
+  Record r;
+  r.type = RecordType::ThreadName;
+  r.hook = 0;
+  r.result = 0;
+  r.seq = 0;
+  r.t0 = r.t1 = Clock::now();
+  r.threadName = ThreadNamePayload{};
+  r.threadName.tid = tid;
+  r.threadName.length = static_cast<uint16_t>(m.length);
+  appendRecord(s, r, m.text, m.length);
+}
+
+// ---- core module
+void markEx(const nvtxEventAttributes_t* a) {
+  char buf[kMaxTextBytes];
+  mark(0, attributeCategory(a), attributeMessage(a, buf));
+}
+void markA(const char* s) { mark(0, 0, asciiMessage(s)); }
+void markW(const wchar_t* w) {
+  char buf[kMaxTextBytes];
+  mark(0, 0, wideMessage(w, buf));
+}
+nvtxRangeId_t rangeStartEx(const nvtxEventAttributes_t* a) {
+  char buf[kMaxTextBytes];
+  return start(0, attributeCategory(a), attributeMessage(a, buf));
+}
+nvtxRangeId_t rangeStartA(const char* s) { return start(0, 0, asciiMessage(s)); }
+nvtxRangeId_t rangeStartW(const wchar_t* w) {
+  char buf[kMaxTextBytes];
+  return start(0, 0, wideMessage(w, buf));
+}
+void rangeEnd(nvtxRangeId_t id) { end(id); }
+int rangePushEx(const nvtxEventAttributes_t* a) {
+  char buf[kMaxTextBytes];
+  return push(0, attributeCategory(a), attributeMessage(a, buf));
+}
+int rangePushA(const char* s) { return push(0, 0, asciiMessage(s)); }
+int rangePushW(const wchar_t* w) {
+  char buf[kMaxTextBytes];
+  return push(0, 0, wideMessage(w, buf));
+}
+int rangePop() { return pop(0); }
+void nameCategoryA(uint32_t category, const char* name) { nameCategory(0, category, asciiMessage(name)); }
+void nameCategoryW(uint32_t category, const wchar_t* name) {
+  char buf[kMaxTextBytes];
+  nameCategory(0, category, wideMessage(name, buf));
+}
+void nameOsThreadA(uint32_t tid, const char* name) { nameThread(tid, asciiMessage(name)); }
+void nameOsThreadW(uint32_t tid, const wchar_t* name) {
+  char buf[kMaxTextBytes];
+  nameThread(tid, wideMessage(name, buf));
+}
+
+// ---- core2 module (domains)
+void domainMarkEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
+  char buf[kMaxTextBytes];
+  mark(domainIndex(d), attributeCategory(a), attributeMessage(a, buf));
+}
+nvtxRangeId_t domainRangeStartEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
+  char buf[kMaxTextBytes];
+  return start(domainIndex(d), attributeCategory(a), attributeMessage(a, buf));
+}
+void domainRangeEnd(nvtxDomainHandle_t, nvtxRangeId_t id) { end(id); }
+int domainRangePushEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
+  char buf[kMaxTextBytes];
+  return push(domainIndex(d), attributeCategory(a), attributeMessage(a, buf));
+}
+int domainRangePop(nvtxDomainHandle_t d) { return pop(domainIndex(d)); }
+nvtxResourceHandle_t domainResourceCreate(nvtxDomainHandle_t, nvtxResourceAttributes_t*) { return nullptr; }
+void domainResourceDestroy(nvtxResourceHandle_t) {}
+void domainNameCategoryA(nvtxDomainHandle_t d, uint32_t category, const char* name) {
+  nameCategory(domainIndex(d), category, asciiMessage(name));
+}
+void domainNameCategoryW(nvtxDomainHandle_t d, uint32_t category, const wchar_t* name) {
+  char buf[kMaxTextBytes];
+  nameCategory(domainIndex(d), category, wideMessage(name, buf));
+}
+
+nvtxStringHandle_t registerString(const Message& m) {
+  if (currentMode() == Mode::Uninitialized) initializePreload();
+  if (m.text == nullptr) return nullptr;
+  ReentrancyGuard guard;
+  const uint32_t id = Collector::names().intern(std::string_view(m.text, m.length));
+  return reinterpret_cast<nvtxStringHandle_t>(static_cast<uintptr_t>(id));
+}
+nvtxStringHandle_t domainRegisterStringA(nvtxDomainHandle_t, const char* s) { return registerString(asciiMessage(s)); }
+nvtxStringHandle_t domainRegisterStringW(nvtxDomainHandle_t, const wchar_t* w) {
+  char buf[kMaxTextBytes];
+  return registerString(wideMessage(w, buf));
+}
+
+nvtxDomainHandle_t createDomain(const Message& m) {
+  if (currentMode() == Mode::Uninitialized) initializePreload();
+  if (m.text == nullptr) return nullptr;
+  ReentrancyGuard guard;
+  const uint32_t nameId = Collector::names().intern(std::string_view(m.text, m.length));
+  if (nameId == 0) return nullptr;
+  const uint32_t count = domainCount.load(std::memory_order_acquire);
+  for (uint32_t i = 1; i < count && i < kMaxNvtxDomains; ++i)
+    if (domains[i].nameId.load(std::memory_order_acquire) == nameId) return reinterpret_cast<nvtxDomainHandle_t>(&domains[i]);
+  const uint32_t index = domainCount.fetch_add(1, std::memory_order_acq_rel);
+  if (index >= kMaxNvtxDomains) return nullptr;  // past the table: calls on it go to the default domain
+  domains[index].nameId.store(nameId, std::memory_order_release);
+  return reinterpret_cast<nvtxDomainHandle_t>(&domains[index]);
+}
+nvtxDomainHandle_t domainCreateA(const char* name) { return createDomain(asciiMessage(name)); }
+nvtxDomainHandle_t domainCreateW(const wchar_t* name) {
+  char buf[kMaxTextBytes];
+  return createDomain(wideMessage(name, buf));
+}
+void domainDestroy(nvtxDomainHandle_t) {}
+void initialize(const void*) {}
+
+template <typename F>
+void install(NvtxFunctionTable table, unsigned size, unsigned slot, F fn) {
+  if (table != nullptr && slot < size && table[slot] != nullptr) *table[slot] = reinterpret_cast<NvtxFunctionPointer>(fn);
+}
+
+}  // namespace
+}  // namespace cutrace
+
+// Called once per library that carries its own NVTX copy (PyTorch calls it more than once).
+extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t getExportTable) {
+  using namespace cutrace;
+  if (currentMode() == Mode::Uninitialized) initializePreload();
+  if (getExportTable == nullptr || !Collector::config().enabled || !Collector::config().nvtx) return 0;
+  const auto* callbacks = static_cast<const NvtxExportTableCallbacks*>(getExportTable(NVTX_ETID_CALLBACKS));
+  if (callbacks == nullptr || callbacks->GetModuleFunctionTable == nullptr) return 0;
+
+  NvtxFunctionTable core = nullptr;
+  unsigned coreSize = 0;
+  if (callbacks->GetModuleFunctionTable(NVTX_CB_MODULE_CORE, &core, &coreSize) == 0) return 0;
+  install(core, coreSize, NVTX_CBID_CORE_MarkEx, markEx);
+  install(core, coreSize, NVTX_CBID_CORE_MarkA, markA);
+  install(core, coreSize, NVTX_CBID_CORE_MarkW, markW);
+  install(core, coreSize, NVTX_CBID_CORE_RangeStartEx, rangeStartEx);
+  install(core, coreSize, NVTX_CBID_CORE_RangeStartA, rangeStartA);
+  install(core, coreSize, NVTX_CBID_CORE_RangeStartW, rangeStartW);
+  install(core, coreSize, NVTX_CBID_CORE_RangeEnd, rangeEnd);
+  install(core, coreSize, NVTX_CBID_CORE_RangePushEx, rangePushEx);
+  install(core, coreSize, NVTX_CBID_CORE_RangePushA, rangePushA);
+  install(core, coreSize, NVTX_CBID_CORE_RangePushW, rangePushW);
+  install(core, coreSize, NVTX_CBID_CORE_RangePop, rangePop);
+  install(core, coreSize, NVTX_CBID_CORE_NameCategoryA, nameCategoryA);
+  install(core, coreSize, NVTX_CBID_CORE_NameCategoryW, nameCategoryW);
+  install(core, coreSize, NVTX_CBID_CORE_NameOsThreadA, nameOsThreadA);
+  install(core, coreSize, NVTX_CBID_CORE_NameOsThreadW, nameOsThreadW);
+
+  NvtxFunctionTable core2 = nullptr;
+  unsigned core2Size = 0;
+  if (callbacks->GetModuleFunctionTable(NVTX_CB_MODULE_CORE2, &core2, &core2Size) != 0) {
+    install(core2, core2Size, NVTX_CBID_CORE2_DomainMarkEx, domainMarkEx);
+    install(core2, core2Size, NVTX_CBID_CORE2_DomainRangeStartEx, domainRangeStartEx);
+    install(core2, core2Size, NVTX_CBID_CORE2_DomainRangeEnd, domainRangeEnd);
+    install(core2, core2Size, NVTX_CBID_CORE2_DomainRangePushEx, domainRangePushEx);
+    install(core2, core2Size, NVTX_CBID_CORE2_DomainRangePop, domainRangePop);
+    install(core2, core2Size, NVTX_CBID_CORE2_DomainResourceCreate, domainResourceCreate);
+    install(core2, core2Size, NVTX_CBID_CORE2_DomainResourceDestroy, domainResourceDestroy);
+    install(core2, core2Size, NVTX_CBID_CORE2_DomainNameCategoryA, domainNameCategoryA);
+    install(core2, core2Size, NVTX_CBID_CORE2_DomainNameCategoryW, domainNameCategoryW);
+    install(core2, core2Size, NVTX_CBID_CORE2_DomainRegisterStringA, domainRegisterStringA);
+    install(core2, core2Size, NVTX_CBID_CORE2_DomainRegisterStringW, domainRegisterStringW);
+    install(core2, core2Size, NVTX_CBID_CORE2_DomainCreateA, domainCreateA);
+    install(core2, core2Size, NVTX_CBID_CORE2_DomainCreateW, domainCreateW);
+    install(core2, core2Size, NVTX_CBID_CORE2_DomainDestroy, domainDestroy);
+    install(core2, core2Size, NVTX_CBID_CORE2_Initialize, initialize);
+  }
+  return 1;
+}
