@@ -8,10 +8,23 @@ namespace cutrace {
 
 std::string foldedFrame(std::string_view name) {
   if (name.empty()) return "[empty]";
-  std::string out(name);
-  for (char& c : out) {
-    if (c == ';') c = ':';
-    else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+  std::string out;
+  out.reserve(name.size());
+  for (std::size_t i = 0; i < name.size();) {
+    const auto c = static_cast<unsigned char>(name[i]);
+    if (c >= 0x80) {
+      const std::size_t n = utf8SequenceLength(name, i);
+      if (n == 0) {
+        out += "\xef\xbf\xbd";  // U+FFFD: flamegraph tools read the file as UTF-8
+        ++i;
+      } else {
+        out.append(name.substr(i, n));
+        i += n;
+      }
+      continue;
+    }
+    out.push_back(c == ';' ? ':' : (c < 0x20 || c == 0x7f) ? ' ' : static_cast<char>(c));
+    ++i;
   }
   return out;
 }

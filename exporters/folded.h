@@ -20,8 +20,8 @@ std::map<std::string, uint64_t> foldStacks(const TraceData& data);
 
 void writeFolded(const TraceData& data, Sink& out);
 
-// A frame name made safe for the format: ';' becomes ':', control bytes become spaces,
-// an empty name becomes "[empty]".
+// A frame name made safe for the format: ';' becomes ':', control bytes become spaces, bytes
+// that are not valid UTF-8 become U+FFFD, an empty name becomes "[empty]".
 std::string foldedFrame(std::string_view name);
 
 }  // namespace cutrace

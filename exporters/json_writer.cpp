@@ -59,11 +59,7 @@ void Sink::putHex(uint64_t v) {
   put(std::string_view(buf, static_cast<std::size_t>(end - buf)));
 }
 
-namespace {
-
-// Length of the valid UTF-8 sequence starting at s[i], or 0 if it is not valid (RFC 3629:
-// no overlongs, no surrogates, nothing above U+10FFFF).
-std::size_t utf8Length(std::string_view s, std::size_t i) {
+std::size_t utf8SequenceLength(std::string_view s, std::size_t i) {
   const auto b0 = static_cast<unsigned char>(s[i]);
   auto cont = [&](std::size_t k, unsigned char lo = 0x80, unsigned char hi = 0xBF) {
     if (i + k >= s.size()) return false;
@@ -81,8 +77,6 @@ std::size_t utf8Length(std::string_view s, std::size_t i) {
   return 0;
 }
 
-}  // namespace
-
 void putJsonString(Sink& out, std::string_view text) {
   static constexpr char kHex[] = "0123456789abcdef";
   out.put('"');
@@ -98,7 +92,7 @@ void putJsonString(Sink& out, std::string_view text) {
       continue;
     }
     if (c >= 0x80) {
-      const std::size_t n = utf8Length(text, i);
+      const std::size_t n = utf8SequenceLength(text, i);
       if (n > 0) {
         i += n;
         continue;

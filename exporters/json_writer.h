@@ -45,6 +45,10 @@ class Sink {
   bool ok_ = true;
 };
 
+// Length of the valid UTF-8 sequence starting at text[i] (1 for ASCII), or 0 when the bytes
+// there are not valid UTF-8 (RFC 3629: no overlongs, surrogates or code points past U+10FFFF).
+std::size_t utf8SequenceLength(std::string_view text, std::size_t i);
+
 // Writes `text` as a JSON string literal (with quotes). Quotes, backslashes and control bytes
 // are escaped; every byte sequence that is not valid UTF-8 becomes U+FFFD, so the output is
 // valid JSON whatever bytes the input holds.

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# End-to-end test runner: runs a real program twice, bare and under LD_PRELOAD=libtrace.so,
+# checks that the preload changed nothing the program can show (exit status, stdout, stderr
+# apart from cutrace's own "cutrace: " lines), then validates every trace it wrote with
+# trace_check and compares the canonical summary with tests/e2e/expected/NAME.txt.
+#
+# usage: run_e2e.sh NAME [--traces N] [--check-args "ARGS"] [--env K=V]... -- PROGRAM [ARGS...]
+#   "@TIDS@" in ARGS becomes a file the program fills with "thread-name tid" lines, checked
+#   against the trace with --thread-ids.
+# environment: LIBTRACE, TRACE_CHECK, E2E_EXPECTED (directory), STANDIN_DIR (stand-in CUDA
+#   libraries, optional), SANITIZER_RUNTIME (preloaded before libtrace.so in sanitizer builds),
+#   E2E_UPDATE=1 (write the expected file instead of comparing; review the diff before committing)
+set -u
+name=$1
+shift
+traces=1
+check_args=""
+extra_env=()
+while [ $# -gt 0 ]; do
+  case $1 in
+    --traces) traces=$2; shift 2 ;;
+    --check-args) check_args=$2; shift 2 ;;
+    --env) extra_env+=("$2"); shift 2 ;;
+    --) shift; break ;;
+    *) echo "run_e2e: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/cutrace-e2e-$name.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+# Paths meson passes are relative to the build directory; the programs run in $work.
+args=()
+for a in "$@"; do
+  a=${a//@TIDS@/$work/tids}
+  if [[ $a == */* && -e $a && $a != /* ]]; then a=$(realpath "$a"); fi
+  args+=("$a")
+done
+cd "$work" || exit 2
+
+lib_path=${STANDIN_DIR:+$STANDIN_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}
+run() {  # run OUTPUT_PREFIX [env...]
+  local prefix=$1
+  shift
+  env ${lib_path:+LD_LIBRARY_PATH="$lib_path"} "${extra_env[@]}" "$@" "${args[@]}" \
+    >"$work/$prefix.out" 2>"$work/$prefix.err"
+  echo $? >"$work/$prefix.rc"
+}
+
+run bare
+preload="${SANITIZER_RUNTIME:+$SANITIZER_RUNTIME }$LIBTRACE"
+run traced LD_PRELOAD="$preload" CUTRACE_OUTPUT="$work/out"
+
+fail() {
+  echo "FAIL [$name]: $*" >&2
+  for f in bare traced; do
+    echo "--- $f: exit $(cat "$work/$f.rc")" >&2
+    sed 's/^/    out: /' "$work/$f.out" >&2
+    sed 's/^/    err: /' "$work/$f.err" | head -40 >&2
+  done
+  exit 1
+}
+
+[ "$(cat "$work/bare.rc")" = "$(cat "$work/traced.rc")" ] || fail "exit status changed under the preload"
+cmp -s "$work/bare.out" "$work/traced.out" || fail "stdout changed under the preload"
+grep -v '^cutrace: ' "$work/traced.err" >"$work/traced.err.filtered"
+cmp -s "$work/bare.err" "$work/traced.err.filtered" || fail "stderr changed under the preload (beyond cutrace: lines)"
+
+shopt -s nullglob
+files=("$work"/out/*.trace.json)
+[ "${#files[@]}" -eq "$traces" ] || fail "expected $traces trace file(s), found ${#files[@]}"
+: >"$work/summary"
+for f in "${files[@]}"; do
+  tid_args=()
+  [ -s "$work/tids" ] && tid_args=(--thread-ids "$work/tids")
+  # shellcheck disable=SC2086
+  "$TRACE_CHECK" "$f" --folded "${f%.trace.json}.folded" "${tid_args[@]}" $check_args >"$work/one" 2>"$work/check.err" ||
+    { cat "$work/check.err" >&2; fail "trace_check rejected $(basename "$f")"; }
+  cat "$work/one" >>"$work/summary"
+done
+if [ -n "${E2E_UPDATE:-}" ]; then
+  cp "$work/summary" "$E2E_EXPECTED/$name.txt"
+  echo "updated expected/$name.txt"
+elif [ "$traces" -gt 0 ]; then
+  diff -u "$E2E_EXPECTED/$name.txt" "$work/summary" >"$work/diff" || { cat "$work/diff" >&2; fail "summary differs from expected/$name.txt"; }
+fi
+echo "ok [$name]"

@@ -1,0 +1,301 @@
+// trace_check: validates a trace written by libtrace.so and prints a canonical, timing-free
+// summary of it for end-to-end tests to compare with an expected file.
+//
+//   trace_check TRACE.json [--folded FILE] [--thread-ids FILE] [--allow-drops]
+//
+// Checks (any failure prints "FAIL: ..." on stderr and exits 1):
+// - the file parses as JSON (simdjson) with traceEvents and metadata;
+// - every event has ph, pid (= metadata.pid) and tid; X events have cat, ts, dur >= 0 and
+//   args.seq; every tid has a thread_name and the process a process_name;
+// - per thread, X events nest properly and seq grows strictly in timeline order;
+// - one launch, one kernel: no event carrying args.kernel lies inside another that does, and
+//   every launch API that is not nested in another launch carries one;
+// - metadata.dropped_events is 0 unless --allow-drops;
+// - the folded file has sorted, distinct "frame;...;frame N" lines with integer weights;
+// - --thread-ids: each "name tid" line names a thread that is in the trace with that tid.
+// The summary lists per thread (threads ordered by name, then content) the event tree with
+// names and the deterministic args (kernel, grid, block, bytes, kind, result).
+
+#include <simdjson.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct Ev {
+  std::string ph, cat, name;
+  int64_t ts = 0, dur = 0;  // ns
+  int64_t seq = -1;
+  std::string args;         // canonical deterministic args
+  bool hasKernel = false;
+  std::vector<std::size_t> children;
+};
+
+struct Thread {
+  int64_t tid = 0;
+  std::string name;
+  std::vector<Ev> events;
+  std::string rendered;
+};
+
+[[noreturn]] void fail(const std::string& why) {
+  std::cerr << "FAIL: " << why << "\n";
+  std::exit(1);
+}
+
+int64_t toNs(double micros) { return std::llround(micros * 1000.0); }
+
+std::string str(simdjson::simdjson_result<simdjson::dom::element> v) {
+  std::string_view s;
+  if (v.get(s) != simdjson::SUCCESS) return {};
+  return std::string(s);
+}
+
+std::string str(simdjson::dom::element v) {
+  std::string_view s;
+  if (v.get(s) != simdjson::SUCCESS) return {};
+  return std::string(s);
+}
+
+// Names as they appear in summaries: control bytes as \xNN, long names cut with their length,
+// so expected files stay readable and exact.
+std::string printable(const std::string& name) {
+  std::string out;
+  const std::size_t shown = name.size() > 100 ? 40 : name.size();
+  for (std::size_t i = 0; i < shown; ++i) {
+    const auto c = static_cast<unsigned char>(name[i]);
+    if (c < 0x20 || c == 0x7f) {
+      char buf[8];
+      snprintf(buf, sizeof(buf), "\\x%02x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  if (shown < name.size()) out += "...(" + std::to_string(name.size()) + " bytes)";
+  return out;
+}
+
+bool isLaunchName(const std::string& n) {
+  return n.find("Launch") != std::string::npos && n.find("GraphLaunch") == std::string::npos &&
+         n != "cuGraphLaunch" && n != "cudaGraphLaunch";
+}
+
+std::string renderArgs(simdjson::dom::object args, bool& hasKernel) {
+  std::ostringstream out;
+  simdjson::dom::element v;
+  if (args["kernel"].get(v) == simdjson::SUCCESS) {
+    hasKernel = true;
+    out << " kernel=" << printable(str(v));
+  }
+  for (const char* key : {"grid", "block"}) {
+    simdjson::dom::array a;
+    if (args[key].get(a) == simdjson::SUCCESS) {
+      out << " " << key << "=";
+      bool first = true;
+      for (simdjson::dom::element x : a) {
+        out << (first ? "" : ",") << int64_t(x);
+        first = false;
+      }
+    }
+  }
+  for (const char* key : {"shared", "bytes", "result"}) {
+    int64_t n;
+    if (args[key].get(n) == simdjson::SUCCESS) out << " " << key << "=" << n;
+  }
+  if (args["kind"].get(v) == simdjson::SUCCESS) out << " kind=" << str(v);
+  if (args["domain"].get(v) == simdjson::SUCCESS) out << " domain=" << str(v);
+  if (args["category"].get(v) == simdjson::SUCCESS) {
+    if (v.is_string()) out << " category=" << str(v);
+    else out << " category=" << int64_t(v);
+  }
+  for (const char* flag : {"unclosed", "end_lost", "truncated"})
+    if (args[flag].get(v) == simdjson::SUCCESS) out << " " << flag;
+  return out.str();
+}
+
+void render(const Thread& t, const Ev& e, int depth, std::string& out) {
+  out += std::string(static_cast<std::size_t>(depth) * 2 + 2, ' ');
+  out += e.ph + " " + e.cat + " " + printable(e.name) + e.args + "\n";
+  for (std::size_t c : e.children) render(t, t.events[c], depth + 1, out);
+}
+
+void checkFolded(const std::string& path, std::ostream& summary) {
+  std::ifstream in(path);
+  if (!in) fail("cannot open folded file " + path);
+  std::string line, previous;
+  std::vector<std::string> stacks;
+  while (std::getline(in, line)) {
+    const std::size_t space = line.rfind(' ');
+    if (space == std::string::npos || space == 0 || space + 1 == line.size())
+      fail("folded line without ' weight': " + line);
+    const std::string stack = line.substr(0, space);
+    const std::string weight = line.substr(space + 1);
+    if (weight.find_first_not_of("0123456789") != std::string::npos) fail("folded weight not an integer: " + line);
+    if (stack.find("\n") != std::string::npos) fail("newline inside a stack");
+    std::size_t start = 0;
+    for (;;) {
+      const std::size_t semi = stack.find(';', start);
+      const std::string frame = stack.substr(start, semi == std::string::npos ? std::string::npos : semi - start);
+      if (frame.empty()) fail("empty frame in folded line: " + line);
+      if (semi == std::string::npos) break;
+      start = semi + 1;
+    }
+    if (!previous.empty() && !(previous < stack)) fail("folded lines not sorted/distinct at: " + line);
+    previous = stack;
+    stacks.push_back(stack);
+  }
+  summary << "folded " << stacks.size() << "\n";
+  for (const auto& s : stacks) summary << "  " << printable(s) << "\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::cerr << "usage: trace_check TRACE.json [--folded FILE] [--thread-ids FILE] [--allow-drops]\n";
+    return 2;
+  }
+  std::string foldedPath, tidsPath;
+  bool allowDrops = false;
+  for (int i = 2; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--folded" && i + 1 < argc) foldedPath = argv[++i];
+    else if (a == "--thread-ids" && i + 1 < argc) tidsPath = argv[++i];
+    else if (a == "--allow-drops") allowDrops = true;
+    else fail("unknown argument " + a);
+  }
+
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  if (auto err = parser.load(argv[1]).get(doc)) fail(std::string("not valid JSON: ") + simdjson::error_message(err));
+  simdjson::dom::array events;
+  simdjson::dom::object meta;
+  if (doc["traceEvents"].get(events)) fail("no traceEvents array");
+  if (doc["metadata"].get(meta)) fail("no metadata object");
+  int64_t pid = 0;
+  if (meta["pid"].get(pid)) fail("metadata.pid missing");
+
+  std::map<int64_t, Thread> threads;
+  std::map<int64_t, std::string> threadNames;
+  std::string processName;
+  for (simdjson::dom::object e : events) {
+    const std::string ph = str(e["ph"]);
+    int64_t epid = -1, tid = -1;
+    if (ph.empty() || e["pid"].get(epid) || e["tid"].get(tid)) fail("event without ph/pid/tid");
+    if (epid != pid) fail("event pid differs from metadata.pid");
+    if (ph == "M") {
+      const std::string what = str(e["name"]);
+      if (what == "thread_name") threadNames[tid] = str(e["args"]["name"]);
+      else if (what == "process_name") processName = str(e["args"]["name"]);
+      continue;
+    }
+    if (ph == "e") continue;  // end of an async NVTX span; its "b" carries the content
+    Ev ev;
+    ev.ph = ph;
+    ev.cat = str(e["cat"]);
+    ev.name = str(e["name"]);
+    double ts = 0, dur = 0;
+    if (e["ts"].get(ts)) fail("event without ts: " + ev.name);
+    ev.ts = toNs(ts);
+    if (ph == "X") {
+      if (e["dur"].get(dur) || dur < 0) fail("X event without a valid dur: " + ev.name);
+      ev.dur = toNs(dur);
+      if (ev.cat != "cuda_runtime" && ev.cat != "cuda_driver" && ev.cat != "nvtx") fail("unexpected cat " + ev.cat);
+    }
+    simdjson::dom::object args;
+    if (e["args"].get(args) || args["seq"].get(ev.seq)) fail("event without args.seq: " + ev.name);
+    ev.args = renderArgs(args, ev.hasKernel);
+    Thread& t = threads[tid];
+    t.tid = tid;
+    t.events.push_back(std::move(ev));
+  }
+  if (processName.empty()) fail("no process_name metadata event");
+
+  uint64_t dropped = 0;
+  if (meta["dropped_events"].get(dropped)) fail("metadata.dropped_events missing");
+  if (dropped != 0 && !allowDrops) fail("trace reports " + std::to_string(dropped) + " dropped events");
+
+  std::vector<Thread*> ordered;
+  std::size_t launches = 0, total = 0;
+  for (auto& [tid, t] : threads) {
+    auto nameIt = threadNames.find(tid);
+    if (nameIt == threadNames.end()) fail("no thread_name for tid " + std::to_string(tid));
+    t.name = nameIt->second;
+    std::vector<std::size_t> order(t.events.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      const Ev& x = t.events[a];
+      const Ev& y = t.events[b];
+      if (x.ts != y.ts) return x.ts < y.ts;
+      return x.dur > y.dur;
+    });
+    // Nesting and seq order.
+    std::vector<std::size_t> stack;
+    std::vector<std::size_t> roots;
+    int64_t lastSeq = -1;
+    for (std::size_t idx : order) {
+      Ev& e = t.events[idx];
+      if (e.seq <= lastSeq) fail("seq not increasing on tid " + std::to_string(tid) + " at " + e.name);
+      lastSeq = e.seq;
+      while (!stack.empty() && t.events[stack.back()].ts + t.events[stack.back()].dur <= e.ts) stack.pop_back();
+      if (!stack.empty()) {
+        const Ev& parent = t.events[stack.back()];
+        if (e.ph == "X" && e.ts + e.dur > parent.ts + parent.dur)
+          fail("event " + e.name + " overlaps the end of " + parent.name + " on tid " + std::to_string(tid));
+        t.events[stack.back()].children.push_back(idx);
+      } else {
+        roots.push_back(idx);
+      }
+      bool insideLaunch = false;
+      for (std::size_t s : stack) {
+        if (t.events[s].hasKernel && e.hasKernel) fail("kernel reported twice for one launch: " + e.name);
+        if (isLaunchName(t.events[s].name)) insideLaunch = true;
+      }
+      if ((e.cat == "cuda_runtime" || e.cat == "cuda_driver") && isLaunchName(e.name) && !insideLaunch &&
+          !e.hasKernel)
+        fail("outermost launch without args.kernel: " + e.name);
+      if (e.hasKernel) ++launches;
+      ++total;
+      if (e.ph == "X") stack.push_back(idx);
+    }
+    for (std::size_t r : roots) render(t, t.events[r], 0, t.rendered);
+    ordered.push_back(&t);
+  }
+  std::sort(ordered.begin(), ordered.end(), [](const Thread* a, const Thread* b) {
+    if (a->name != b->name) return a->name < b->name;
+    return a->rendered < b->rendered;
+  });
+
+  if (!tidsPath.empty()) {
+    std::ifstream in(tidsPath);
+    if (!in) fail("cannot open " + tidsPath);
+    std::string name;
+    int64_t tid;
+    std::size_t n = 0;
+    while (in >> name >> tid) {
+      auto it = threads.find(tid);
+      if (it == threads.end()) fail("thread " + name + " (tid " + std::to_string(tid) + ") has no events in the trace");
+      if (it->second.name != name) fail("tid " + std::to_string(tid) + " is named '" + it->second.name + "', expected " + name);
+      ++n;
+    }
+    if (n == 0) fail("no thread ids in " + tidsPath);
+  }
+
+  std::ostringstream summary;
+  summary << "process " << processName << "\n";
+  summary << "threads " << ordered.size() << " events " << total << " launches " << launches << "\n";
+  for (const Thread* t : ordered) summary << "thread " << t->name << "\n" << t->rendered;
+  if (!foldedPath.empty()) checkFolded(foldedPath, summary);
+  std::cout << summary.str();
+  return 0;
+}

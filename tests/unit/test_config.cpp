@@ -1,0 +1,91 @@
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "collector/config.h"
+
+using namespace cutrace;
+
+namespace {
+
+Config parse(std::vector<const char*> env, ConfigError& error) {
+  env.push_back(nullptr);
+  return parseConfig(env.data(), error);
+}
+
+}  // namespace
+
+TEST_CASE("defaults apply when no CUTRACE_ variable is set", "[config]") {
+  ConfigError error;
+  const Config c = parse({"PATH=/usr/bin", "HOME=/root"}, error);
+  REQUIRE_FALSE(error.failed());
+  REQUIRE(c.enabled);
+  REQUIRE(c.nvtx);
+  REQUIRE(c.ringBytes == (1u << 20));
+  REQUIRE(c.drainIntervalMs == 20);
+  REQUIRE(std::string(c.outputDir) == "cutrace-out");
+  REQUIRE(c.log == LogLevel::Info);
+}
+
+TEST_CASE("every accepted variable is parsed", "[config]") {
+  ConfigError error;
+  const Config c = parse({"CUTRACE_OUTPUT=/tmp/x y", "CUTRACE_RING_SIZE=4M", "CUTRACE_DRAIN_MS=5", "CUTRACE_LOG=debug",
+                          "CUTRACE_CLOCK=monotonic", "CUTRACE_NVTX=off", "CUTRACE_ENABLE=1"},
+                         error);
+  REQUIRE_FALSE(error.failed());
+  REQUIRE(std::string(c.outputDir) == "/tmp/x y");
+  REQUIRE(c.ringBytes == (4u << 20));
+  REQUIRE(c.drainIntervalMs == 5);
+  REQUIRE(c.log == LogLevel::Debug);
+  REQUIRE(c.clock == ClockSource::Monotonic);
+  REQUIRE_FALSE(c.nvtx);
+  REQUIRE(c.enabled);
+}
+
+TEST_CASE("a bad value disables tracing with one line naming it", "[config]") {
+  const char* bad[] = {"CUTRACE_RING_SIZE=3M",  "CUTRACE_RING_SIZE=1K",    "CUTRACE_RING_SIZE=-4",
+                       "CUTRACE_RING_SIZE=4Mx", "CUTRACE_RING_SIZE=99999999999999999999",
+                       "CUTRACE_DRAIN_MS=0",    "CUTRACE_DRAIN_MS=abc",    "CUTRACE_LOG=verbose",
+                       "CUTRACE_CLOCK=rdtsc",   "CUTRACE_NVTX=maybe",      "CUTRACE_OUTPUT="};
+  for (const char* entry : bad) {
+    INFO(entry);
+    ConfigError error;
+    const Config c = parse({entry}, error);
+    REQUIRE(error.failed());
+    REQUIRE_FALSE(c.enabled);
+    const std::string msg = error.message;
+    REQUIRE(msg.rfind("cutrace: ", 0) == 0);
+    REQUIRE(msg.find(std::string(entry).substr(0, std::string(entry).find('='))) != std::string::npos);
+    REQUIRE(msg.find("tracing disabled") != std::string::npos);
+    REQUIRE(msg.find('\n') == std::string::npos);
+  }
+}
+
+TEST_CASE("an unknown CUTRACE_ name is an error, other prefixes are ignored", "[config]") {
+  ConfigError error;
+  Config c = parse({"CUTRACE_OUPUT=/tmp/typo"}, error);
+  REQUIRE(error.failed());
+  REQUIRE_FALSE(c.enabled);
+  REQUIRE(std::string(error.message).find("unknown variable") != std::string::npos);
+
+  ConfigError none;
+  c = parse({"CUTRACEX=1", "MY_CUTRACE_OUTPUT=/x"}, none);
+  REQUIRE_FALSE(none.failed());
+  REQUIRE(c.enabled);
+}
+
+TEST_CASE("control bytes in a bad value never reach stderr raw", "[config]") {
+  ConfigError error;
+  parse({"CUTRACE_LOG=\x1b[31mred\n"}, error);
+  REQUIRE(error.failed());
+  for (const char* p = error.message; *p; ++p) REQUIRE(static_cast<unsigned char>(*p) >= 0x20);
+}
+
+TEST_CASE("the documented variable table matches what the parser accepts", "[config]") {
+  REQUIRE(configVariableCount() == 7);
+  for (std::size_t i = 0; i < configVariableCount(); ++i) {
+    const std::string name = configVariable(i).name;
+    REQUIRE(name.rfind("CUTRACE_", 0) == 0);
+  }
+}

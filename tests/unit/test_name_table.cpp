@@ -1,0 +1,75 @@
+#include <catch2/catch.hpp>
+
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "collector/name_table.h"
+
+using cutrace::NameTable;
+using cutrace::PointerMap;
+
+TEST_CASE("interning returns one stable id per distinct text", "[names]") {
+  NameTable t;
+  REQUIRE(t.init(1024, 1 << 20));
+  const uint32_t a = t.intern("alpha");
+  const uint32_t b = t.intern("beta");
+  REQUIRE(a != 0);
+  REQUIRE(b != 0);
+  REQUIRE(a != b);
+  REQUIRE(t.intern("alpha") == a);
+  REQUIRE(t.get(a) == "alpha");
+  REQUIRE(t.get(b) == "beta");
+  REQUIRE(t.get(0).empty());
+  REQUIRE(t.intern(std::string_view("with\0nul", 8)) != t.intern("with"));
+}
+
+TEST_CASE("a full table answers 0 instead of failing", "[names]") {
+  NameTable t;
+  REQUIRE(t.init(4, 1 << 16));
+  uint32_t last = 0;
+  for (int i = 0; i < 4; ++i) last = t.intern("n" + std::to_string(i));
+  REQUIRE(last != 0);
+  REQUIRE(t.intern("one too many") == 0);
+  REQUIRE(t.intern("n2") != 0);  // existing names still resolve
+}
+
+TEST_CASE("concurrent interning agrees on ids", "[names]") {
+  NameTable t;
+  REQUIRE(t.init(1 << 14, 8 << 20));
+  constexpr int kThreads = 8;
+  constexpr int kNames = 2000;
+  std::vector<std::vector<uint32_t>> ids(kThreads, std::vector<uint32_t>(kNames));
+  std::vector<std::thread> threads;
+  for (int th = 0; th < kThreads; ++th) {
+    threads.emplace_back([&, th] {
+      for (int i = 0; i < kNames; ++i) {
+        const int n = (i * 7 + th) % kNames;  // different orders per thread
+        ids[th][n] = t.intern("kernel_" + std::to_string(n));
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  std::set<uint32_t> distinct;
+  for (int n = 0; n < kNames; ++n) {
+    for (int th = 1; th < kThreads; ++th) REQUIRE(ids[th][n] == ids[0][n]);
+    REQUIRE(t.get(ids[0][n]) == "kernel_" + std::to_string(n));
+    distinct.insert(ids[0][n]);
+  }
+  REQUIRE(distinct.size() == kNames);
+}
+
+TEST_CASE("pointer map finds, overwrites and misses", "[names]") {
+  PointerMap m;
+  REQUIRE(m.init(64));
+  int a = 0, b = 0;
+  REQUIRE(m.find(&a) == 0);
+  m.put(&a, 7);
+  m.put(&b, 9);
+  REQUIRE(m.find(&a) == 7);
+  REQUIRE(m.find(&b) == 9);
+  m.put(&a, 8);
+  REQUIRE(m.find(&a) == 8);
+  REQUIRE(m.find(nullptr) == 0);
+}

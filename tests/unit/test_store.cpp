@@ -1,0 +1,135 @@
+#include <catch2/catch.hpp>
+
+#include "trace_builder.h"
+
+using namespace cutrace;
+using cutrace::test::TraceBuilder;
+
+namespace {
+
+const Event* findNamed(const TraceData& d, const ThreadTrack& t, const std::string& name) {
+  for (const Event& e : t.events)
+    if (e.kind != EventKind::Api && d.strings.get(e.name) == name) return &e;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("push/pop pairs become nested ranges with the push's seq", "[store]") {
+  TraceBuilder b;
+  b.push(1, 0, 100, 0, "outer");
+  b.push(1, 1, 200, 1, "inner");
+  b.pop(1, 300, 1);
+  b.pop(1, 400, 0);
+  const TraceData& d = b.finish(1000);
+  REQUIRE(d.threads.size() == 1);
+  const ThreadTrack& t = d.threads[0];
+  REQUIRE(t.events.size() == 2);
+  const Event* outer = findNamed(d, t, "outer");
+  const Event* inner = findNamed(d, t, "inner");
+  REQUIRE(outer);
+  REQUIRE(inner);
+  REQUIRE(outer->start == 100);
+  REQUIRE(outer->end == 400);
+  REQUIRE(outer->seq == 0);
+  REQUIRE(inner->start == 200);
+  REQUIRE(inner->end == 300);
+  REQUIRE(inner->seq == 1);
+  REQUIRE(outer->flags == 0);
+}
+
+TEST_CASE("a lost push leaves its pop unmatched instead of closing the wrong range", "[store]") {
+  TraceBuilder b;
+  b.push(1, 0, 100, 0, "outer");
+  // push of depth 1 dropped (seq 1 never arrives)
+  b.pop(1, 300, 1);  // belongs to the lost push: must not close "outer"
+  b.pop(1, 400, 0);
+  const TraceData& d = b.finish(1000);
+  REQUIRE(d.threads[0].events.size() == 1);
+  const Event& outer = d.threads[0].events[0];
+  REQUIRE(outer.start == 100);
+  REQUIRE(outer.end == 400);
+  REQUIRE(outer.flags == 0);
+}
+
+TEST_CASE("a lost pop is closed by the next range at the same level, flagged", "[store]") {
+  TraceBuilder b;
+  b.push(1, 0, 100, 0, "first");
+  // its pop (depth 0) was dropped
+  b.push(1, 1, 500, 0, "second");
+  b.pop(1, 600, 0);
+  const TraceData& d = b.finish(1000);
+  const ThreadTrack& t = d.threads[0];
+  REQUIRE(t.events.size() == 2);
+  const Event* first = findNamed(d, t, "first");
+  REQUIRE(first->end == 500);
+  REQUIRE((first->flags & kEventEndLost) != 0);
+  REQUIRE(findNamed(d, t, "second")->flags == 0);
+}
+
+TEST_CASE("ranges still open at the end are closed there and flagged", "[store]") {
+  TraceBuilder b;
+  b.push(7, 0, 100, 0, "never popped");
+  const TraceData& d = b.finish(900);
+  REQUIRE(d.threads[0].events.size() == 1);
+  REQUIRE(d.threads[0].events[0].end == 900);
+  REQUIRE((d.threads[0].events[0].flags & kEventUnclosed) != 0);
+}
+
+TEST_CASE("domains keep separate push/pop stacks", "[store]") {
+  TraceBuilder b;
+  const uint32_t dom = b.name("mydomain");
+  b.push(1, 0, 100, 0, "default-range");
+  b.push(1, 1, 150, 0, "domain-range", dom);
+  b.pop(1, 200, 0);       // default domain pop
+  b.pop(1, 250, 0, dom);  // domain pop
+  const TraceData& d = b.finish(1000);
+  const ThreadTrack& t = d.threads[0];
+  REQUIRE(findNamed(d, t, "default-range")->end == 200);
+  const Event* inDomain = findNamed(d, t, "domain-range");
+  REQUIRE(inDomain->end == 250);
+  REQUIRE(d.strings.get(inDomain->domain) == "mydomain");
+}
+
+TEST_CASE("start/end ranges pair across threads in either drain order", "[store]") {
+  TraceBuilder b;
+  b.end(2, 700, 55);                 // thread 2 drained first: end before start
+  b.start(1, 3, 100, 55, "span");
+  b.start(1, 4, 200, 56, "span2");
+  b.end(3, 800, 56);
+  const TraceData& d = b.finish(1000);
+  REQUIRE(d.threads.size() == 3);
+  std::size_t spans = 0;
+  for (const auto& t : d.threads) {
+    for (const Event& e : t.events) {
+      REQUIRE(e.kind == EventKind::NvtxSpan);
+      REQUIRE(t.tid == 1);  // shown on the thread that started it
+      ++spans;
+      if (e.rangeId == 55) REQUIRE(e.end == 700);
+      if (e.rangeId == 56) REQUIRE(e.end == 800);
+    }
+  }
+  REQUIRE(spans == 2);
+}
+
+TEST_CASE("API records keep payloads and kernel names move to the pool", "[store]") {
+  TraceBuilder b;
+  b.launch(1, test::kCudaLaunchKernel, 0, 10, 50, "_Z6kernelPf");
+  b.launch(1, test::kCuLaunchKernel, 1, 20, 40, nullptr);
+  b.mem(1, test::kCudaMalloc, 2, 60, 70, 4096);
+  const TraceData& d = b.finish(100);
+  const auto& ev = d.threads[0].events;
+  REQUIRE(ev.size() == 3);
+  REQUIRE(d.strings.get(ev[0].launch.kernelName) == "_Z6kernelPf");
+  REQUIRE(ev[0].launch.gridX == 4);
+  REQUIRE(ev[1].launch.kernelName == 0);
+  REQUIRE(ev[2].mem.bytes == 4096);
+}
+
+TEST_CASE("nvtxNameOsThread names the thread in the output", "[store]") {
+  TraceBuilder b;
+  b.threadName(1, 1, "worker-A");
+  b.mark(1, 0, 10, "m");
+  const TraceData& d = b.finish(100);
+  REQUIRE(d.threads[0].name == "worker-A");
+}

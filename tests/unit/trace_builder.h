@@ -1,0 +1,115 @@
+#pragma once
+// Builds TraceData the way the drain does, from hand-made ring records, so store, Chrome and
+// folded tests run on exactly what a traced process would produce. Ticks are nanoseconds.
+
+#include <cstring>
+#include <string>
+
+#include "collector/name_table.h"
+#include "collector/store.h"
+
+namespace cutrace::test {
+
+enum Hook : uint16_t { kCudaLaunchKernel, kCuLaunchKernel, kCudaMalloc, kCudaMemcpy, kCudaFree, kCudaDeviceSynchronize };
+
+inline const HookDescriptor kTestHooks[] = {
+    {"cudaLaunchKernel", ApiLayer::Runtime, ApiKind::Launch}, {"cuLaunchKernel", ApiLayer::Driver, ApiKind::Launch},
+    {"cudaMalloc", ApiLayer::Runtime, ApiKind::Alloc},        {"cudaMemcpy", ApiLayer::Runtime, ApiKind::Memcpy},
+    {"cudaFree", ApiLayer::Runtime, ApiKind::Free},           {"cudaDeviceSynchronize", ApiLayer::Runtime, ApiKind::Sync},
+};
+
+class TraceBuilder {
+ public:
+  TraceBuilder() : store_((names_.init(1024, 1 << 20), names_)) {
+    store_.data().hooks.assign(std::begin(kTestHooks), std::end(kTestHooks));
+    TraceMeta& m = store_.data().meta;
+    m.pid = 4242;
+    m.exe = "prog";
+    m.ticks = TickConverter(ClockAnchor{0, 0}, ClockAnchor{0, 0}, true);
+  }
+
+  uint32_t name(const char* text) { return names_.intern(text); }
+
+  void api(uint32_t tid, uint16_t hook, uint64_t seq, uint64_t t0, uint64_t t1, int32_t result = 0) {
+    Record r = base(RecordType::Api, seq, t0, t1);
+    r.hook = hook;
+    r.result = result;
+    store_.decode(tid, tid, r, nullptr, 0);
+  }
+  void launch(uint32_t tid, uint16_t hook, uint64_t seq, uint64_t t0, uint64_t t1, const char* kernel) {
+    Record r = base(RecordType::Api, seq, t0, t1);
+    r.hook = hook;
+    r.launch.kernelName = kernel ? name(kernel) : 0;
+    r.launch.gridX = 4;
+    r.launch.gridY = r.launch.gridZ = 1;
+    r.launch.blockX = 256;
+    r.launch.blockY = r.launch.blockZ = 1;
+    r.launch.stream = 0x10;
+    store_.decode(tid, tid, r, nullptr, 0);
+  }
+  void mem(uint32_t tid, uint16_t hook, uint64_t seq, uint64_t t0, uint64_t t1, uint64_t bytes) {
+    Record r = base(RecordType::Api, seq, t0, t1);
+    r.hook = hook;
+    r.mem.bytes = bytes;
+    r.mem.copyKind = 1;
+    r.mem.ptr = 0x7000;
+    store_.decode(tid, tid, r, nullptr, 0);
+  }
+  void push(uint32_t tid, uint64_t seq, uint64_t t, uint16_t depth, const std::string& text, uint32_t domain = 0) {
+    Record r = base(RecordType::NvtxPush, seq, t, t);
+    r.nvtx.depth = depth;
+    r.nvtx.domain = domain;
+    r.nvtx.length = static_cast<uint16_t>(text.size());
+    store_.decode(tid, tid, r, text.data(), text.size());
+  }
+  void pop(uint32_t tid, uint64_t t, uint16_t depth, uint32_t domain = 0) {
+    Record r = base(RecordType::NvtxPop, 0, t, t);
+    r.nvtx.depth = depth;
+    r.nvtx.domain = domain;
+    store_.decode(tid, tid, r, nullptr, 0);
+  }
+  void mark(uint32_t tid, uint64_t seq, uint64_t t, const std::string& text) {
+    Record r = base(RecordType::NvtxMark, seq, t, t);
+    r.nvtx.length = static_cast<uint16_t>(text.size());
+    store_.decode(tid, tid, r, text.data(), text.size());
+  }
+  void start(uint32_t tid, uint64_t seq, uint64_t t, uint64_t id, const std::string& text) {
+    Record r = base(RecordType::NvtxStart, seq, t, t);
+    r.nvtx.rangeId = id;
+    r.nvtx.length = static_cast<uint16_t>(text.size());
+    store_.decode(tid, tid, r, text.data(), text.size());
+  }
+  void end(uint32_t tid, uint64_t t, uint64_t id) {
+    Record r = base(RecordType::NvtxEnd, 0, t, t);
+    r.nvtx.rangeId = id;
+    store_.decode(tid, tid, r, nullptr, 0);
+  }
+  void threadName(uint32_t tid, uint32_t named, const std::string& text) {
+    Record r = base(RecordType::ThreadName, 0, 0, 0);
+    r.threadName.tid = named;
+    r.threadName.length = static_cast<uint16_t>(text.size());
+    store_.decode(tid, tid, r, text.data(), text.size());
+  }
+
+  TraceData& finish(uint64_t endTicks) {
+    store_.finalize(endTicks);
+    return store_.data();
+  }
+  Store& store() { return store_; }
+
+ private:
+  static Record base(RecordType type, uint64_t seq, uint64_t t0, uint64_t t1) {
+    Record r;
+    memset(&r, 0, sizeof(r));
+    r.type = type;
+    r.seq = seq;
+    r.t0 = t0;
+    r.t1 = t1;
+    return r;
+  }
+
+  NameTable names_;
+  Store store_;
+};
+
+}  // namespace cutrace::test
