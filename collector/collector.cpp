@@ -90,6 +90,9 @@ void writeStderr(const char* text) {
 
 void threadExit(void* p) {
   auto* s = static_cast<ThreadState*>(p);
+  // Threads often rename themselves after their first CUDA call and are gone from /proc by the
+  // time the trace is written: keep the last name they had.
+  prctl(PR_GET_NAME, s->name, 0, 0, 0);
   // Everything this thread committed happens-before Retired; the drain frees the state after
   // consuming it.
   s->life.store(Life::Retired, std::memory_order_release);
@@ -116,6 +119,8 @@ void resetState(ThreadState* s) {
   s->lostEnds.store(0, std::memory_order_relaxed);
   s->launchDepth = 0;
   memset(s->nvtxDepth, 0, sizeof(s->nvtxDepth));
+  memset(s->name, 0, sizeof(s->name));
+  prctl(PR_GET_NAME, s->name, 0, 0, 0);
 }
 
 ThreadState* newState() {
@@ -142,7 +147,7 @@ void drainPass() {
   for (ThreadState* s = gl.registry.load(std::memory_order_acquire); s; s = s->next) {
     const Life life = s->life.load(std::memory_order_acquire);
     if (life != Life::Active && life != Life::Retired) continue;
-    gl.store->consume(*s);
+    gl.store->consume(*s, life == Life::Retired);
     if (life == Life::Retired) s->life.store(Life::Free, std::memory_order_release);
   }
   gl.lastAnchor = Clock::sampleAnchor();

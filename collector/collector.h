@@ -41,6 +41,7 @@ struct ThreadState {
   std::atomic<uint64_t> lostEnds{0};
   uint16_t launchDepth = 0;    // owner only: launch hooks active on this thread
   uint16_t nvtxDepth[kMaxNvtxDomains] = {};  // owner only: push/pop level per domain
+  char name[16] = {};          // the thread's name at its first event, then at its exit
   ThreadState* next = nullptr; // registry link, set once before publication
   std::size_t mappingBytes = 0;
 };

@@ -1,6 +1,7 @@
 #include "collector/store.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include <algorithm>
 
@@ -85,7 +86,7 @@ uint32_t Store::nvtxName(const Record& r, const char* text, std::size_t textLen,
   return data_.strings.intern(std::string_view(text, std::min<std::size_t>(textLen, r.nvtx.length)));
 }
 
-void Store::consume(ThreadState& s) {
+void Store::consume(ThreadState& s, bool retired) {
   auto& ring = s.ring;
   uint64_t i = ring.readBegin();
   const uint64_t end = ring.readEnd();
@@ -103,8 +104,15 @@ void Store::consume(ThreadState& s) {
   }
   ring.release(i);
   Track& t = track(s.trackId, s.tid);
-  data_.threads[t.index].dropped = s.dropped.load(std::memory_order_relaxed);
-  data_.threads[t.index].lostEnds = s.lostEnds.load(std::memory_order_relaxed);
+  ThreadTrack& thread = data_.threads[t.index];
+  thread.dropped = s.dropped.load(std::memory_order_relaxed);
+  thread.lostEnds = s.lostEnds.load(std::memory_order_relaxed);
+  // The owner wrote its final name before it published Retired (collector.cpp, threadExit);
+  // before that the name is the owner's to change, so it is only read here.
+  if (retired) {
+    const std::string_view last(s.name, strnlen(s.name, sizeof(s.name)));
+    if (!last.empty()) thread.name = std::string(last);
+  }
 }
 
 void Store::closeLost(Track& t, std::vector<OpenRange>& stack, uint32_t minDepth, uint64_t at) {

@@ -23,8 +23,9 @@ class Store {
  public:
   explicit Store(const NameTable& names) : names_(names) {}
 
-  // Moves every committed record of `s` into the track of its current owner.
-  void consume(ThreadState& s);
+  // Moves every committed record of `s` into the track of its current owner. `retired`: the
+  // caller saw the owner's exit (Life::Retired, acquire), so its final name can be read.
+  void consume(ThreadState& s, bool retired);
   // Decodes one record with its text (exposed for unit tests).
   void decode(uint32_t trackId, uint32_t tid, const Record& r, const char* text, std::size_t textLen);
 

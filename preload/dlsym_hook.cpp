@@ -21,22 +21,30 @@ void* cutraceResolveRealDlsym() {
 
 namespace {
 
-// The object containing `address`, as a dlsym handle.
-struct link_map* objectAt(const void* address) {
+struct link_map* linkMapAt(const void* address) {
   Dl_info info{};
   struct link_map* lm = nullptr;
   if (address == nullptr || dladdr1(address, &info, reinterpret_cast<void**>(&lm), RTLD_DL_LINKMAP) == 0) return nullptr;
   return lm;
 }
 
+// `name` as defined by `lm` itself (not by one of its dependencies), or nullptr.
+void* definedIn(struct link_map* lm, const char* name) {
+  if (lm->l_name == nullptr || lm->l_name[0] == '\0') return nullptr;  // main program, vdso
+  void* handle = dlopen(lm->l_name, RTLD_LAZY | RTLD_NOLOAD);
+  if (handle == nullptr) return nullptr;
+  void* p = cutrace::realDlsym(handle, name);
+  dlclose(handle);
+  return p != nullptr && linkMapAt(p) == lm ? p : nullptr;
+}
+
 // RTLD_NEXT as glibc defines it for `caller`: the first definition in an object after the
 // caller's in the global search order.
 void* lookupNext(const char* name, const void* caller) {
-  struct link_map* self = objectAt(caller);
+  struct link_map* self = linkMapAt(caller);
   if (self == nullptr) return cutrace::realDlsym(RTLD_DEFAULT, name);
   for (struct link_map* lm = self->l_next; lm != nullptr; lm = lm->l_next) {
-    void* p = cutrace::realDlsym(lm, name);
-    if (p != nullptr && objectAt(p) == lm) {
+    if (void* p = definedIn(lm, name)) {
       dlerror();
       return p;
     }
@@ -45,6 +53,16 @@ void* lookupNext(const char* name, const void* caller) {
 }
 
 }  // namespace
+
+namespace cutrace {
+
+void* libraryHandleOf(const void* address) {
+  struct link_map* lm = linkMapAt(address);
+  if (lm == nullptr || lm->l_prev == nullptr || lm->l_name == nullptr || lm->l_name[0] == '\0') return nullptr;
+  return dlopen(lm->l_name, RTLD_LAZY | RTLD_NOLOAD);
+}
+
+}  // namespace cutrace
 
 extern "C" void* cutraceDlsymHook(void* handle, const char* name, void* caller) {
   // Lookups made by the tracer itself (or by CUPTI on its behalf) get the real functions.
@@ -58,8 +76,9 @@ extern "C" void* cutraceDlsymHook(void* handle, const char* name, void* caller) 
     if (result == nullptr && handle == RTLD_DEFAULT) {
       // glibc also searches the caller's own scope for RTLD_DEFAULT (an RTLD_LOCAL object
       // sees its dependencies); our call came from libtrace.so, so search it explicitly.
-      if (struct link_map* callerObject = objectAt(caller)) {
+      if (void* callerObject = cutrace::libraryHandleOf(caller)) {
         void* local = cutrace::realDlsym(callerObject, name);
+        dlclose(callerObject);
         if (local != nullptr) {
           dlerror();
           result = local;

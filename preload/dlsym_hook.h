@@ -23,6 +23,12 @@ inline void* realDlsym(void* handle, const char* name) {
   return real != nullptr ? real(handle, name) : nullptr;
 }
 
+// A dlsym handle for the shared object containing `address` (dlopen with RTLD_NOLOAD, which
+// also prepares the search list of an object loaded as a dependency), or nullptr for the main
+// program or an address in no object. Link-map pointers are not valid handles for objects
+// that were not dlopen'ed: glibc crashes on them.
+void* libraryHandleOf(const void* address);
+
 // Maps the result of a lookup of `name` to the shim with the same ABI, when there is one.
 void* redirectDlsymResult(const char* name, void* result);
 

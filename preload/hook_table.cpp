@@ -132,13 +132,6 @@ void* loadedLibrary(const char* const* names, std::size_t count) {
   return nullptr;
 }
 
-// The object that defines `p`, as a handle usable with dlsym.
-void* objectOf(const void* p) {
-  Dl_info info{};
-  struct link_map* lm = nullptr;
-  if (p == nullptr || dladdr1(p, &info, reinterpret_cast<void**>(&lm), RTLD_DL_LINKMAP) == 0) return nullptr;
-  return lm;
-}
 
 bool resolveLayer(ApiLayer layer, const void* caller) {
   if (mapOf(layer).ready.load(std::memory_order_acquire)) return true;
@@ -153,12 +146,12 @@ bool resolveLayer(ApiLayer layer, const void* caller) {
       // The runtime the program bound to in the global scope, else one loaded by name, else
       // the one visible from the calling object's own scope (a runtime under an RTLD_LOCAL
       // extension, possibly renamed by auditwheel).
-      handle = objectOf(realDlsym(RTLD_NEXT, "cudaGetDeviceCount"));
+      handle = libraryHandleOf(realDlsym(RTLD_NEXT, "cudaGetDeviceCount"));
       if (handle == nullptr) handle = loadedLibrary(kRuntimeNames, std::size(kRuntimeNames));
       if (handle == nullptr && caller != nullptr) {
-        if (void* callerObject = objectOf(caller)) {
+        if (void* callerObject = libraryHandleOf(caller)) {
           void* p = realDlsym(callerObject, "cudaGetDeviceCount");
-          if (p != nullptr && !isOwnWrapper(p)) handle = objectOf(p);
+          if (p != nullptr && !isOwnWrapper(p)) handle = libraryHandleOf(p);
         }
       }
       dlerror();

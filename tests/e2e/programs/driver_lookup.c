@@ -115,10 +115,21 @@ int main(void) {
 
   /* Names that are not hooked pass through untouched and unknown names stay unknown. */
   fn = NULL;
-  if (getProc2("cuDeviceGetCount", &fn, 12000, CU_GET_PROC_ADDRESS_DEFAULT, &status) != CUDA_SUCCESS || fn == NULL) ++failures;
+  if (getProc2("cuDeviceGetCount", &fn, 12000, CU_GET_PROC_ADDRESS_DEFAULT, &status) != CUDA_SUCCESS || fn == NULL) {
+    fprintf(stderr, "cuGetProcAddress(cuDeviceGetCount) failed\n");
+    ++failures;
+  }
   fn = (void*)1;
-  if (getProc2("cuNoSuchFunction", &fn, 12000, CU_GET_PROC_ADDRESS_DEFAULT, &status) == CUDA_SUCCESS || fn != NULL) ++failures;
-  if (dlsym(lib, "cuNoSuchFunction") != NULL) ++failures;
+  status = CU_GET_PROC_ADDRESS_SUCCESS;
+  getProc2("cuNoSuchFunction", &fn, 12000, CU_GET_PROC_ADDRESS_DEFAULT, &status);
+  if (fn != NULL || status != CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND) {
+    fprintf(stderr, "cuGetProcAddress(cuNoSuchFunction) found something\n");
+    ++failures;
+  }
+  if (dlsym(lib, "cuNoSuchFunction") != NULL || dlerror() == NULL) {
+    fprintf(stderr, "dlsym(cuNoSuchFunction) did not fail with an error\n");
+    ++failures;
+  }
 
   check(cuCtxSynchronize(), "cuCtxSynchronize");
   check(cuMemFree(out), "cuMemFree");

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The newcomer's first command: builds cutrace, traces the bundled example (examples/pipeline.cu:
+# three threads, nested NVTX ranges, kernels, copies and allocations) and shows what it recorded.
+# On a machine with an NVIDIA GPU the example runs on the real CUDA runtime; elsewhere on the
+# stand-in CUDA libraries the tests build (host-side tracing is the same; kernels do not run).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+build=${BUILD_DIR:-build}
+root=$PWD
+
+example="$root/$build/examples/pipeline"
+[ -x "$example" ] || { echo "demo: $example was not built (is nvcc at /usr/local/cuda/bin?)" >&2; exit 1; }
+
+runtime="the real CUDA runtime and GPU"
+libpath=""
+if ! { command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; }; then
+  runtime="the stand-in CUDA runtime (no GPU here: host calls are traced, kernels do not run)"
+  libpath="$root/$build/tests/standin"
+fi
+out="$root/cutrace-out"
+echo
+echo "== tracing examples/pipeline on $runtime"
+env ${libpath:+LD_LIBRARY_PATH=$libpath} LD_PRELOAD="$root/$build/preload/libtrace.so" CUTRACE_OUTPUT="$out" "$example"
+
+trace=$(ls -t "$out"/pipeline-*.trace.json | head -1)
+folded=${trace%.trace.json}.folded
+echo
+echo "== outputs"
+echo "   Chrome trace (open in https://ui.perfetto.dev): $trace"
+echo "   folded stacks (flamegraph.pl, inferno, speedscope): $folded"
+echo
+echo "== recorded events by category"
+grep -o '"cat":"[a-z_]*"' "$trace" | sort | uniq -c | sed 's/"cat"://; s/"//g'
+echo "   launches with a kernel name: $(grep -c '"kernel":' "$trace")"
+echo
+echo "== heaviest stacks (host microseconds, self time)"
+awk '{w=$NF; sub(/ [0-9]+$/, ""); printf "%10d  %s\n", w, $0}' "$folded" | sort -rn | head -8
