@@ -16,6 +16,7 @@
 #include <mutex>
 #include <new>
 
+#include "collector/cupti_session.h"
 #include "collector/store.h"
 
 extern char** environ;
@@ -359,10 +360,12 @@ void Collector::finish() {
   detail::mode.store(Mode::Off, std::memory_order_release);
   ReentrancyGuard guard;
   const int savedErrno = errno;
+  Cupti::flush();  // device records still in CUPTI's buffers
   stopDrainThread();
   {
     std::lock_guard<std::mutex> lock(gl.drainMutex);
     drainPass();
+    Cupti::collect(gl.store->data(), gl.names);
     const ClockAnchor end = gl.lastAnchor;
     gl.store->finalize(end.ticks);
     TraceData& data = gl.store->data();
@@ -379,7 +382,7 @@ void Collector::finish() {
       const char* name = c.name.load(std::memory_order_acquire);
       if (name != nullptr) meta.counters.emplace_back(name, c.value.load(std::memory_order_relaxed));
     }
-    if (gl.writer != nullptr && data.eventCount() + data.droppedEvents() > 0) gl.writer(data, gl.config);
+    if (gl.writer != nullptr && data.eventCount() + data.droppedEvents() + data.device.size() > 0) gl.writer(data, gl.config);
   }
   errno = savedErrno;
 }

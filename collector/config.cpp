@@ -65,6 +65,14 @@ bool parseClock(const char* v, Config& c) {
   return true;
 }
 
+bool parseCupti(const char* v, Config& c) {
+  if (!strcmp(v, "auto")) c.cupti = 0;
+  else if (!strcmp(v, "on")) c.cupti = 1;
+  else if (!strcmp(v, "off")) c.cupti = 2;
+  else return false;
+  return true;
+}
+
 bool parseRingSize(const char* v, Config& c) {
   uint64_t n = 0;
   if (!parseSize(v, n)) return false;
@@ -100,6 +108,7 @@ constexpr Entry kEntries[] = {
     {{"CUTRACE_DRAIN_MS", "1 to 10000", "how often the drain thread empties the rings (default 20)"}, parseDrain},
     {{"CUTRACE_CLOCK", "auto|tsc|monotonic", "host clock source (default auto: TSC when invariant)"}, parseClock},
     {{"CUTRACE_NVTX", "1|0|on|off", "receive NVTX ranges through NVTX_INJECTION64_PATH (default 1)"}, parseNvtx},
+    {{"CUTRACE_CUPTI", "auto|on|off", "device timeline through CUPTI (default auto: when libcupti and a GPU are there)"}, parseCupti},
 };
 
 

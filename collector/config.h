@@ -18,6 +18,7 @@ enum class LogLevel : uint8_t { Off, Error, Warn, Info, Debug };
 struct Config {
   bool enabled = true;
   bool nvtx = true;
+  uint8_t cupti = 0;  // CuptiMode: 0 auto, 1 on, 2 off
   LogLevel log = LogLevel::Info;
   ClockSource clock = ClockSource::Auto;
   uint64_t ringBytes = 1u << 20;     // per thread

@@ -41,6 +41,7 @@ struct MemPayload {  // copies, sets, allocations, frees
   uint64_t stream;
   uint64_t ptr;      // allocation address (alloc/free), for the memory counters
   uint8_t copyKind;  // cudaMemcpyKind-like direction, 0xff when unknown
+  int8_t device;     // device of a driver-level device allocation, -1 when unknown
 };
 
 struct HandlePayload {  // synchronisation and graph launches

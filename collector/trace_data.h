@@ -18,8 +18,11 @@ namespace cutrace {
 enum class ApiLayer : uint8_t { Runtime, Driver };
 
 enum class ApiKind : uint8_t {
-  Launch, Graph, Memcpy, Memset, Alloc, Free, Sync, Profiler,  // recorded
-  Lookup, Register,                                            // bookkeeping only
+  Launch, Graph, Memcpy, Memset,
+  Alloc, Free,          // device memory (feeds the per-device memory counters)
+  HostAlloc, HostFree,  // page-locked host memory
+  Sync, Profiler, Teardown,
+  Lookup, Register,     // bookkeeping only, never recorded
 };
 
 struct HookDescriptor {
@@ -68,6 +71,43 @@ struct Event {
   };
 };
 
+// Work the GPU did, from CUPTI activity records. Times are CLOCK_MONOTONIC nanoseconds (CUPTI's
+// timestamp callback is the collector's clock).
+enum class DeviceKind : uint8_t { Kernel, Memcpy, Memset };
+
+struct DeviceEvent {
+  uint64_t start = 0;
+  uint64_t end = 0;
+  uint32_t correlation = 0;
+  uint32_t device = 0;
+  uint32_t stream = 0;
+  uint32_t name = 0;  // kernel name in TraceData::strings
+  DeviceKind kind = DeviceKind::Kernel;
+  uint8_t copyKind = 0;  // CUPTI memcpy kind
+  uint16_t registers = 0;
+  int32_t grid[3] = {};
+  int32_t block[3] = {};
+  int32_t staticShared = 0;
+  int32_t dynamicShared = 0;
+  uint64_t bytes = 0;
+};
+
+// A CUDA API call as CUPTI saw it: which host thread, when, and the correlation id its kernels
+// and copies carry. Used only to find the host launch event of each device event.
+struct ApiActivity {
+  uint64_t start = 0;  // CLOCK_MONOTONIC ns
+  uint64_t end = 0;
+  uint32_t tid = 0;
+  uint32_t correlation = 0;
+};
+
+struct CuptiInfo {
+  std::string state = "off";  // "on", "off", "host-only"
+  std::string reason;         // why it is not "on", or how it shares CUPTI with the program
+  uint64_t droppedRecords = 0;
+  uint64_t kernels = 0;
+};
+
 struct ThreadTrack {
   uint32_t tid = 0;
   std::string name;
@@ -109,7 +149,11 @@ struct TraceData {
   std::vector<ThreadTrack> threads;
   StringPool strings;
   std::unordered_map<uint64_t, uint32_t> categoryNames;  // (domain << 32 | category) -> string
+  std::vector<DeviceEvent> device;
+  std::vector<ApiActivity> apiActivity;
+  CuptiInfo cupti;
 
+  int64_t monotonicToTraceNs(uint64_t ns) const { return static_cast<int64_t>(ns - meta.originMonotonicNs); }
   int64_t toTraceNs(uint64_t ticks) const {
     return static_cast<int64_t>(meta.ticks.toMonotonicNs(ticks) - meta.originMonotonicNs);
   }

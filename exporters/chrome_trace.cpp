@@ -1,5 +1,10 @@
 #include "exporters/chrome_trace.h"
 
+#include <algorithm>
+#include <map>
+#include <set>
+#include <unordered_map>
+
 #include "exporters/trace_view.h"
 
 namespace cutrace {
@@ -15,9 +20,13 @@ class ChromeWriter {
   void write() {
     out_.put("{\"traceEvents\":[\n");
     writeNames();
+    links_ = linkDeviceToHost(data_);
     for (const ThreadTrack& t : data_.threads) {
       for (uint32_t i : timelineOrder(t)) writeEvent(t, t.events[i]);
     }
+    writeDevice();
+    writeFlows();
+    writeMemoryCounters();
     out_.put("],\n\"displayTimeUnit\":\"ns\",\n\"metadata\":");
     writeMetadata();
     out_.put("}\n");
@@ -60,6 +69,172 @@ class ChromeWriter {
       out_.putUint(t.tid);
       out_.put(",\"args\":{\"name\":");
       putJsonString(out_, t.name.empty() ? std::string("thread ") + std::to_string(t.tid) : t.name);
+      out_.put("}}");
+    }
+    std::set<std::pair<uint32_t, uint32_t>> tracks;
+    for (const DeviceEvent& d : data_.device) tracks.emplace(d.device, d.stream);
+    for (const auto& [device, stream] : tracks) {
+      const std::string name = "GPU " + std::to_string(device) + " stream " + std::to_string(stream);
+      for (const char* meta : {"thread_name", "thread_sort_index"}) {
+        sep();
+        out_.put("{\"ph\":\"M\",\"name\":\"");
+        out_.put(meta);
+        out_.put("\",\"pid\":");
+        out_.putUint(data_.meta.pid);
+        out_.put(",\"tid\":");
+        out_.putUint(deviceTrackId(device, stream));
+        out_.put(",\"args\":{");
+        if (meta[7] == 'n') {
+          out_.put("\"name\":");
+          putJsonString(out_, name);
+        } else {
+          out_.put("\"sort_index\":");  // GPU tracks below the host threads
+          out_.putUint(1000000 + device * 100000ull + stream);
+        }
+        out_.put("}}");
+      }
+    }
+  }
+
+  static const char* cuptiCopyKind(uint8_t k) {
+    static constexpr const char* kNames[] = {"unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
+                                             "AtoD",    "DtoA", "DtoD", "HtoH", "PtoP"};
+    return k < sizeof(kNames) / sizeof(kNames[0]) ? kNames[k] : "unknown";
+  }
+
+  std::string deviceName(const DeviceEvent& d) {
+    switch (d.kind) {
+      case DeviceKind::Kernel: return d.name != 0 ? demangle_(data_, d.name) : std::string("kernel");
+      case DeviceKind::Memcpy: return std::string("Memcpy ") + cuptiCopyKind(d.copyKind);
+      case DeviceKind::Memset: return "Memset";
+    }
+    return "device";
+  }
+
+  static const char* deviceCategory(DeviceKind k) {
+    return k == DeviceKind::Kernel ? "kernel" : k == DeviceKind::Memcpy ? "memcpy" : "memset";
+  }
+
+  void writeDevice() {
+    std::vector<uint32_t> order(data_.device.size());
+    for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+      const DeviceEvent& x = data_.device[a];
+      const DeviceEvent& y = data_.device[b];
+      if (x.device != y.device) return x.device < y.device;
+      if (x.stream != y.stream) return x.stream < y.stream;
+      return x.start < y.start;
+    });
+    for (uint32_t i : order) {
+      const DeviceEvent& d = data_.device[i];
+      sep();
+      out_.put("{\"ph\":\"X\",\"cat\":\"");
+      out_.put(deviceCategory(d.kind));
+      out_.put("\",\"name\":");
+      putJsonString(out_, deviceName(d));
+      out_.put(",\"pid\":");
+      out_.putUint(data_.meta.pid);
+      out_.put(",\"tid\":");
+      out_.putUint(deviceTrackId(d.device, d.stream));
+      const int64_t start = data_.monotonicToTraceNs(d.start);
+      out_.put(",\"ts\":");
+      out_.putMicros(start);
+      out_.put(",\"dur\":");
+      out_.putMicros(data_.monotonicToTraceNs(d.end) - start);
+      out_.put(",\"args\":{\"correlation\":");
+      out_.putUint(d.correlation);
+      if (d.kind == DeviceKind::Kernel) {
+        dims(",\"grid\":[", static_cast<uint32_t>(d.grid[0]), static_cast<uint32_t>(d.grid[1]), static_cast<uint32_t>(d.grid[2]));
+        dims(",\"block\":[", static_cast<uint32_t>(d.block[0]), static_cast<uint32_t>(d.block[1]), static_cast<uint32_t>(d.block[2]));
+        out_.put(",\"registers\":");
+        out_.putUint(d.registers);
+        out_.put(",\"shared_static\":");
+        out_.putInt(d.staticShared);
+        out_.put(",\"shared_dynamic\":");
+        out_.putInt(d.dynamicShared);
+      } else {
+        out_.put(",\"bytes\":");
+        out_.putUint(d.bytes);
+      }
+      if (links_[i].thread < 0) out_.put(",\"unlinked\":true");
+      out_.put("}}");
+    }
+  }
+
+  // A flow arrow from each launch (or copy, or set) to the device work it produced. The start
+  // sits 1 ns into the host call so it binds to that call, not to an enclosing NVTX range.
+  void writeFlows() {
+    for (std::size_t i = 0; i < data_.device.size(); ++i) {
+      const HostLink& link = links_[i];
+      if (link.thread < 0) continue;
+      const DeviceEvent& d = data_.device[i];
+      const ThreadTrack& t = data_.threads[static_cast<std::size_t>(link.thread)];
+      const Event& host = t.events[link.event];
+      const char* name = d.kind == DeviceKind::Kernel ? "launch" : d.kind == DeviceKind::Memcpy ? "copy" : "set";
+      for (int end = 0; end < 2; ++end) {
+        sep();
+        out_.put(end ? "{\"ph\":\"f\",\"bp\":\"e\"" : "{\"ph\":\"s\"");
+        out_.put(",\"cat\":\"flow\",\"name\":\"");
+        out_.put(name);
+        out_.put("\",\"id\":");
+        out_.putUint(d.correlation);
+        out_.put(",\"pid\":");
+        out_.putUint(data_.meta.pid);
+        out_.put(",\"tid\":");
+        out_.putUint(end ? deviceTrackId(d.device, d.stream) : t.tid);
+        out_.put(",\"ts\":");
+        out_.putMicros(end ? data_.monotonicToTraceNs(d.start) : data_.toTraceNs(host.start) + 1);
+        out_.put('}');
+      }
+    }
+  }
+
+  // Bytes allocated per device through the hooked driver allocators (the runtime's own calls
+  // land there too), as Chrome counter tracks.
+  void writeMemoryCounters() {
+    struct Change {
+      uint64_t ticks;
+      uint64_t ptr;
+      uint64_t bytes;
+      int device;
+      bool alloc;
+    };
+    std::vector<Change> changes;
+    for (const ThreadTrack& t : data_.threads) {
+      for (const Event& e : t.events) {
+        if (e.kind != EventKind::Api || e.hook >= data_.hooks.size() || e.result != 0) continue;
+        const HookDescriptor& h = data_.hooks[e.hook];
+        if (h.layer != ApiLayer::Driver || (h.kind != ApiKind::Alloc && h.kind != ApiKind::Free) || e.mem.ptr == 0) continue;
+        changes.push_back(Change{h.kind == ApiKind::Alloc ? e.end : e.start, e.mem.ptr, e.mem.bytes, e.mem.device,
+                                 h.kind == ApiKind::Alloc});
+      }
+    }
+    std::sort(changes.begin(), changes.end(), [](const Change& a, const Change& b) { return a.ticks < b.ticks; });
+    std::unordered_map<uint64_t, std::pair<int, uint64_t>> live;
+    std::map<int, uint64_t> perDevice;
+    for (const Change& c : changes) {
+      int device = c.device;
+      if (c.alloc) {
+        live[c.ptr] = {device, c.bytes};
+        perDevice[device] += c.bytes;
+      } else {
+        auto it = live.find(c.ptr);
+        if (it == live.end()) continue;  // allocated before tracing began, or not by us
+        device = it->second.first;
+        perDevice[device] -= it->second.second;
+        live.erase(it);
+      }
+      sep();
+      out_.put("{\"ph\":\"C\",\"name\":");
+      putJsonString(out_, device >= 0 ? "GPU " + std::to_string(device) + " memory" : std::string("GPU memory"));
+      out_.put(",\"pid\":");
+      out_.putUint(data_.meta.pid);
+      out_.put(",\"tid\":");
+      out_.putUint(data_.meta.pid);
+      out_.put(",\"ts\":");
+      out_.putMicros(data_.toTraceNs(c.ticks));
+      out_.put(",\"args\":{\"allocated\":");
+      out_.putUint(perDevice[device]);
       out_.put("}}");
     }
   }
@@ -130,7 +305,9 @@ class ChromeWriter {
       case ApiKind::Memset:
       case ApiKind::Alloc:
       case ApiKind::Free:
-        if (hook.kind != ApiKind::Free) {
+      case ApiKind::HostAlloc:
+      case ApiKind::HostFree:
+        if (hook.kind != ApiKind::Free && hook.kind != ApiKind::HostFree) {
           out_.put(",\"bytes\":");
           out_.putUint(e.mem.bytes);
         }
@@ -139,7 +316,7 @@ class ChromeWriter {
           out_.put(copyKindName(e.mem.copyKind));
           out_.put('"');
         }
-        if ((hook.kind == ApiKind::Alloc || hook.kind == ApiKind::Free) && e.mem.ptr != 0) {
+        if (hook.kind != ApiKind::Memcpy && hook.kind != ApiKind::Memset && e.mem.ptr != 0) {
           out_.put(",\"ptr\":\"");
           out_.putHex(e.mem.ptr);
           out_.put('"');
@@ -152,6 +329,7 @@ class ChromeWriter {
         break;
       case ApiKind::Graph:
       case ApiKind::Sync:
+      case ApiKind::Teardown:
         if (e.handle.handle != 0) {
           out_.put(",\"handle\":\"");
           out_.putHex(e.handle.handle);
@@ -250,6 +428,18 @@ class ChromeWriter {
       out_.put(':');
       out_.putUint(m.counters[i].second);
     }
+    out_.put("},\"cupti\":{\"state\":");
+    putJsonString(out_, data_.cupti.state);
+    out_.put(",\"reason\":");
+    putJsonString(out_, data_.cupti.reason);
+    out_.put(",\"dropped_records\":");
+    out_.putUint(data_.cupti.droppedRecords);
+    out_.put(",\"device_events\":");
+    out_.putUint(data_.device.size());
+    std::size_t linked = 0;
+    for (const HostLink& l : links_) linked += l.thread >= 0;
+    out_.put(",\"linked_to_host\":");
+    out_.putUint(linked);
     out_.put("},\"events\":");
     out_.putUint(data_.eventCount());
     out_.put(",\"dropped_events\":");
@@ -274,6 +464,7 @@ class ChromeWriter {
   const TraceData& data_;
   Sink& out_;
   Demangler demangle_;
+  std::vector<HostLink> links_;
   bool first_ = true;
 };
 

@@ -20,6 +20,58 @@ std::vector<uint32_t> timelineOrder(const ThreadTrack& thread) {
   return order;
 }
 
+std::vector<HostLink> linkDeviceToHost(const TraceData& data) {
+  std::vector<HostLink> links(data.device.size());
+  if (data.device.empty() || data.apiActivity.empty()) return links;
+  std::unordered_map<uint32_t, const ApiActivity*> byCorrelation;
+  for (const ApiActivity& a : data.apiActivity) byCorrelation.emplace(a.correlation, &a);
+
+  // Outermost API events per thread, in monotonic ns, sorted by start.
+  struct Outer {
+    uint64_t start, end;
+    uint32_t event;
+  };
+  std::vector<std::vector<Outer>> outer(data.threads.size());
+  std::unordered_map<uint32_t, std::vector<int>> threadsByTid;
+  for (std::size_t t = 0; t < data.threads.size(); ++t) {
+    const ThreadTrack& thread = data.threads[t];
+    threadsByTid[thread.tid].push_back(static_cast<int>(t));
+    uint64_t coveredUntil = 0;
+    for (uint32_t i : timelineOrder(thread)) {
+      const Event& e = thread.events[i];
+      if (e.kind != EventKind::Api) continue;
+      const uint64_t start = data.meta.ticks.toMonotonicNs(e.start);
+      const uint64_t end = data.meta.ticks.toMonotonicNs(e.end);
+      if (!outer[t].empty() && start < coveredUntil) continue;  // nested in the previous one
+      outer[t].push_back(Outer{start, end, i});
+      coveredUntil = end;
+    }
+  }
+  for (std::size_t d = 0; d < data.device.size(); ++d) {
+    auto api = byCorrelation.find(data.device[d].correlation);
+    if (api == byCorrelation.end()) continue;
+    const ApiActivity& a = *api->second;
+    auto tids = threadsByTid.find(a.tid);
+    if (tids == threadsByTid.end()) continue;
+    uint64_t bestOverlap = 0;
+    for (int t : tids->second) {
+      const auto& list = outer[static_cast<std::size_t>(t)];
+      // The last event starting at or before the record's end is the only candidate: host
+      // calls on one thread do not overlap each other.
+      auto it = std::upper_bound(list.begin(), list.end(), a.end, [](uint64_t v, const Outer& o) { return v < o.start; });
+      if (it == list.begin()) continue;
+      --it;
+      if (it->end < a.start) continue;
+      const uint64_t overlap = std::min(it->end, a.end) - std::max(it->start, a.start) + 1;
+      if (overlap > bestOverlap) {
+        bestOverlap = overlap;
+        links[d] = HostLink{t, it->event};
+      }
+    }
+  }
+  return links;
+}
+
 std::string demangle(const std::string& name) {
   if (name.size() < 2 || name[0] != '_' || name[1] != 'Z') return name;
   int status = 0;

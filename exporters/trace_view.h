@@ -26,4 +26,18 @@ class Demangler {
 
 std::string demangle(const std::string& name);
 
+// For each TraceData::device event, the host API event that launched it: the outermost CUDA
+// call on the thread of the CUPTI API record with the same correlation id, overlapping it in
+// time. thread < 0 when there is no such event.
+struct HostLink {
+  int thread = -1;
+  uint32_t event = 0;
+};
+std::vector<HostLink> linkDeviceToHost(const TraceData& data);
+
+// A synthetic thread id for the track of one GPU stream (real tids stay below 2^22).
+inline uint64_t deviceTrackId(uint32_t device, uint32_t stream) {
+  return (uint64_t{1} << 30) + (uint64_t{device} << 22) + stream;
+}
+
 }  // namespace cutrace

@@ -35,6 +35,14 @@ extern std::atomic<void*> g_realFunctions[kHookCount];
 // Initialises the collector the first time any hook or the constructor runs.
 void initializePreload();
 
+// CUPTI starts with the first recorded CUDA call of the process (not in a constructor, not in
+// dlsym: CUPTI itself calls into the driver).
+extern std::atomic<bool> g_deviceTracingStarted;
+void startDeviceTracing();
+void flushDeviceActivity();
+// The current context's device ordinal through the real driver, or -1.
+int currentDeviceOrdinal();
+
 // Slow path of realFunction(): finds the library that defines the real function, resolves the
 // whole layer, and returns the pointer (nullptr if that library is not loaded). `caller` is
 // the shim's return address, used to find a runtime loaded into a private (RTLD_LOCAL) scope.
@@ -80,6 +88,7 @@ class HookCall {
     if (!hookRecording()) return;
     ThreadState* s = currentThread();
     if (s == nullptr) return;
+    if (__builtin_expect(!g_deviceTracingStarted.load(std::memory_order_relaxed), 0)) startDeviceTracing();
     s_ = s;
     r_.type = RecordType::Api;
     r_.extra = 0;
@@ -145,7 +154,11 @@ class HookCall {
     r_.mem.stream = reinterpret_cast<uintptr_t>(stream);
     r_.mem.copyKind = static_cast<uint8_t>(CopyKind::Unknown);
   }
-  void alloc(std::size_t bytes, const void* stream) { set(bytes, stream); }
+  void alloc(std::size_t bytes, const void* stream) {
+    set(bytes, stream);
+    r_.mem.device = -1;
+  }
+  void onCurrentDevice() { r_.mem.device = static_cast<int8_t>(currentDeviceOrdinal()); }
   template <typename P>
   void allocated(P ptr) {
     if (s_ != nullptr) r_.mem.ptr = (uint64_t)(ptr);

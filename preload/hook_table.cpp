@@ -17,6 +17,9 @@
 #include <mutex>
 #include <string_view>
 
+#include <cupti.h>
+
+#include "collector/cupti_session.h"
 #include "preload/dlsym_hook.h"
 #include "preload/hook_support.h"
 
@@ -246,6 +249,58 @@ void* redirectDlsymResult(const char* name, void* result) {
   if (mapped < 0) return result;  // another copy of the library: pass through untouched
   wrapped.fetch_add(1, std::memory_order_relaxed);
   return kHookWrappers[mapped];
+}
+
+// ---------------------------------------------------------------------------- device tracing
+
+namespace {
+
+// CUPTI API records are enabled only for the driver functions whose device work is linked to
+// the host: launches, graph launches, copies and sets, named by the same list as the shims.
+#define CUTRACE_CBID_Driver(name) CUPTI_DRIVER_TRACE_CBID_##name
+#define CUTRACE_CBID_Runtime(name) 0
+constexpr uint32_t cbidIf(ApiKind kind, uint32_t cbid) {
+  return kind == ApiKind::Launch || kind == ApiKind::Graph || kind == ApiKind::Memcpy || kind == ApiKind::Memset ? cbid : 0;
+}
+constexpr uint32_t kAllCbids[kHookCount] = {
+#define CUTRACE_HOOK(layer, kind, name, ret, params, args, pre, post) cbidIf(ApiKind::kind, CUTRACE_CBID_##layer(name)),
+#include "preload/hooks.def"
+#undef CUTRACE_HOOK
+};
+#undef CUTRACE_CBID_Driver
+#undef CUTRACE_CBID_Runtime
+
+}  // namespace
+
+std::atomic<bool> g_deviceTracingStarted{false};
+
+void startDeviceTracing() {
+  if (g_deviceTracingStarted.exchange(true)) return;
+  static uint32_t cbids[kHookCount];
+  std::size_t n = 0;
+  for (uint32_t c : kAllCbids)
+    if (c != 0) cbids[n++] = c;
+  Cupti::start(static_cast<CuptiMode>(Collector::config().cupti), CuptiApiFilter{cbids, n});
+}
+
+void flushDeviceActivity() { Cupti::flush(); }
+
+int currentDeviceOrdinal() {
+  using CtxGetDevice = CUresult (*)(CUdevice*);
+  static std::atomic<void*> fn{nullptr};
+  void* p = fn.load(std::memory_order_acquire);
+  if (p == nullptr) {
+    const IdentityMap& map = mapOf(ApiLayer::Driver);
+    if (!map.ready.load(std::memory_order_acquire)) return -1;
+    ReentrancyGuard guard;
+    p = realDlsym(const_cast<void*>(map.handle), "cuCtxGetDevice");
+    dlerror();
+    if (p == nullptr) return -1;
+    fn.store(p, std::memory_order_release);
+  }
+  CUdevice dev = -1;
+  ReentrancyGuard guard;
+  return reinterpret_cast<CtxGetDevice>(p)(&dev) == CUDA_SUCCESS ? dev : -1;
 }
 
 // ---------------------------------------------------------------------------- kernel names

@@ -2,6 +2,7 @@
 // summary of it for end-to-end tests to compare with an expected file.
 //
 //   trace_check TRACE.json [--folded FILE] [--thread-ids FILE] [--allow-drops]
+//               [--view launches] [--expect-linked]
 //
 // Checks (any failure prints "FAIL: ..." on stderr and exits 1):
 // - the file parses as JSON (simdjson) with traceEvents and metadata;
@@ -12,7 +13,11 @@
 //   every launch API that is not nested in another launch carries one;
 // - metadata.dropped_events is 0 unless --allow-drops;
 // - the folded file has sorted, distinct "frame;...;frame N" lines with integer weights;
-// - --thread-ids: each "name tid" line names a thread that is in the trace with that tid.
+// - --thread-ids: each "name tid" line names a thread that is in the trace with that tid;
+// - device tracks (CUPTI): kernel/memcpy/memset X events; every flow "f" has its "s"; with
+//   --expect-linked every kernel has a flow and launches == kernels.
+// --view launches renders only NVTX ranges and launches ("launch kernel=..."), which is the
+// same whether a launch went through the shared runtime, a static one or the driver.
 // The summary lists per thread (threads ordered by name, then content) the event tree with
 // names and the deterministic args (kernel, grid, block, bytes, kind, result).
 
@@ -24,6 +29,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <cstdint>
 #include <set>
 #include <sstream>
 #include <string>
@@ -123,7 +129,15 @@ std::string renderArgs(simdjson::dom::object args, bool& hasKernel) {
   return out.str();
 }
 
+bool launchesView = false;
+
 void render(const Thread& t, const Ev& e, int depth, std::string& out) {
+  if (launchesView && e.cat != "nvtx") {
+    if (!e.hasKernel) return;  // nested driver calls and every other API are left out
+    out += std::string(static_cast<std::size_t>(depth) * 2 + 2, ' ');
+    out += "launch" + e.args.substr(0, e.args.find(" result=")) + "\n";
+    return;
+  }
   out += std::string(static_cast<std::size_t>(depth) * 2 + 2, ' ');
   out += e.ph + " " + e.cat + " " + printable(e.name) + e.args + "\n";
   for (std::size_t c : e.children) render(t, t.events[c], depth + 1, out);
@@ -165,13 +179,15 @@ int main(int argc, char** argv) {
     std::cerr << "usage: trace_check TRACE.json [--folded FILE] [--thread-ids FILE] [--allow-drops]\n";
     return 2;
   }
-  std::string foldedPath, tidsPath;
-  bool allowDrops = false;
+  std::string foldedPath, tidsPath, view;
+  bool allowDrops = false, expectLinked = false;
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--folded" && i + 1 < argc) foldedPath = argv[++i];
     else if (a == "--thread-ids" && i + 1 < argc) tidsPath = argv[++i];
     else if (a == "--allow-drops") allowDrops = true;
+    else if (a == "--view" && i + 1 < argc) view = argv[++i];
+    else if (a == "--expect-linked") expectLinked = true;
     else fail("unknown argument " + a);
   }
 
@@ -186,6 +202,10 @@ int main(int argc, char** argv) {
   if (meta["pid"].get(pid)) fail("metadata.pid missing");
 
   std::map<int64_t, Thread> threads;
+  std::map<std::string, std::size_t> deviceCounts;
+  std::set<int64_t> deviceTids;
+  std::map<uint64_t, std::pair<int, int>> flows;  // id -> (starts, finishes)
+  std::size_t counterEvents = 0;
   std::map<int64_t, std::string> threadNames;
   std::string processName;
   for (simdjson::dom::object e : events) {
@@ -196,10 +216,33 @@ int main(int argc, char** argv) {
     if (ph == "M") {
       const std::string what = str(e["name"]);
       if (what == "thread_name") threadNames[tid] = str(e["args"]["name"]);
+      else if (what == "thread_sort_index") continue;
       else if (what == "process_name") processName = str(e["args"]["name"]);
       continue;
     }
     if (ph == "e") continue;  // end of an async NVTX span; its "b" carries the content
+    if (ph == "C") {
+      double ts;
+      if (e["ts"].get(ts) || e["args"].error()) fail("counter event without ts/args");
+      ++counterEvents;
+      continue;
+    }
+    if (ph == "s" || ph == "f") {
+      uint64_t id;
+      if (e["id"].get(id)) fail("flow event without a numeric id");
+      if (ph == "s") ++flows[id].first;
+      else ++flows[id].second;
+      continue;
+    }
+    if (tid >= (int64_t{1} << 30)) {  // a GPU stream track
+      const std::string cat = str(e["cat"]);
+      if (cat != "kernel" && cat != "memcpy" && cat != "memset") fail("unexpected cat on a GPU track: " + cat);
+      double dur;
+      if (e["dur"].get(dur) || dur < 0) fail("device event without a valid dur");
+      ++deviceCounts[cat];
+      deviceTids.insert(tid);
+      continue;
+    }
     Ev ev;
     ev.ph = ph;
     ev.cat = str(e["cat"]);
@@ -220,6 +263,12 @@ int main(int argc, char** argv) {
     t.events.push_back(std::move(ev));
   }
   if (processName.empty()) fail("no process_name metadata event");
+  launchesView = view == "launches";
+  if (!view.empty() && !launchesView) fail("unknown view " + view);
+  for (int64_t tid : deviceTids)
+    if (!threadNames.count(tid)) fail("GPU track " + std::to_string(tid) + " has no thread_name");
+  for (const auto& [id, ends] : flows)
+    if (ends.first != 1 || ends.second != 1) fail("flow " + std::to_string(id) + " is not one s and one f");
 
   uint64_t dropped = 0;
   if (meta["dropped_events"].get(dropped)) fail("metadata.dropped_events missing");
@@ -291,9 +340,21 @@ int main(int argc, char** argv) {
     if (n == 0) fail("no thread ids in " + tidsPath);
   }
 
+  if (expectLinked) {
+    if (deviceCounts["kernel"] != launches)
+      fail("launches " + std::to_string(launches) + " != device kernels " + std::to_string(deviceCounts["kernel"]));
+    if (flows.size() < deviceCounts["kernel"]) fail("some kernels have no flow from their launch");
+  }
+
   std::ostringstream summary;
   summary << "process " << processName << "\n";
-  summary << "threads " << ordered.size() << " events " << total << " launches " << launches << "\n";
+  if (!launchesView) summary << "threads " << ordered.size() << " events " << total << " launches " << launches << "\n";
+  else summary << "threads " << ordered.size() << " launches " << launches << "\n";
+  if (!deviceCounts.empty() || counterEvents > 0) {
+    summary << "device";
+    for (const auto& [cat, n] : deviceCounts) summary << " " << cat << " " << n;
+    summary << " flows " << flows.size() << " counters " << (counterEvents > 0 ? "yes" : "no") << "\n";
+  }
   for (const Thread* t : ordered) summary << "thread " << t->name << "\n" << t->rendered;
   if (!foldedPath.empty()) checkFolded(foldedPath, summary);
   std::cout << summary.str();

@@ -31,7 +31,7 @@ TEST_CASE("defaults apply when no CUTRACE_ variable is set", "[config]") {
 TEST_CASE("every accepted variable is parsed", "[config]") {
   ConfigError error;
   const Config c = parse({"CUTRACE_OUTPUT=/tmp/x y", "CUTRACE_RING_SIZE=4M", "CUTRACE_DRAIN_MS=5", "CUTRACE_LOG=debug",
-                          "CUTRACE_CLOCK=monotonic", "CUTRACE_NVTX=off", "CUTRACE_ENABLE=1"},
+                          "CUTRACE_CLOCK=monotonic", "CUTRACE_NVTX=off", "CUTRACE_ENABLE=1", "CUTRACE_CUPTI=off"},
                          error);
   REQUIRE_FALSE(error.failed());
   REQUIRE(std::string(c.outputDir) == "/tmp/x y");
@@ -41,13 +41,15 @@ TEST_CASE("every accepted variable is parsed", "[config]") {
   REQUIRE(c.clock == ClockSource::Monotonic);
   REQUIRE_FALSE(c.nvtx);
   REQUIRE(c.enabled);
+  REQUIRE(c.cupti == 2);
 }
 
 TEST_CASE("a bad value disables tracing with one line naming it", "[config]") {
   const char* bad[] = {"CUTRACE_RING_SIZE=3M",  "CUTRACE_RING_SIZE=1K",    "CUTRACE_RING_SIZE=-4",
                        "CUTRACE_RING_SIZE=4Mx", "CUTRACE_RING_SIZE=99999999999999999999",
                        "CUTRACE_DRAIN_MS=0",    "CUTRACE_DRAIN_MS=abc",    "CUTRACE_LOG=verbose",
-                       "CUTRACE_CLOCK=rdtsc",   "CUTRACE_NVTX=maybe",      "CUTRACE_OUTPUT="};
+                       "CUTRACE_CLOCK=rdtsc",   "CUTRACE_NVTX=maybe",      "CUTRACE_OUTPUT=",
+                       "CUTRACE_CUPTI=yes"};
   for (const char* entry : bad) {
     INFO(entry);
     ConfigError error;
@@ -83,7 +85,7 @@ TEST_CASE("control bytes in a bad value never reach stderr raw", "[config]") {
 }
 
 TEST_CASE("the documented variable table matches what the parser accepts", "[config]") {
-  REQUIRE(configVariableCount() == 7);
+  REQUIRE(configVariableCount() == 8);
   for (std::size_t i = 0; i < configVariableCount(); ++i) {
     const std::string name = configVariable(i).name;
     REQUIRE(name.rfind("CUTRACE_", 0) == 0);

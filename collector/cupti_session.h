@@ -1,0 +1,53 @@
+#pragma once
+// The device timeline through CUPTI's activity API, loaded at run time with dlopen (never a link
+// dependency: the preload must load where there is no CUPTI and no GPU).
+//
+// Choices, and why:
+// - Activity API only, no cuptiSubscribe: CUPTI allows one subscriber, and a program that runs
+//   torch.profiler needs it. A probe subscribe/unsubscribe at start-up tells whether another
+//   tool (nsys, ncu) already holds CUPTI; then cutrace stays host-only and says so.
+// - Host launches are linked to kernels by correlation id, through API activity records enabled
+//   only for the launch, copy and set functions (cuptiActivityEnableDriverApi/RuntimeApi), not
+//   for every API call; the exporter matches each API record to the host event on the same
+//   thread that overlaps it (both on one clock: CUPTI's timestamp callback is ours).
+// - If the program registers its own activity callbacks (torch.profiler), cutrace flushes its
+//   buffers and then shares: its trampolines read every completed buffer and hand it on to the
+//   program's callbacks, so neither loses records; when the program disables kernel activity
+//   or finalises CUPTI, cutrace flushes the program's buffers and takes its callbacks back.
+//
+// Concurrency: start() is idempotent and runs once (first recorded CUDA call). Buffer callbacks
+// run on CUPTI's threads; they append to the collector's device store under its mutex.
+
+#include <cstddef>
+#include <cstdint>
+
+#include "collector/trace_data.h"
+
+namespace cutrace {
+
+enum class CuptiMode : uint8_t { Auto, On, Off };
+
+struct CuptiApiFilter {
+  const uint32_t* driverCbids;  // CUPTI_DRIVER_TRACE_CBID_* of the launch/copy/set hooks
+  std::size_t driverCount;
+};
+
+class Cupti {
+ public:
+  // Loads and enables CUPTI unless configured off or unavailable; never fails the program.
+  static void start(CuptiMode mode, const CuptiApiFilter& filter);
+  static bool started();
+  // Delivers every pending buffer now (before a context is destroyed, at exit).
+  static void flush();
+  // Moves what the buffers delivered into `data` (device events, API records, state).
+  static void collect(TraceData& data, const class NameTable& names);
+
+  // The program's own CUPTI calls, as interposed by the preload (see the header comment).
+  // Each returns true when it handled the call itself and `*result` holds the CUptiResult.
+  static bool programRegistersCallbacks(void* request, void* complete, int* result);
+  static void programDisabled(int kind);
+  // True when cutrace's session is on: the preload then skips the real cuptiFinalize.
+  static bool programFinalizing();
+};
+
+}  // namespace cutrace
