@@ -114,6 +114,7 @@ void resetState(ThreadState* s) {
   s->ring.attach(reinterpret_cast<Record*>(reinterpret_cast<char*>(s) + ((sizeof(ThreadState) + 4095) & ~std::size_t{4095})),
                  g().config.ringBytes / kRecordSize);
   s->tid = static_cast<uint32_t>(currentTid());
+  s->pthreadLow = static_cast<uint32_t>(pthread_self());
   s->trackId = g().nextTrackId.fetch_add(1, std::memory_order_relaxed);
   s->nextSeq = 0;
   s->dropped.store(0, std::memory_order_relaxed);

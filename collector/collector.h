@@ -36,6 +36,7 @@ struct ThreadState {
   std::atomic<Life> life{Life::Active};
   uint32_t tid = 0;
   uint32_t trackId = 0;        // store track this state currently feeds
+  uint32_t pthreadLow = 0;     // low 32 bits of pthread_self(): CUPTI's default thread id
   uint64_t nextSeq = 0;        // owner only
   std::atomic<uint64_t> dropped{0};    // owner stores, drain reads
   std::atomic<uint64_t> lostEnds{0};

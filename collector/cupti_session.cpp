@@ -197,7 +197,7 @@ bool wantedRuntimeCbid(uint32_t cbid) {
   return false;
 }
 
-void CUPTIAPI bufferCompleted(CUcontext ctx, uint32_t streamId, uint8_t* buffer, size_t, size_t validSize) {
+void CUPTIAPI bufferCompleted(CUcontext ctx, uint32_t streamId, uint8_t* buffer, size_t size, size_t validSize) {
   ReentrancyGuard guard;  // CUPTI's thread: anything it does is not the program's activity
   State& s = st();
   std::vector<PendingDevice> device;
@@ -273,20 +273,38 @@ void CUPTIAPI bufferCompleted(CUcontext ctx, uint32_t streamId, uint8_t* buffer,
   if (s.api.cuptiActivityGetNumDroppedRecords != nullptr)
     s.api.cuptiActivityGetNumDroppedRecords(ctx, streamId, &dropped);
 
-  CUpti_BuffersCallbackCompleteFunc handOn = nullptr;
+  bool own = false, shared = false;
+  CUpti_BuffersCallbackRequestFunc programRequest = nullptr;
+  CUpti_BuffersCallbackCompleteFunc programComplete = nullptr;
   {
     std::lock_guard<std::mutex> lock(s.mutex);
     s.device.insert(s.device.end(), device.begin(), device.end());
     s.apiActivity.insert(s.apiActivity.end(), api.begin(), api.end());
     s.dropped += dropped;
     s.kernels += kernels;
-    if (s.ownBuffers.erase(buffer) == 0) handOn = s.programComplete;
+    own = s.ownBuffers.erase(buffer) != 0;
+    shared = s.shared;
+    programRequest = s.programRequest;
+    programComplete = s.programComplete;
   }
-  if (handOn != nullptr) {
-    handOn(ctx, streamId, buffer, kBufferBytes, validSize);  // the program's buffer: it owns it
-  } else {
-    free(buffer);
+  if (!own) {
+    if (programComplete != nullptr) programComplete(ctx, streamId, buffer, size, validSize);  // its buffer
+    return;
   }
+  // CUPTI keeps filling the buffer it has when the program's session starts, so records of the
+  // session can arrive in one of ours: the program gets a copy in a buffer of its own (its
+  // profiler drops whatever lies outside its window, as it does for its own buffers).
+  if (shared && programRequest != nullptr && programComplete != nullptr && validSize > 0) {
+    uint8_t* copy = nullptr;
+    size_t copySize = 0, maxRecords = 0;
+    programRequest(&copy, &copySize, &maxRecords);
+    if (copy != nullptr) {
+      const size_t n = copySize >= validSize ? validSize : 0;  // never a torn record
+      if (n > 0) memcpy(copy, buffer, n);
+      programComplete(ctx, streamId, copy, copySize, n);
+    }
+  }
+  free(buffer);
 }
 
 // (Re)applies what cutrace records: device kinds and the API records used for linking.
@@ -299,8 +317,14 @@ bool enableOurs(std::string& error) {
       return false;
     }
   }
-  for (uint32_t cbid : st().driverCbids) a.cuptiActivityEnableDriverApi(cbid, 1);
-  for (CUpti_CallbackId cbid : kRuntimeLaunchCbids) a.cuptiActivityEnableRuntimeApi(cbid, 1);
+  // API records are only used to link host launches to their device work: a failure here
+  // leaves the device timeline intact, unlinked, and says so.
+  CUptiResult failed = CUPTI_SUCCESS;
+  for (uint32_t cbid : st().driverCbids)
+    if (const CUptiResult r = a.cuptiActivityEnableDriverApi(cbid, 1); r != CUPTI_SUCCESS) failed = r;
+  for (CUpti_CallbackId cbid : kRuntimeLaunchCbids)
+    if (const CUptiResult r = a.cuptiActivityEnableRuntimeApi(cbid, 1); r != CUPTI_SUCCESS) failed = r;
+  if (failed != CUPTI_SUCCESS) error = std::string("API records for linking unavailable: ") + resultString(failed);
   return true;
 }
 
@@ -349,13 +373,14 @@ void startOnce(CuptiMode mode, const CuptiApiFilter& filter) {
   if (r != CUPTI_SUCCESS) return unavailable(std::string("cuptiActivityRegisterTimestampCallback: ") + resultString(r), false);
   r = s.api.cuptiActivityRegisterCallbacks(bufferRequested, bufferCompleted);
   if (r != CUPTI_SUCCESS) return unavailable(std::string("cuptiActivityRegisterCallbacks: ") + resultString(r), false);
+  why.clear();
   if (!enableOurs(why)) return unavailable(why, false);
   s.api.cuptiActivityFlushPeriod(200);  // buffers reach the collector continuously
   {
     std::lock_guard<std::mutex> lock(s.mutex);
     if (s.programRequest != nullptr) s.shared = true;  // the program registered before we started
   }
-  setState("on", "");
+  setState("on", why);
   s.on.store(true, std::memory_order_release);
   atexit(flushAtExit);  // registered after the CUDA runtime's teardown handler, so it runs first
 }

@@ -61,11 +61,12 @@ std::string readThreadName(uint32_t tid) {
 
 }  // namespace
 
-Store::Track& Store::track(uint32_t trackId, uint32_t tid) {
+Store::Track& Store::track(uint32_t trackId, uint32_t tid, uint32_t pthreadLow) {
   auto it = tracks_.find(trackId);
   if (it != tracks_.end()) return it->second;
   ThreadTrack t;
   t.tid = tid;
+  t.pthreadLow = pthreadLow;
   t.name = readThreadName(tid);
   data_.threads.push_back(std::move(t));
   return tracks_.emplace(trackId, Track{data_.threads.size() - 1, {}}).first->second;
@@ -87,6 +88,7 @@ uint32_t Store::nvtxName(const Record& r, const char* text, std::size_t textLen,
 }
 
 void Store::consume(ThreadState& s, bool retired) {
+  track(s.trackId, s.tid, s.pthreadLow);  // first sight: the track keeps both thread ids
   auto& ring = s.ring;
   uint64_t i = ring.readBegin();
   const uint64_t end = ring.readEnd();
@@ -103,7 +105,7 @@ void Store::consume(ThreadState& s, bool retired) {
     i += n;
   }
   ring.release(i);
-  Track& t = track(s.trackId, s.tid);
+  Track& t = track(s.trackId, s.tid, s.pthreadLow);
   ThreadTrack& thread = data_.threads[t.index];
   thread.dropped = s.dropped.load(std::memory_order_relaxed);
   thread.lostEnds = s.lostEnds.load(std::memory_order_relaxed);

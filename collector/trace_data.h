@@ -21,7 +21,7 @@ enum class ApiKind : uint8_t {
   Launch, Graph, Memcpy, Memset,
   Alloc, Free,          // device memory (feeds the per-device memory counters)
   HostAlloc, HostFree,  // page-locked host memory
-  Sync, Profiler, Teardown,
+  Sync, Profiler, Teardown, Init,
   Lookup, Register,     // bookkeeping only, never recorded
 };
 
@@ -110,6 +110,7 @@ struct CuptiInfo {
 
 struct ThreadTrack {
   uint32_t tid = 0;
+  uint32_t pthreadLow = 0;  // CUPTI names threads this way unless told to use tids
   std::string name;
   std::vector<Event> events;
   uint64_t dropped = 0;   // events lost to a full ring (seq numbers never seen)

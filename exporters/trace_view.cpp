@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <unordered_map>
 
 namespace cutrace {
 
@@ -35,7 +36,10 @@ std::vector<HostLink> linkDeviceToHost(const TraceData& data) {
   std::unordered_map<uint32_t, std::vector<int>> threadsByTid;
   for (std::size_t t = 0; t < data.threads.size(); ++t) {
     const ThreadTrack& thread = data.threads[t];
+    // CUPTI reports the OS tid once cutrace sets the thread id type, but a program's own
+    // profiler may set it back to pthread_self(): accept both.
     threadsByTid[thread.tid].push_back(static_cast<int>(t));
+    if (thread.pthreadLow != 0 && thread.pthreadLow != thread.tid) threadsByTid[thread.pthreadLow].push_back(static_cast<int>(t));
     uint64_t coveredUntil = 0;
     for (uint32_t i : timelineOrder(thread)) {
       const Event& e = thread.events[i];

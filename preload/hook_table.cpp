@@ -202,6 +202,32 @@ bool isHookedDriverBase(std::string_view base) {
   return false;
 }
 
+// The driver answered with one of its exported functions that cutrace does not hook (e.g. the
+// legacy cuDevicePrimaryCtxRelease for an old version): a different ABI, rightly untraced.
+bool isOtherExport(void* p) {
+  Dl_info info{};
+  return dladdr(p, &info) != 0 && info.dli_saddr == p && info.dli_sname != nullptr && hookBySymbol(info.dli_sname) < 0;
+}
+
+// The first few names that came back unmapped get a counter of their own, so a trace says which
+// entry points were missed. Names are copied into fixed storage (counters keep the pointer).
+void noteUnmapped(const char* symbol) {
+  static char names[8][64];
+  static std::atomic<int> used{0};
+  static std::mutex mutex;
+  std::lock_guard<std::mutex> lock(mutex);
+  const int n = used.load(std::memory_order_relaxed);
+  for (int i = 0; i < n; ++i)
+    if (strcmp(names[i] + sizeof("unmapped:") - 1, symbol) == 0) {
+      Collector::counter(names[i]).fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+  if (n >= 8) return;
+  snprintf(names[n], sizeof(names[n]), "unmapped:%s", symbol);
+  used.store(n + 1, std::memory_order_relaxed);
+  Collector::counter(names[n]).fetch_add(1, std::memory_order_relaxed);
+}
+
 }  // namespace
 
 void* resolveRealFunction(HookId id, const void* caller) {
@@ -225,7 +251,10 @@ void redirectProcAddress(const char* symbol, void** pfn) {
   }
   // A hooked function answered with a pointer that is not one of the driver's exports: we
   // cannot know its ABI, so it passes through untraced. Counted so a trace shows the gap.
-  if (symbol != nullptr && isHookedDriverBase(procBaseName(symbol))) unmapped.fetch_add(1, std::memory_order_relaxed);
+  if (symbol != nullptr && isHookedDriverBase(procBaseName(symbol)) && !isOtherExport(*pfn)) {
+    unmapped.fetch_add(1, std::memory_order_relaxed);
+    noteUnmapped(symbol);
+  }
 }
 
 void* redirectDlsymResult(const char* name, void* result) {
