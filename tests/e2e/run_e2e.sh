@@ -4,7 +4,7 @@
 # apart from cutrace's own "cutrace: " lines), then validates every trace it wrote with
 # trace_check and compares the canonical summary with tests/e2e/expected/NAME.txt.
 #
-# usage: run_e2e.sh NAME [--traces N] [--check-args "ARGS"] [--env K=V]... -- PROGRAM [ARGS...]
+# usage: run_e2e.sh NAME [--expected NAME] [--traces N] [--check-args "ARGS"] [--env K=V]... -- PROGRAM [ARGS...]
 #   "@TIDS@" in ARGS becomes a file the program fills with "thread-name tid" lines, checked
 #   against the trace with --thread-ids.
 # environment: LIBTRACE, TRACE_CHECK, E2E_EXPECTED (directory), STANDIN_DIR (stand-in CUDA
@@ -14,11 +14,13 @@ set -u
 name=$1
 shift
 traces=1
+expected=$name
 check_args=""
 extra_env=()
 while [ $# -gt 0 ]; do
   case $1 in
     --traces) traces=$2; shift 2 ;;
+    --expected) expected=$2; shift 2 ;;
     --check-args) check_args=$2; shift 2 ;;
     --env) extra_env+=("$2"); shift 2 ;;
     --) shift; break ;;
@@ -79,9 +81,9 @@ for f in "${files[@]}"; do
   cat "$work/one" >>"$work/summary"
 done
 if [ -n "${E2E_UPDATE:-}" ]; then
-  cp "$work/summary" "$E2E_EXPECTED/$name.txt"
-  echo "updated expected/$name.txt"
+  cp "$work/summary" "$E2E_EXPECTED/$expected.txt"
+  echo "updated expected/$expected.txt"
 elif [ "$traces" -gt 0 ]; then
-  diff -u "$E2E_EXPECTED/$name.txt" "$work/summary" >"$work/diff" || { cat "$work/diff" >&2; fail "summary differs from expected/$name.txt"; }
+  diff -u "$E2E_EXPECTED/$expected.txt" "$work/summary" >"$work/diff" || { cat "$work/diff" >&2; fail "summary differs from expected/$expected.txt"; }
 fi
 echo "ok [$name]"

@@ -348,6 +348,8 @@ int main(int argc, char** argv) {
 
   std::ostringstream summary;
   summary << "process " << processName << "\n";
+  std::string_view cuptiState;
+  if (meta["cupti"]["state"].get(cuptiState) == simdjson::SUCCESS) summary << "cupti " << cuptiState << "\n";
   if (!launchesView) summary << "threads " << ordered.size() << " events " << total << " launches " << launches << "\n";
   else summary << "threads " << ordered.size() << " launches " << launches << "\n";
   if (!deviceCounts.empty() || counterEvents > 0) {
