@@ -6,14 +6,20 @@
 // - Activity API only, no cuptiSubscribe: CUPTI allows one subscriber, and a program that runs
 //   torch.profiler needs it. A probe subscribe/unsubscribe at start-up tells whether another
 //   tool (nsys, ncu) already holds CUPTI; then cutrace stays host-only and says so.
-// - Host launches are linked to kernels by correlation id, through API activity records enabled
-//   only for the launch, copy and set functions (cuptiActivityEnableDriverApi/RuntimeApi), not
-//   for every API call; the exporter matches each API record to the host event on the same
-//   thread that overlaps it (both on one clock: CUPTI's timestamp callback is ours).
+// - Host launches are linked to kernels by correlation id, through driver API activity records
+//   enabled only for the launch, copy and set functions (cuptiActivityEnableDriverApi), not for
+//   every call; the exporter matches each record to the host event on the same thread that
+//   overlaps it. Measured on an H100: kernels launched through the runtime carry the driver
+//   call's correlation id too (100 % linked), and runtime records only added cost.
+// - CUPTI must start before the driver initialises (the preload starts it from cuInit): API
+//   records of a context that existed before CUPTI was enabled did not link in measurements.
+// - CUPTI timestamps are mapped to CLOCK_MONOTONIC by an offset sampled at start rather than a
+//   timestamp callback (cheaper per record).
 // - If the program registers its own activity callbacks (torch.profiler), cutrace flushes its
-//   buffers and then shares: its trampolines read every completed buffer and hand it on to the
-//   program's callbacks, so neither loses records; when the program disables kernel activity
-//   or finalises CUPTI, cutrace flushes the program's buffers and takes its callbacks back.
+//   buffers and yields: the program's profiler works exactly as without cutrace. When the program
+//   disables kernel activity or finalises CUPTI (end of its session), cutrace flushes the
+//   program's buffers to it, takes the callbacks back and re-enables what it records. The
+//   session's device work is in the program's profile, not in cutrace's (metadata says so).
 //
 // Concurrency: start() is idempotent and runs once (first recorded CUDA call). Buffer callbacks
 // run on CUPTI's threads; they append to the collector's device store under its mutex.
@@ -43,7 +49,7 @@ class Cupti {
   static void collect(TraceData& data, const class NameTable& names);
 
   // The program's own CUPTI calls, as interposed by the preload (see the header comment).
-  // Each returns true when it handled the call itself and `*result` holds the CUptiResult.
+  // Returns true when the call must not reach CUPTI (never today: registration always does).
   static bool programRegistersCallbacks(void* request, void* complete, int* result);
   static void programDisabled(int kind);
   // True when cutrace's session is on: the preload then skips the real cuptiFinalize.

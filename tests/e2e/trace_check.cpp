@@ -143,7 +143,7 @@ void render(const Thread& t, const Ev& e, int depth, std::string& out) {
   for (std::size_t c : e.children) render(t, t.events[c], depth + 1, out);
 }
 
-void checkFolded(const std::string& path, std::ostream& summary) {
+void checkFolded(const std::string& path, std::ostream& summary, bool list) {
   std::ifstream in(path);
   if (!in) fail("cannot open folded file " + path);
   std::string line, previous;
@@ -168,6 +168,7 @@ void checkFolded(const std::string& path, std::ostream& summary) {
     previous = stack;
     stacks.push_back(stack);
   }
+  if (!list) return;  // the launches view leaves out what depends on the runtime in use
   summary << "folded " << stacks.size() << "\n";
   for (const auto& s : stacks) summary << "  " << printable(s) << "\n";
 }
@@ -358,7 +359,7 @@ int main(int argc, char** argv) {
     summary << " flows " << flows.size() << " counters " << (counterEvents > 0 ? "yes" : "no") << "\n";
   }
   for (const Thread* t : ordered) summary << "thread " << t->name << "\n" << t->rendered;
-  if (!foldedPath.empty()) checkFolded(foldedPath, summary);
+  if (!foldedPath.empty()) checkFolded(foldedPath, summary, !launchesView);
   std::cout << summary.str();
   return 0;
 }

@@ -2,9 +2,10 @@
 
 Runs a small PyTorch program under LD_PRELOAD=libtrace.so twice: once with torch.profiler
 started before any CUDA call, once with two profiler sessions in the middle of the run. In both,
-torch.profiler must see every kernel of its sessions, and cutrace either keeps every kernel on
-its device timeline linked to its launch (CUPTI shared), or, when the program's profiler holds
-CUPTI's subscriber slot first, stays host-only and says so in the metadata and on stderr.
+torch.profiler must see every kernel of its sessions (cutrace yields CUPTI to it), and cutrace
+must record every launch, keep every kernel outside the sessions on its device timeline, each
+linked to its launch, and say in the metadata that it yielded. If the program's profiler holds
+CUPTI's subscriber slot first, cutrace stays host-only and says so in the metadata and on stderr.
 Skips with 77 without PyTorch or a GPU.
 usage: torch_profiler.py LIBTRACE TRACE_CHECK"""
 import glob, json, os, subprocess, sys, tempfile
@@ -47,7 +48,9 @@ def main():
         print("no PyTorch with a GPU: skipped")
         return 77
     failures = []
-    for mode, expect_sessions, expected_launches in (("first", [20], 21), ("later", [20, 5], 10 + 20 + 30 + 5 + 30)):
+    # (mode, kernels torch.profiler must see per session, launches, kernels outside the sessions)
+    for mode, expect_sessions, expected_launches, outside in (("first", [20], 21, 0),
+                                                             ("later", [20, 5], 1 + 10 + 20 + 30 + 5 + 30, 1 + 10 + 30 + 30)):
         out = tempfile.mkdtemp(prefix="cutrace-torchprof-")
         r = subprocess.run([sys.executable, "-c", PROGRAM, mode], capture_output=True, text=True,
                            env=dict(os.environ, LD_PRELOAD=lib, CUTRACE_OUTPUT=out))
@@ -72,7 +75,13 @@ def main():
                 failures.append(f"{mode}: host-only without saying why (metadata and stderr)")
             args = [check, traces[0], "--view", "launches"]
         elif meta["state"] == "on":
-            args = [check, traces[0], "--view", "launches", "--expect-linked"]
+            if "yielded" not in meta["reason"]:
+                failures.append(f"{mode}: metadata does not say CUPTI was yielded: {meta['reason']}")
+            if meta["linked_to_host"] != meta["device_events"]:
+                failures.append(f"{mode}: {meta['device_events'] - meta['linked_to_host']} device events not linked to a launch")
+            if meta["device_events"] < outside:
+                failures.append(f"{mode}: {meta['device_events']} device events, expected at least {outside} outside the sessions")
+            args = [check, traces[0], "--view", "launches"]
         else:
             failures.append(f"{mode}: unexpected cupti state {meta}")
             continue
