@@ -1,70 +1,212 @@
-// Stand-in libcuda.so.1 for machines without a GPU: the driver API a CUDA runtime and driver-API
-// programs use, with the real symbol names and ABI. Device memory is host memory; kernels do
-// not run. cuGetProcAddress answers like the real driver (newest version not above the one asked
-// for, per-thread-stream variants on request) and returns the library's own exported addresses,
-// which is what a tracer mapping pointers by identity relies on (linked with -Bsymbolic).
+// Stand-in libcuda.so.1 for machines without a GPU: the driver API that a CUDA runtime and
+// driver-API programs use, under the real exported names and with the real ABI. Device memory is
+// host memory, kernels never run; everything else (argument checks, handles, error codes,
+// cuGetProcAddress) behaves like the driver closely enough for a tracer to be tested against it.
 //
-// Functions are defined under C++ names with the exported name as an asm label, so cuda.h's
-// renaming macros (cuMemAlloc -> cuMemAlloc_v2, ...) never interfere.
-
+// __CUDA_API_VERSION_INTERNAL makes cuda.h declare every exported variant under its own name
+// (cuMemAlloc_v2, cuMemcpyHtoD_v2_ptds, the v1 cuStreamDestroy, ...) instead of renaming them
+// with macros, so each definition below is checked against NVIDIA's prototype. Everything cuda.h
+// declares is default-visible; the rest of this file stays hidden.
+#define __CUDA_API_VERSION_INTERNAL 1
+#pragma GCC visibility push(default)
 #include <cuda.h>
-#include <string.h>
-#include <time.h>
+#include <cudaProfiler.h>
+#pragma GCC visibility pop
+
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <atomic>
-#include <cstdlib>
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <map>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <unordered_map>
-#include <vector>
-
-#define EXPORT(name) __asm__(#name) __attribute__((visibility("default")))
 
 namespace {
 
-enum Magic : uint32_t { kFunction = 0xF00C7105, kKernel = 0x6E6E6E6E, kModule = 0x30D01E00, kStream = 0x57AE4400,
-                        kEvent = 0xE7E47000, kContext = 0xC0C0C0C0, kLibrary = 0x11B2A2E0 };
+// ------------------------------------------------------------------ call log
+// STANDIN_DRIVER_LOG=<file> appends the exported name of every call, one line each: the smoke
+// tests use it to prove which entry point (default or _ptsz/_ptds) a runtime call ended in.
+int logFd() {
+  static const int fd = [] {
+    const char* path = getenv("STANDIN_DRIVER_LOG");
+    return path != nullptr && *path != '\0' ? open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644) : -1;
+  }();
+  return fd;
+}
 
+void logCall(const char* name) {
+  const int fd = logFd();
+  if (fd < 0) return;
+  char line[128];
+  const size_t n = strnlen(name, sizeof(line) - 1);
+  memcpy(line, name, n);
+  line[n] = '\n';
+  // One write() per line: O_APPEND keeps lines from several threads whole.
+  if (write(fd, line, n + 1) < 0) return;
+}
+
+#define ENTRY() logCall(__func__)
+
+// ------------------------------------------------------------------ handles
+// Handles are pointers to these structs. They are never freed, only retired: a destroyed handle
+// then fails cleanly with CUDA_ERROR_INVALID_HANDLE instead of touching freed memory, no address
+// is ever handed out twice (a tracer caches names per handle), and retired handles stay
+// reachable, so leak checkers see nothing lost.
 struct Function {
-  uint32_t magic = kFunction;
   std::string name;
 };
 struct Kernel {
-  uint32_t magic = kKernel;
-  Function function;
+  std::string name;
+  Function function;  // what cuKernelGetFunction hands out
 };
 struct Module {
-  uint32_t magic = kModule;
   std::mutex mutex;
   std::unordered_map<std::string, Function*> functions;
 };
 struct Library {
-  uint32_t magic = kLibrary;
   std::mutex mutex;
   std::unordered_map<std::string, Kernel*> kernels;
 };
 struct Stream {
-  uint32_t magic = kStream;
+  unsigned flags;
+  int priority;
 };
 struct Event {
-  uint32_t magic = kEvent;
-  uint64_t ns = 0;
+  unsigned flags;
+  std::atomic<bool> recorded{false};
+  std::atomic<uint64_t> ns{0};
 };
 struct Context {
-  uint32_t magic = kContext;
+  CUdevice device;
 };
 
-Context primaryContext;
-std::atomic<bool> initialized{false};
-thread_local CUcontext current = nullptr;
+enum class HandleKind { Module, Function, Library, Kernel, Stream, Event };
 
-template <typename T>
-bool is(const void* p, uint32_t magic) {
-  return p != nullptr && static_cast<const T*>(p)->magic == magic;
+class Registry {
+ public:
+  void add(const void* p, HandleKind kind) {
+    std::unique_lock lock(mutex_);
+    handles_[p] = Handle{kind, true};
+  }
+  bool retire(const void* p, HandleKind kind) {
+    std::unique_lock lock(mutex_);
+    auto it = handles_.find(p);
+    if (it == handles_.end() || it->second.kind != kind || !it->second.live) return false;
+    it->second.live = false;
+    return true;
+  }
+  bool contains(const void* p, HandleKind kind) const {
+    if (p == nullptr) return false;
+    std::shared_lock lock(mutex_);
+    auto it = handles_.find(p);
+    return it != handles_.end() && it->second.kind == kind && it->second.live;
+  }
+
+ private:
+  struct Handle {
+    HandleKind kind;
+    bool live;
+  };
+  mutable std::shared_mutex mutex_;
+  std::unordered_map<const void*, Handle> handles_;
+};
+
+// Never destroyed: other threads and atexit handlers may still call in while statics die.
+Registry& handles() {
+  static Registry* registry = new Registry();
+  return *registry;
 }
 
-bool validStream(CUstream s) { return s == nullptr || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD || is<Stream>(s, kStream); }
+template <typename T>
+T* lookup(const void* p, HandleKind kind) {
+  return handles().contains(p, kind) ? static_cast<T*>(const_cast<void*>(p)) : nullptr;
+}
+
+// ------------------------------------------------------------------ memory
+enum class MemoryKind { Device, Managed, Host };
+
+struct Allocation {
+  size_t size;
+  MemoryKind kind;
+};
+
+// Every allocation by base address. Copies and sets that touch a known allocation are
+// bounds-checked against it; other addresses are taken as host memory the device can reach
+// (unified addressing), which is also what module globals of the runtime stand-in are.
+class MemoryMap {
+ public:
+  void add(uintptr_t base, size_t size, MemoryKind kind) {
+    std::unique_lock lock(mutex_);
+    allocations_[base] = Allocation{size, kind};
+  }
+  bool remove(uintptr_t base, bool host) {
+    std::unique_lock lock(mutex_);
+    auto it = allocations_.find(base);
+    if (it == allocations_.end() || (it->second.kind == MemoryKind::Host) != host) return false;
+    allocations_.erase(it);
+    return true;
+  }
+  bool fits(uintptr_t p, size_t n) const {
+    std::shared_lock lock(mutex_);
+    auto it = allocations_.upper_bound(p);
+    if (it == allocations_.begin()) return true;
+    --it;
+    const uintptr_t end = it->first + it->second.size;
+    return p >= end || n <= end - p;
+  }
+
+ private:
+  mutable std::shared_mutex mutex_;
+  std::map<uintptr_t, Allocation> allocations_;
+};
+
+MemoryMap& memory() {
+  static MemoryMap* map = new MemoryMap();
+  return *map;
+}
+
+// ------------------------------------------------------------------ device and contexts
+constexpr int kDriverVersion = 13000;
+constexpr char kDeviceName[] = "cutrace stand-in GPU";
+constexpr unsigned kMaxSharedBytes = 232448;  // H100's opt-in maximum per block
+
+std::atomic<bool> initialized{false};
+Context primaryContext{0};
+thread_local CUcontext current = nullptr;
+
+CUcontext primary() { return reinterpret_cast<CUcontext>(&primaryContext); }
+
+CUresult needInit() { return initialized.load(std::memory_order_acquire) ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED; }
+
+// Most calls act on the calling thread's current context, as on a GPU. cuCtxSetCurrent takes
+// any pointer, as NVIDIA's does (measured on an H100); using one that is no context fails here.
+CUresult needContext() {
+  if (!initialized.load(std::memory_order_acquire)) return CUDA_ERROR_NOT_INITIALIZED;
+  if (current == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+  return current == primary() ? CUDA_SUCCESS : CUDA_ERROR_CONTEXT_IS_DESTROYED;
+}
+
+CUresult checkDevice(CUdevice d) {
+  if (CUresult r = needInit()) return r;
+  return d == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
+
+bool validStream(CUstream s) {
+  return s == nullptr || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD || handles().contains(s, HandleKind::Stream);
+}
+
+// The stream of a stream-ordered call, after the context check.
+CUresult needStream(CUstream s) {
+  if (CUresult r = needContext()) return r;
+  return validStream(s) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
 
 uint64_t nowNs() {
   timespec ts;
@@ -72,685 +214,1081 @@ uint64_t nowNs() {
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
-const Function* functionOf(CUfunction f) {
-  // The CUDA 13 runtime launches CUkernels cast to CUfunction: accept both.
-  if (is<Function>(f, kFunction)) return reinterpret_cast<const Function*>(f);
-  if (is<Kernel>(f, kKernel)) return &reinterpret_cast<const Kernel*>(f)->function;
+int deviceAttribute(int attribute) {
+  switch (attribute) {
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: return 1024;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X: return 1024;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y: return 1024;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z: return 64;
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X: return 2147483647;
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y: return 65535;
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z: return 65535;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: return 49152;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: return static_cast<int>(kMaxSharedBytes);
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR: return 233472;
+    case CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY: return 65536;
+    case CU_DEVICE_ATTRIBUTE_WARP_SIZE: return 32;
+    case CU_DEVICE_ATTRIBUTE_MAX_PITCH: return 2147483647;
+    case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK: return 65536;
+    case CU_DEVICE_ATTRIBUTE_CLOCK_RATE: return 1755000;
+    case CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT: return 512;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: return 2;
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR: return 2048;
+    case CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY: return 1;
+    case CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS: return 1;
+    case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT: return 2;
+    case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING: return 1;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: return 9;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: return 0;
+    case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY: return 1;
+    case CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS: return 1;
+    case CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH: return 1;
+    case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: return 1;
+    case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH: return 5120;
+    case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: return 52428800;
+    default: return 0;
+  }
+}
+
+// ------------------------------------------------------------------ errors
+struct ErrorText {
+  CUresult code;
+  const char* name;
+  const char* text;
+};
+
+constexpr ErrorText kErrors[] = {
+    {CUDA_SUCCESS, "CUDA_SUCCESS", "no error"},
+    {CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
+    {CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
+    {CUDA_ERROR_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
+    {CUDA_ERROR_DEINITIALIZED, "CUDA_ERROR_DEINITIALIZED", "driver shutting down"},
+    {CUDA_ERROR_PROFILER_DISABLED, "CUDA_ERROR_PROFILER_DISABLED", "profiler disabled while using external profiling tool"},
+    {CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
+    {CUDA_ERROR_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
+    {CUDA_ERROR_INVALID_IMAGE, "CUDA_ERROR_INVALID_IMAGE", "device kernel image is invalid"},
+    {CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
+    {CUDA_ERROR_CONTEXT_IS_DESTROYED, "CUDA_ERROR_CONTEXT_IS_DESTROYED", "context is destroyed"},
+    {CUDA_ERROR_NO_BINARY_FOR_GPU, "CUDA_ERROR_NO_BINARY_FOR_GPU", "no kernel image is available for execution on the device"},
+    {CUDA_ERROR_FILE_NOT_FOUND, "CUDA_ERROR_FILE_NOT_FOUND", "file not found"},
+    {CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
+    {CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
+    {CUDA_ERROR_NOT_READY, "CUDA_ERROR_NOT_READY", "device not ready"},
+    {CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", "too many resources requested for launch"},
+    {CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
+    {CUDA_ERROR_UNKNOWN, "CUDA_ERROR_UNKNOWN", "unknown error"},
+};
+
+const ErrorText* errorText(CUresult code) {
+  for (const ErrorText& e : kErrors)
+    if (e.code == code) return &e;
   return nullptr;
 }
 
-CUresult launchCheck(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, CUstream s) {
-  if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;
-  if (functionOf(f) == nullptr) return CUDA_ERROR_INVALID_HANDLE;
-  if (!validStream(s)) return CUDA_ERROR_INVALID_HANDLE;
-  if (gx == 0 || gy == 0 || gz == 0 || bx == 0 || by == 0 || bz == 0 || bx * by * bz > 1024) return CUDA_ERROR_INVALID_VALUE;
+// ------------------------------------------------------------------ modules and launches
+// Images are opaque here, but something that is neither a cubin/ELF, a fatbin nor PTX text is
+// rejected like the driver would, so a wrong pointer does not pass unnoticed.
+bool plausibleImage(const void* image) {
+  const auto* bytes = static_cast<const unsigned char*>(image);
+  uint32_t magic;
+  memcpy(&magic, bytes, sizeof(magic));
+  if (magic == 0x464c457fu || magic == 0xba55ed50u) return true;  // "\x7fELF", fatbin header
+  while (*bytes == ' ' || *bytes == '\t' || *bytes == '\n' || *bytes == '\r') ++bytes;
+  return *bytes == '.' || *bytes == '/';  // PTX starts with directives or comments
+}
+
+const Function* functionOf(CUfunction f) {
+  if (const auto* fn = lookup<Function>(f, HandleKind::Function)) return fn;
+  // The CUDA 13 runtime launches CUkernels cast to CUfunction.
+  if (const auto* k = lookup<Kernel>(f, HandleKind::Kernel)) return &k->function;
+  return nullptr;
+}
+
+// kernelParams and extra are exclusive; extra is a CU_LAUNCH_PARAM_END-terminated key/value list.
+bool validLaunchParams(void** params, void** extra) {
+  if (extra == nullptr) return true;
+  if (params != nullptr) return false;
+  for (int i = 0; i < 16; i += 2) {
+    if (extra[i] == CU_LAUNCH_PARAM_END) return true;
+    if (extra[i] != CU_LAUNCH_PARAM_BUFFER_POINTER && extra[i] != CU_LAUNCH_PARAM_BUFFER_SIZE) return false;
+  }
+  return false;
+}
+
+CUresult checkLaunch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                     unsigned shared, CUstream s, void** params, void** extra) {
+  if (CUresult r = needContext()) return r;
+  if (functionOf(f) == nullptr || !validStream(s)) return CUDA_ERROR_INVALID_HANDLE;
+  if (gx == 0 || gy == 0 || gz == 0 || gx > 2147483647u || gy > 65535 || gz > 65535) return CUDA_ERROR_INVALID_VALUE;
+  if (bx == 0 || by == 0 || bz == 0 || bx > 1024 || by > 1024 || bz > 64 ||
+      static_cast<uint64_t>(bx) * by * bz > 1024)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (shared > kMaxSharedBytes || !validLaunchParams(params, extra)) return CUDA_ERROR_INVALID_VALUE;
   return CUDA_SUCCESS;
 }
 
-CUresult copy(void* dst, const void* src, size_t n, CUstream s = nullptr) {
-  if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;
-  if (!validStream(s)) return CUDA_ERROR_INVALID_HANDLE;
-  if (n != 0 && (dst == nullptr || src == nullptr)) return CUDA_ERROR_INVALID_VALUE;
-  if (n != 0) memmove(dst, src, n);
+CUresult checkLaunchEx(const CUlaunchConfig* c, CUfunction f, void** params, void** extra) {
+  if (c == nullptr || (c->numAttrs != 0 && c->attrs == nullptr)) return CUDA_ERROR_INVALID_VALUE;
+  return checkLaunch(f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY, c->blockDimZ,
+                     c->sharedMemBytes, c->hStream, params, extra);
+}
+
+CUresult checkGraphLaunch(CUgraphExec g, CUstream s) {
+  if (CUresult r = needStream(s)) return r;
+  return g != nullptr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;  // graphs are opaque: any handle runs
+}
+
+// ------------------------------------------------------------------ allocation
+CUresult allocate(uintptr_t* out, size_t n, MemoryKind kind) {
+  if (CUresult r = needContext()) return r;
+  if (out == nullptr || n == 0) return CUDA_ERROR_INVALID_VALUE;
+  void* p = aligned_alloc(256, (n + 255) & ~size_t{255});
+  if (p == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
+  memset(p, 0, n);  // deterministic contents make test output reproducible
+  *out = reinterpret_cast<uintptr_t>(p);
+  memory().add(*out, n, kind);
+  return CUDA_SUCCESS;
+}
+
+CUresult allocateDevice(CUdeviceptr* out, size_t n, MemoryKind kind = MemoryKind::Device) {
+  uintptr_t p = 0;
+  if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  const CUresult r = allocate(&p, n, kind);
+  if (r == CUDA_SUCCESS) *out = p;
+  return r;
+}
+
+CUresult allocateHost(void** out, size_t n) {
+  uintptr_t p = 0;
+  if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  const CUresult r = allocate(&p, n, MemoryKind::Host);
+  if (r == CUDA_SUCCESS) *out = reinterpret_cast<void*>(p);
+  return r;
+}
+
+CUresult release(uintptr_t p, bool host) {
+  if (CUresult r = needContext()) return r;
+  if (p == 0 || !memory().remove(p, host)) return CUDA_ERROR_INVALID_VALUE;
+  free(reinterpret_cast<void*>(p));
+  return CUDA_SUCCESS;
+}
+
+// ------------------------------------------------------------------ copies and sets
+uintptr_t addr(CUdeviceptr p) { return static_cast<uintptr_t>(p); }
+uintptr_t addr(const void* p) { return reinterpret_cast<uintptr_t>(p); }
+
+// NULL plus an offset, which the driver rejects; the stand-in would fault on it instead. Nothing
+// is ever mapped this low (vm.mmap_min_addr).
+bool lowAddress(uintptr_t p) { return p < 65536; }
+
+CUresult copyLinear(uintptr_t dst, uintptr_t src, size_t n, CUstream s = nullptr) {
+  if (CUresult r = needStream(s)) return r;
+  if (n == 0) return CUDA_SUCCESS;
+  if (lowAddress(dst) || lowAddress(src) || !memory().fits(dst, n) || !memory().fits(src, n)) return CUDA_ERROR_INVALID_VALUE;
+  memmove(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), n);
+  return CUDA_SUCCESS;
+}
+
+// One side of a 2D/3D copy: its base address by memory type (arrays are not modelled).
+bool side(CUmemorytype type, const void* host, CUdeviceptr device, uintptr_t& out) {
+  switch (type) {
+    case CU_MEMORYTYPE_HOST: out = addr(host); return true;
+    case CU_MEMORYTYPE_DEVICE:
+    case CU_MEMORYTYPE_UNIFIED: out = addr(device); return true;
+    default: return false;
+  }
+}
+
+// Rows of `width` bytes, `pitch` apart, `slicePitch` between `depth` slices, on both sides.
+struct Strided {
+  uintptr_t dst, src;
+  size_t dstPitch, srcPitch, dstSlice, srcSlice, width, height, depth;
+};
+
+CUresult copyStrided(const Strided& c, CUstream s) {
+  if (CUresult r = needStream(s)) return r;
+  if (c.width == 0 || c.height == 0 || c.depth == 0) return CUDA_SUCCESS;
+  if (lowAddress(c.dst) || lowAddress(c.src)) return CUDA_ERROR_INVALID_VALUE;
+  if ((c.height > 1 || c.depth > 1) && (c.dstPitch < c.width || c.srcPitch < c.width)) return CUDA_ERROR_INVALID_VALUE;
+  if ((c.depth > 1) && (c.dstSlice < c.dstPitch * c.height || c.srcSlice < c.srcPitch * c.height))
+    return CUDA_ERROR_INVALID_VALUE;
+  // Whole extent checked first, so a failing copy changes nothing.
+  const size_t dstSpan = (c.depth - 1) * c.dstSlice + (c.height - 1) * c.dstPitch + c.width;
+  const size_t srcSpan = (c.depth - 1) * c.srcSlice + (c.height - 1) * c.srcPitch + c.width;
+  if (!memory().fits(c.dst, dstSpan) || !memory().fits(c.src, srcSpan)) return CUDA_ERROR_INVALID_VALUE;
+  for (size_t z = 0; z < c.depth; ++z)
+    for (size_t y = 0; y < c.height; ++y)
+      memmove(reinterpret_cast<void*>(c.dst + z * c.dstSlice + y * c.dstPitch),
+              reinterpret_cast<const void*>(c.src + z * c.srcSlice + y * c.srcPitch), c.width);
+  return CUDA_SUCCESS;
+}
+
+CUresult copy2D(const CUDA_MEMCPY2D* p, CUstream s = nullptr) {
+  if (p == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  Strided c{};
+  if (!side(p->dstMemoryType, p->dstHost, p->dstDevice, c.dst) || !side(p->srcMemoryType, p->srcHost, p->srcDevice, c.src))
+    return CUDA_ERROR_INVALID_VALUE;
+  if (c.dst != 0) c.dst += p->dstY * p->dstPitch + p->dstXInBytes;
+  if (c.src != 0) c.src += p->srcY * p->srcPitch + p->srcXInBytes;
+  c.dstPitch = p->dstPitch, c.srcPitch = p->srcPitch;
+  c.width = p->WidthInBytes, c.height = p->Height, c.depth = 1;
+  return copyStrided(c, s);
+}
+
+CUresult copy3D(const CUDA_MEMCPY3D* p, CUstream s = nullptr) {
+  if (p == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  Strided c{};
+  if (!side(p->dstMemoryType, p->dstHost, p->dstDevice, c.dst) || !side(p->srcMemoryType, p->srcHost, p->srcDevice, c.src))
+    return CUDA_ERROR_INVALID_VALUE;
+  c.dstPitch = p->dstPitch, c.srcPitch = p->srcPitch;
+  c.dstSlice = p->dstPitch * p->dstHeight, c.srcSlice = p->srcPitch * p->srcHeight;
+  if (c.dst != 0) c.dst += p->dstZ * c.dstSlice + p->dstY * p->dstPitch + p->dstXInBytes;
+  if (c.src != 0) c.src += p->srcZ * c.srcSlice + p->srcY * p->srcPitch + p->srcXInBytes;
+  c.width = p->WidthInBytes, c.height = p->Height, c.depth = p->Depth;
+  return copyStrided(c, s);
+}
+
+CUresult peerContexts(CUcontext a, CUcontext b) {
+  return a == primary() && b == primary() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+
+template <typename T>
+CUresult fill2D(CUdeviceptr dst, size_t pitch, T value, size_t width, size_t height, CUstream s = nullptr) {
+  if (CUresult r = needStream(s)) return r;
+  if (width == 0 || height == 0) return CUDA_SUCCESS;
+  const size_t rowBytes = width * sizeof(T);
+  if (lowAddress(addr(dst)) || dst % sizeof(T) != 0 || (height > 1 && (pitch < rowBytes || pitch % sizeof(T) != 0)))
+    return CUDA_ERROR_INVALID_VALUE;
+  if (!memory().fits(addr(dst), (height - 1) * pitch + rowBytes)) return CUDA_ERROR_INVALID_VALUE;
+  for (size_t row = 0; row < height; ++row) {
+    T* p = reinterpret_cast<T*>(dst + row * pitch);
+    for (size_t i = 0; i < width; ++i) p[i] = value;
+  }
   return CUDA_SUCCESS;
 }
 
 template <typename T>
 CUresult fill(CUdeviceptr dst, T value, size_t count, CUstream s = nullptr) {
-  if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;
-  if (!validStream(s)) return CUDA_ERROR_INVALID_HANDLE;
-  if (count != 0 && dst == 0) return CUDA_ERROR_INVALID_VALUE;
-  T* p = reinterpret_cast<T*>(dst);
-  for (size_t i = 0; i < count; ++i) p[i] = value;
+  return fill2D<T>(dst, count * sizeof(T), value, count, 1, s);
+}
+
+// ------------------------------------------------------------------ events
+CUresult recordEvent(CUevent e, CUstream s) {
+  if (CUresult r = needStream(s)) return r;
+  auto* event = lookup<Event>(e, HandleKind::Event);
+  if (event == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  event->ns.store(nowNs(), std::memory_order_relaxed);
+  event->recorded.store(true, std::memory_order_release);
   return CUDA_SUCCESS;
 }
-
-template <typename T>
-CUresult fill2D(CUdeviceptr dst, size_t pitch, T value, size_t width, size_t height, CUstream s = nullptr) {
-  for (size_t row = 0; row < height; ++row)
-    if (CUresult r = fill<T>(dst + row * pitch, value, width, s)) return r;
+CUresult checkEvent(CUevent e) {
+  if (CUresult r = needInit()) return r;
+  return handles().contains(e, HandleKind::Event) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+CUresult elapsed(float* ms, CUevent start, CUevent end) {
+  if (CUresult r = needInit()) return r;
+  if (ms == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  auto* a = lookup<Event>(start, HandleKind::Event);
+  auto* b = lookup<Event>(end, HandleKind::Event);
+  // Never recorded, or created without timing: the driver answers INVALID_HANDLE for both.
+  if (a == nullptr || b == nullptr || !a->recorded.load(std::memory_order_acquire) ||
+      !b->recorded.load(std::memory_order_acquire) || ((a->flags | b->flags) & CU_EVENT_DISABLE_TIMING) != 0)
+    return CUDA_ERROR_INVALID_HANDLE;
+  const auto delta = static_cast<double>(static_cast<int64_t>(b->ns.load() - a->ns.load()));
+  *ms = static_cast<float>(delta / 1e6);
   return CUDA_SUCCESS;
 }
-
-CUresult alloc(void** p, size_t n) {
-  if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;
-  if (p == nullptr || n == 0) return CUDA_ERROR_INVALID_VALUE;
-  *p = aligned_alloc(256, (n + 255) & ~size_t{255});
-  if (*p == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
-  memset(*p, 0, n);
-  return CUDA_SUCCESS;
-}
-
-CUresult allocDevice(CUdeviceptr* p, size_t n) {
-  void* h = nullptr;
-  const CUresult r = alloc(&h, n);
-  if (r == CUDA_SUCCESS) *p = reinterpret_cast<CUdeviceptr>(h);
-  return r;
-}
-
-const void* source2D(const CUDA_MEMCPY2D* c) {
-  const char* base = c->srcMemoryType == CU_MEMORYTYPE_HOST ? static_cast<const char*>(c->srcHost)
-                                                             : reinterpret_cast<const char*>(c->srcDevice);
-  return base + c->srcY * c->srcPitch + c->srcXInBytes;
-}
-
-void* destination2D(const CUDA_MEMCPY2D* c) {
-  char* base = c->dstMemoryType == CU_MEMORYTYPE_HOST ? static_cast<char*>(c->dstHost) : reinterpret_cast<char*>(c->dstDevice);
-  return base + c->dstY * c->dstPitch + c->dstXInBytes;
-}
-
-CUresult copy2D(const CUDA_MEMCPY2D* c, CUstream s = nullptr) {
-  if (c == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  const char* src = static_cast<const char*>(source2D(c));
-  char* dst = static_cast<char*>(destination2D(c));
-  for (size_t row = 0; row < c->Height; ++row)
-    if (CUresult r = copy(dst + row * c->dstPitch, src + row * c->srcPitch, c->WidthInBytes, s)) return r;
-  return CUDA_SUCCESS;
-}
-
-CUresult copy3D(const CUDA_MEMCPY3D* c, CUstream s = nullptr) {
-  if (c == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  const char* src = c->srcMemoryType == CU_MEMORYTYPE_HOST ? static_cast<const char*>(c->srcHost)
-                                                          : reinterpret_cast<const char*>(c->srcDevice);
-  char* dst = c->dstMemoryType == CU_MEMORYTYPE_HOST ? static_cast<char*>(c->dstHost) : reinterpret_cast<char*>(c->dstDevice);
-  for (size_t z = 0; z < c->Depth; ++z)
-    for (size_t y = 0; y < c->Height; ++y) {
-      const char* from = src + (z + c->srcZ) * c->srcPitch * c->srcHeight + (y + c->srcY) * c->srcPitch + c->srcXInBytes;
-      char* to = dst + (z + c->dstZ) * c->dstPitch * c->dstHeight + (y + c->dstY) * c->dstPitch + c->dstXInBytes;
-      if (CUresult r = copy(to, from, c->WidthInBytes, s)) return r;
-    }
-  return CUDA_SUCCESS;
+CUresult destroyEvent(CUevent e) {
+  if (CUresult r = needInit()) return r;
+  return handles().retire(e, HandleKind::Event) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
 }  // namespace
 
 extern "C" {
 
-// ------------------------------------------------------------------ initialisation, devices, contexts
-CUresult fd_cuInit(unsigned flags) EXPORT(cuInit);
-CUresult fd_cuInit(unsigned flags) {
+// ------------------------------------------------------------------ initialisation and devices
+CUresult cuInit(unsigned flags) {
+  ENTRY();
   if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
-  initialized = true;
+  initialized.store(true, std::memory_order_release);
   return CUDA_SUCCESS;
 }
-CUresult fd_cuDriverGetVersion(int* v) EXPORT(cuDriverGetVersion);
-CUresult fd_cuDriverGetVersion(int* v) {
-  if (v == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  *v = 13000;
+CUresult cuDriverGetVersion(int* version) {
+  ENTRY();
+  if (version == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *version = kDriverVersion;
   return CUDA_SUCCESS;
 }
-CUresult fd_cuDeviceGetCount(int* n) EXPORT(cuDeviceGetCount);
-CUresult fd_cuDeviceGetCount(int* n) {
-  if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;
-  if (n == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  *n = 1;
+CUresult cuDeviceGetCount(int* count) {
+  ENTRY();
+  if (CUresult r = needInit()) return r;
+  if (count == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *count = 1;
   return CUDA_SUCCESS;
 }
-CUresult fd_cuDeviceGet(CUdevice* d, int ordinal) EXPORT(cuDeviceGet);
-CUresult fd_cuDeviceGet(CUdevice* d, int ordinal) {
-  if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;
-  if (d == nullptr) return CUDA_ERROR_INVALID_VALUE;
+CUresult cuDeviceGet(CUdevice* device, int ordinal) {
+  ENTRY();
+  if (CUresult r = needInit()) return r;
+  if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (ordinal != 0) return CUDA_ERROR_INVALID_DEVICE;
-  *d = 0;
+  *device = 0;
   return CUDA_SUCCESS;
 }
-CUresult fd_cuDeviceGetName(char* name, int len, CUdevice d) EXPORT(cuDeviceGetName);
-CUresult fd_cuDeviceGetName(char* name, int len, CUdevice d) {
+CUresult cuDeviceGetName(char* name, int len, CUdevice dev) {
+  ENTRY();
+  if (CUresult r = checkDevice(dev)) return r;
   if (name == nullptr || len <= 0) return CUDA_ERROR_INVALID_VALUE;
-  if (d != 0) return CUDA_ERROR_INVALID_DEVICE;
-  snprintf(name, static_cast<size_t>(len), "%s", "cutrace stand-in GPU");
+  snprintf(name, static_cast<size_t>(len), "%s", kDeviceName);
   return CUDA_SUCCESS;
 }
-CUresult fd_cuDeviceGetAttribute(int* v, CUdevice_attribute a, CUdevice d) EXPORT(cuDeviceGetAttribute);
-CUresult fd_cuDeviceGetAttribute(int* v, CUdevice_attribute a, CUdevice d) {
-  if (v == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  if (d != 0) return CUDA_ERROR_INVALID_DEVICE;
-  switch (a) {
-    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *v = 1024; break;
-    case CU_DEVICE_ATTRIBUTE_WARP_SIZE: *v = 32; break;
-    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *v = 2; break;
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *v = 9; break;
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = 0; break;
-    default: *v = 0;
-  }
+CUresult cuDeviceGetAttribute(int* value, CUdevice_attribute attribute, CUdevice dev) {
+  ENTRY();
+  if (CUresult r = checkDevice(dev)) return r;
+  if (value == nullptr || attribute <= 0 || attribute >= CU_DEVICE_ATTRIBUTE_MAX) return CUDA_ERROR_INVALID_VALUE;
+  *value = deviceAttribute(attribute);
   return CUDA_SUCCESS;
-}
-CUresult fd_cuDevicePrimaryCtxRetain(CUcontext* c, CUdevice d) EXPORT(cuDevicePrimaryCtxRetain);
-CUresult fd_cuDevicePrimaryCtxRetain(CUcontext* c, CUdevice d) {
-  if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;
-  if (c == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  if (d != 0) return CUDA_ERROR_INVALID_DEVICE;
-  *c = reinterpret_cast<CUcontext>(&primaryContext);
-  return CUDA_SUCCESS;
-}
-CUresult fd_cuDevicePrimaryCtxRelease_v2(CUdevice d) EXPORT(cuDevicePrimaryCtxRelease_v2);
-CUresult fd_cuDevicePrimaryCtxRelease_v2(CUdevice d) { return d == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE; }
-CUresult fd_cuDevicePrimaryCtxReset_v2(CUdevice d) EXPORT(cuDevicePrimaryCtxReset_v2);
-CUresult fd_cuDevicePrimaryCtxReset_v2(CUdevice d) { return d == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE; }
-CUresult fd_cuCtxGetCurrent(CUcontext* c) EXPORT(cuCtxGetCurrent);
-CUresult fd_cuCtxGetCurrent(CUcontext* c) {
-  if (c == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  *c = current;
-  return CUDA_SUCCESS;
-}
-CUresult fd_cuCtxSetCurrent(CUcontext c) EXPORT(cuCtxSetCurrent);
-CUresult fd_cuCtxSetCurrent(CUcontext c) {
-  if (c != nullptr && !is<Context>(c, kContext)) return CUDA_ERROR_INVALID_CONTEXT;
-  current = c;
-  return CUDA_SUCCESS;
-}
-CUresult fd_cuCtxGetDevice(CUdevice* d) EXPORT(cuCtxGetDevice);
-CUresult fd_cuCtxGetDevice(CUdevice* d) {
-  if (d == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  *d = 0;
-  return CUDA_SUCCESS;
-}
-CUresult fd_cuCtxDestroy_v2(CUcontext c) EXPORT(cuCtxDestroy_v2);
-CUresult fd_cuCtxDestroy_v2(CUcontext c) { return is<Context>(c, kContext) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT; }
-CUresult fd_cuCtxSynchronize() EXPORT(cuCtxSynchronize);
-CUresult fd_cuCtxSynchronize() { return initialized ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED; }
-CUresult fd_cuCtxSynchronize_v2(CUcontext c) EXPORT(cuCtxSynchronize_v2);
-CUresult fd_cuCtxSynchronize_v2(CUcontext c) {
-  if (c != nullptr && !is<Context>(c, kContext)) return CUDA_ERROR_INVALID_CONTEXT;
-  return fd_cuCtxSynchronize();
 }
 
-CUresult fd_cuGetErrorName(CUresult e, const char** s) EXPORT(cuGetErrorName);
-CUresult fd_cuGetErrorName(CUresult e, const char** s) {
-  if (s == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  switch (e) {
-    case CUDA_SUCCESS: *s = "CUDA_SUCCESS"; break;
-    case CUDA_ERROR_INVALID_VALUE: *s = "CUDA_ERROR_INVALID_VALUE"; break;
-    case CUDA_ERROR_OUT_OF_MEMORY: *s = "CUDA_ERROR_OUT_OF_MEMORY"; break;
-    case CUDA_ERROR_NOT_INITIALIZED: *s = "CUDA_ERROR_NOT_INITIALIZED"; break;
-    case CUDA_ERROR_INVALID_HANDLE: *s = "CUDA_ERROR_INVALID_HANDLE"; break;
-    case CUDA_ERROR_NOT_FOUND: *s = "CUDA_ERROR_NOT_FOUND"; break;
-    case CUDA_ERROR_NOT_SUPPORTED: *s = "CUDA_ERROR_NOT_SUPPORTED"; break;
-    default: *s = "CUDA_ERROR_UNKNOWN";
-  }
+// ------------------------------------------------------------------ contexts
+// One primary context; it lives for the whole process (reset and release keep it usable).
+CUresult cuDevicePrimaryCtxRetain(CUcontext* ctx, CUdevice dev) {
+  ENTRY();
+  if (CUresult r = checkDevice(dev)) return r;
+  if (ctx == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *ctx = primary();
   return CUDA_SUCCESS;
 }
-CUresult fd_cuGetErrorString(CUresult e, const char** s) EXPORT(cuGetErrorString);
-CUresult fd_cuGetErrorString(CUresult e, const char** s) { return fd_cuGetErrorName(e, s); }
-CUresult fd_cuGetExportTable(const void** table, const CUuuid* id) EXPORT(cuGetExportTable);
-CUresult fd_cuGetExportTable(const void** table, const CUuuid*) {
-  if (table != nullptr) *table = nullptr;
-  return CUDA_ERROR_NOT_SUPPORTED;  // private runtime<->driver tables have no stand-in
+CUresult cuDevicePrimaryCtxRelease(CUdevice dev) {
+  ENTRY();
+  return checkDevice(dev);
+}
+CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
+  ENTRY();
+  return checkDevice(dev);
+}
+CUresult cuDevicePrimaryCtxReset(CUdevice dev) {
+  ENTRY();
+  return checkDevice(dev);
+}
+CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev) {
+  ENTRY();
+  return checkDevice(dev);
+}
+CUresult cuCtxGetCurrent(CUcontext* ctx) {
+  ENTRY();
+  if (CUresult r = needInit()) return r;
+  if (ctx == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *ctx = current;
+  return CUDA_SUCCESS;
+}
+CUresult cuCtxSetCurrent(CUcontext ctx) {
+  ENTRY();
+  if (CUresult r = needInit()) return r;
+  current = ctx;  // unchecked, as in the driver: see needContext()
+  return CUDA_SUCCESS;
+}
+CUresult cuCtxGetDevice(CUdevice* device) {
+  ENTRY();
+  if (CUresult r = needContext()) return r;
+  if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *device = primaryContext.device;
+  return CUDA_SUCCESS;
+}
+CUresult cuCtxGetDevice_v2(CUdevice* device, CUcontext ctx) {
+  ENTRY();
+  if (ctx == nullptr) {
+    if (CUresult r = needContext()) return r;
+    ctx = current;
+  }
+  if (CUresult r = needInit()) return r;
+  if (ctx != primary()) return CUDA_ERROR_INVALID_CONTEXT;
+  if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *device = primaryContext.device;
+  return CUDA_SUCCESS;
+}
+CUresult cuCtxDestroy(CUcontext ctx) {
+  ENTRY();
+  if (CUresult r = needInit()) return r;
+  return ctx == primary() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+CUresult cuCtxDestroy_v2(CUcontext ctx) {
+  ENTRY();
+  if (CUresult r = needInit()) return r;
+  return ctx == primary() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+CUresult cuCtxSynchronize() {
+  ENTRY();
+  return needContext();  // nothing is ever pending
+}
+CUresult cuCtxSynchronize_v2(CUcontext ctx) {
+  ENTRY();
+  if (ctx == nullptr) return needContext();
+  if (CUresult r = needInit()) return r;
+  return ctx == primary() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+
+// ------------------------------------------------------------------ errors, export tables
+CUresult cuGetErrorName(CUresult error, const char** name) {
+  ENTRY();
+  if (name == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  const ErrorText* e = errorText(error);
+  *name = e != nullptr ? e->name : nullptr;
+  return e != nullptr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+CUresult cuGetErrorString(CUresult error, const char** text) {
+  ENTRY();
+  if (text == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  const ErrorText* e = errorText(error);
+  *text = e != nullptr ? e->text : nullptr;
+  return e != nullptr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+CUresult cuGetExportTable(const void** table, const CUuuid* id) {
+  ENTRY();
+  if (table == nullptr || id == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *table = nullptr;
+  return CUDA_ERROR_NOT_SUPPORTED;  // the private runtime<->driver tables have no stand-in
 }
 
 // ------------------------------------------------------------------ modules, libraries, functions
-CUresult fd_cuModuleLoadData(CUmodule* m, const void* image) EXPORT(cuModuleLoadData);
-CUresult fd_cuModuleLoadData(CUmodule* m, const void* image) {
-  if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;
-  if (m == nullptr || image == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  *m = reinterpret_cast<CUmodule>(new Module());  // images are opaque here: any name resolves
+CUresult cuModuleLoadData(CUmodule* module, const void* image) {
+  ENTRY();
+  if (CUresult r = needContext()) return r;
+  if (module == nullptr || image == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (!plausibleImage(image)) return CUDA_ERROR_INVALID_IMAGE;
+  auto* m = new Module();
+  handles().add(m, HandleKind::Module);
+  *module = reinterpret_cast<CUmodule>(m);
   return CUDA_SUCCESS;
 }
-CUresult fd_cuModuleLoad(CUmodule* m, const char* path) EXPORT(cuModuleLoad);
-CUresult fd_cuModuleLoad(CUmodule* m, const char* path) {
-  if (path == nullptr) return CUDA_ERROR_INVALID_VALUE;
+CUresult cuModuleLoad(CUmodule* module, const char* path) {
+  ENTRY();
+  if (CUresult r = needContext()) return r;
+  if (module == nullptr || path == nullptr) return CUDA_ERROR_INVALID_VALUE;
   FILE* f = fopen(path, "rb");
   if (f == nullptr) return CUDA_ERROR_FILE_NOT_FOUND;
+  char head[64] = {};
+  const size_t n = fread(head, 1, sizeof(head) - 1, f);
   fclose(f);
-  return fd_cuModuleLoadData(m, path);
+  if (n < 4 || !plausibleImage(head)) return CUDA_ERROR_INVALID_IMAGE;
+  auto* m = new Module();
+  handles().add(m, HandleKind::Module);
+  *module = reinterpret_cast<CUmodule>(m);
+  return CUDA_SUCCESS;
 }
-CUresult fd_cuModuleGetFunction(CUfunction* f, CUmodule m, const char* name) EXPORT(cuModuleGetFunction);
-CUresult fd_cuModuleGetFunction(CUfunction* f, CUmodule m, const char* name) {
-  if (f == nullptr || name == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  if (!is<Module>(m, kModule)) return CUDA_ERROR_INVALID_HANDLE;
-  auto* mod = reinterpret_cast<Module*>(m);
-  std::lock_guard<std::mutex> lock(mod->mutex);
-  Function*& fn = mod->functions[name];
+CUresult cuModuleGetFunction(CUfunction* function, CUmodule module, const char* name) {
+  ENTRY();
+  if (CUresult r = needInit()) return r;
+  if (function == nullptr || name == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  auto* m = lookup<Module>(module, HandleKind::Module);
+  if (m == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  std::lock_guard lock(m->mutex);
+  Function*& fn = m->functions[name];  // the image is opaque: every name resolves
   if (fn == nullptr) {
-    fn = new Function();
-    fn->name = name;
+    fn = new Function{name};
+    handles().add(fn, HandleKind::Function);
   }
-  *f = reinterpret_cast<CUfunction>(fn);
+  *function = reinterpret_cast<CUfunction>(fn);
   return CUDA_SUCCESS;
 }
-CUresult fd_cuModuleUnload(CUmodule m) EXPORT(cuModuleUnload);
-CUresult fd_cuModuleUnload(CUmodule m) {
-  // Function handles stay valid on purpose: a stand-in must never turn a late use into a crash.
-  return is<Module>(m, kModule) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
-}
-CUresult fd_cuLibraryLoadData(CUlibrary* l, const void* code, CUjit_option*, void**, unsigned, CUlibraryOption*, void**,
-                              unsigned) EXPORT(cuLibraryLoadData);
-CUresult fd_cuLibraryLoadData(CUlibrary* l, const void* code, CUjit_option*, void**, unsigned, CUlibraryOption*, void**,
-                              unsigned) {
-  if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;
-  if (l == nullptr || code == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  *l = reinterpret_cast<CUlibrary>(new Library());
+CUresult cuModuleUnload(CUmodule module) {
+  ENTRY();
+  if (CUresult r = needInit()) return r;
+  auto* m = lookup<Module>(module, HandleKind::Module);
+  if (m == nullptr || !handles().retire(m, HandleKind::Module)) return CUDA_ERROR_INVALID_HANDLE;
+  std::lock_guard lock(m->mutex);
+  for (auto& [name, fn] : m->functions) handles().retire(fn, HandleKind::Function);
   return CUDA_SUCCESS;
 }
-CUresult fd_cuLibraryGetKernel(CUkernel* k, CUlibrary l, const char* name) EXPORT(cuLibraryGetKernel);
-CUresult fd_cuLibraryGetKernel(CUkernel* k, CUlibrary l, const char* name) {
-  if (k == nullptr || name == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  if (!is<Library>(l, kLibrary)) return CUDA_ERROR_INVALID_HANDLE;
-  auto* lib = reinterpret_cast<Library*>(l);
-  std::lock_guard<std::mutex> lock(lib->mutex);
-  Kernel*& kernel = lib->kernels[name];
-  if (kernel == nullptr) {
-    kernel = new Kernel();
-    kernel->function.name = name;
+CUresult cuLibraryLoadData(CUlibrary* library, const void* code, CUjit_option* jitOptions, void** jitOptionsValues,
+                           unsigned numJitOptions, CUlibraryOption* libraryOptions, void** libraryOptionValues,
+                           unsigned numLibraryOptions) {
+  ENTRY();
+  if (CUresult r = needInit()) return r;  // libraries belong to no context
+  if (library == nullptr || code == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if ((numJitOptions != 0 && (jitOptions == nullptr || jitOptionsValues == nullptr)) ||
+      (numLibraryOptions != 0 && (libraryOptions == nullptr || libraryOptionValues == nullptr)))
+    return CUDA_ERROR_INVALID_VALUE;
+  if (!plausibleImage(code)) return CUDA_ERROR_INVALID_IMAGE;
+  auto* l = new Library();
+  handles().add(l, HandleKind::Library);
+  *library = reinterpret_cast<CUlibrary>(l);
+  return CUDA_SUCCESS;
+}
+CUresult cuLibraryGetKernel(CUkernel* kernel, CUlibrary library, const char* name) {
+  ENTRY();
+  if (CUresult r = needInit()) return r;
+  if (kernel == nullptr || name == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  auto* l = lookup<Library>(library, HandleKind::Library);
+  if (l == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  std::lock_guard lock(l->mutex);
+  Kernel*& k = l->kernels[name];
+  if (k == nullptr) {
+    k = new Kernel{name, Function{name}};
+    handles().add(k, HandleKind::Kernel);
+    handles().add(&k->function, HandleKind::Function);
   }
-  *k = reinterpret_cast<CUkernel>(kernel);
+  *kernel = reinterpret_cast<CUkernel>(k);
   return CUDA_SUCCESS;
 }
-CUresult fd_cuLibraryUnload(CUlibrary l) EXPORT(cuLibraryUnload);
-CUresult fd_cuLibraryUnload(CUlibrary l) { return is<Library>(l, kLibrary) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE; }
-CUresult fd_cuKernelGetFunction(CUfunction* f, CUkernel k) EXPORT(cuKernelGetFunction);
-CUresult fd_cuKernelGetFunction(CUfunction* f, CUkernel k) {
-  if (f == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  if (!is<Kernel>(k, kKernel)) return CUDA_ERROR_INVALID_HANDLE;
-  *f = reinterpret_cast<CUfunction>(&reinterpret_cast<Kernel*>(k)->function);
+CUresult cuLibraryUnload(CUlibrary library) {
+  ENTRY();
+  if (CUresult r = needInit()) return r;
+  auto* l = lookup<Library>(library, HandleKind::Library);
+  if (l == nullptr || !handles().retire(l, HandleKind::Library)) return CUDA_ERROR_INVALID_HANDLE;
+  std::lock_guard lock(l->mutex);
+  for (auto& [name, k] : l->kernels) {
+    handles().retire(k, HandleKind::Kernel);
+    handles().retire(&k->function, HandleKind::Function);
+  }
   return CUDA_SUCCESS;
 }
-CUresult fd_cuFuncGetName(const char** name, CUfunction f) EXPORT(cuFuncGetName);
-CUresult fd_cuFuncGetName(const char** name, CUfunction f) {
+CUresult cuKernelGetFunction(CUfunction* function, CUkernel kernel) {
+  ENTRY();
+  if (CUresult r = needContext()) return r;
+  if (function == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  auto* k = lookup<Kernel>(kernel, HandleKind::Kernel);
+  if (k == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  *function = reinterpret_cast<CUfunction>(&k->function);
+  return CUDA_SUCCESS;
+}
+CUresult cuFuncGetName(const char** name, CUfunction function) {
+  ENTRY();
   if (name == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  const Function* fn = functionOf(f);
+  const Function* fn = functionOf(function);
   if (fn == nullptr) return CUDA_ERROR_INVALID_HANDLE;
   *name = fn->name.c_str();
   return CUDA_SUCCESS;
 }
-CUresult fd_cuKernelGetName(const char** name, CUkernel k) EXPORT(cuKernelGetName);
-CUresult fd_cuKernelGetName(const char** name, CUkernel k) {
+CUresult cuKernelGetName(const char** name, CUkernel kernel) {
+  ENTRY();
   if (name == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  if (!is<Kernel>(k, kKernel)) return CUDA_ERROR_INVALID_HANDLE;
-  *name = reinterpret_cast<Kernel*>(k)->function.name.c_str();
+  const auto* k = lookup<Kernel>(kernel, HandleKind::Kernel);
+  if (k == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  *name = k->name.c_str();
   return CUDA_SUCCESS;
 }
 
 // ------------------------------------------------------------------ launches
-#define FD_LAUNCH(name)                                                                                                 \
-  CUresult fd_##name(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,        \
-                     unsigned shared, CUstream s, void** params, void** extra) EXPORT(name);                            \
-  CUresult fd_##name(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,        \
-                     unsigned, CUstream s, void**, void**) {                                                           \
-    return launchCheck(f, gx, gy, gz, bx, by, bz, s);                                                                 \
+// _ptsz/_ptds twins are separate functions with their own addresses, as in the real driver:
+// a tracer tells them apart by pointer identity.
+#define STANDIN_LAUNCH(name)                                                                                         \
+  CUresult name(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,          \
+                unsigned shared, CUstream s, void** params, void** extra) {                                          \
+    ENTRY();                                                                                                         \
+    return checkLaunch(f, gx, gy, gz, bx, by, bz, shared, s, params, extra);                                         \
   }
-FD_LAUNCH(cuLaunchKernel)
-FD_LAUNCH(cuLaunchKernel_ptsz)
-#undef FD_LAUNCH
-#define FD_LAUNCH_COOP(name)                                                                                            \
-  CUresult fd_##name(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,        \
-                     unsigned shared, CUstream s, void** params) EXPORT(name);                                          \
-  CUresult fd_##name(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,        \
-                     unsigned, CUstream s, void**) {                                                                   \
-    return launchCheck(f, gx, gy, gz, bx, by, bz, s);                                                                 \
+STANDIN_LAUNCH(cuLaunchKernel)
+STANDIN_LAUNCH(cuLaunchKernel_ptsz)
+#undef STANDIN_LAUNCH
+#define STANDIN_LAUNCH_COOPERATIVE(name)                                                                             \
+  CUresult name(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,          \
+                unsigned shared, CUstream s, void** params) {                                                        \
+    ENTRY();                                                                                                         \
+    return checkLaunch(f, gx, gy, gz, bx, by, bz, shared, s, params, nullptr);                                       \
   }
-FD_LAUNCH_COOP(cuLaunchCooperativeKernel)
-FD_LAUNCH_COOP(cuLaunchCooperativeKernel_ptsz)
-#undef FD_LAUNCH_COOP
-#define FD_LAUNCH_EX(name)                                                                            \
-  CUresult fd_##name(const CUlaunchConfig* c, CUfunction f, void** params, void** extra) EXPORT(name); \
-  CUresult fd_##name(const CUlaunchConfig* c, CUfunction f, void**, void**) {                         \
-    if (c == nullptr) return CUDA_ERROR_INVALID_VALUE;                                                \
-    return launchCheck(f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY,          \
-                       c->blockDimZ, c->hStream);                                                     \
-  }
-FD_LAUNCH_EX(cuLaunchKernelEx)
-FD_LAUNCH_EX(cuLaunchKernelEx_ptsz)
-#undef FD_LAUNCH_EX
-#define FD_GRAPH(name)                                                  \
-  CUresult fd_##name(CUgraphExec g, CUstream s) EXPORT(name);           \
-  CUresult fd_##name(CUgraphExec g, CUstream s) {                      \
-    if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;               \
-    return g != nullptr && validStream(s) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE; \
-  }
-FD_GRAPH(cuGraphLaunch)
-FD_GRAPH(cuGraphLaunch_ptsz)
-#undef FD_GRAPH
+STANDIN_LAUNCH_COOPERATIVE(cuLaunchCooperativeKernel)
+STANDIN_LAUNCH_COOPERATIVE(cuLaunchCooperativeKernel_ptsz)
+#undef STANDIN_LAUNCH_COOPERATIVE
+CUresult cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void** params, void** extra) {
+  ENTRY();
+  return checkLaunchEx(config, f, params, extra);
+}
+CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig* config, CUfunction f, void** params, void** extra) {
+  ENTRY();
+  return checkLaunchEx(config, f, params, extra);
+}
+CUresult cuGraphLaunch(CUgraphExec graph, CUstream s) {
+  ENTRY();
+  return checkGraphLaunch(graph, s);
+}
+CUresult cuGraphLaunch_ptsz(CUgraphExec graph, CUstream s) {
+  ENTRY();
+  return checkGraphLaunch(graph, s);
+}
 
 // ------------------------------------------------------------------ memory
-CUresult fd_cuMemAlloc_v2(CUdeviceptr* p, size_t n) EXPORT(cuMemAlloc_v2);
-CUresult fd_cuMemAlloc_v2(CUdeviceptr* p, size_t n) { return allocDevice(p, n); }
-CUresult fd_cuMemAllocManaged(CUdeviceptr* p, size_t n, unsigned) EXPORT(cuMemAllocManaged);
-CUresult fd_cuMemAllocManaged(CUdeviceptr* p, size_t n, unsigned) { return allocDevice(p, n); }
-CUresult fd_cuMemAllocPitch_v2(CUdeviceptr* p, size_t* pitch, size_t w, size_t h, unsigned) EXPORT(cuMemAllocPitch_v2);
-CUresult fd_cuMemAllocPitch_v2(CUdeviceptr* p, size_t* pitch, size_t w, size_t h, unsigned) {
-  if (pitch == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  *pitch = (w + 511) & ~size_t{511};
-  return allocDevice(p, *pitch * h);
+CUresult cuMemAlloc_v2(CUdeviceptr* p, size_t n) {
+  ENTRY();
+  return allocateDevice(p, n);
 }
-CUresult fd_cuMemAllocHost_v2(void** p, size_t n) EXPORT(cuMemAllocHost_v2);
-CUresult fd_cuMemAllocHost_v2(void** p, size_t n) { return alloc(p, n); }
-CUresult fd_cuMemHostAlloc(void** p, size_t n, unsigned) EXPORT(cuMemHostAlloc);
-CUresult fd_cuMemHostAlloc(void** p, size_t n, unsigned) { return alloc(p, n); }
-CUresult fd_cuMemFree_v2(CUdeviceptr p) EXPORT(cuMemFree_v2);
-CUresult fd_cuMemFree_v2(CUdeviceptr p) {
-  if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;
-  free(reinterpret_cast<void*>(p));
-  return CUDA_SUCCESS;
+CUresult cuMemAllocPitch_v2(CUdeviceptr* p, size_t* pitch, size_t width, size_t height, unsigned elementBytes) {
+  ENTRY();
+  if (pitch == nullptr || width == 0 || height == 0 || (elementBytes != 4 && elementBytes != 8 && elementBytes != 16))
+    return CUDA_ERROR_INVALID_VALUE;
+  const size_t rowBytes = (width + 511) & ~size_t{511};  // rows start on the texture alignment
+  const CUresult r = allocateDevice(p, rowBytes * height);
+  if (r == CUDA_SUCCESS) *pitch = rowBytes;
+  return r;
 }
-CUresult fd_cuMemFreeHost(void* p) EXPORT(cuMemFreeHost);
-CUresult fd_cuMemFreeHost(void* p) {
-  if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;
-  free(p);
-  return CUDA_SUCCESS;
+CUresult cuMemAllocManaged(CUdeviceptr* p, size_t n, unsigned flags) {
+  ENTRY();
+  if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST) return CUDA_ERROR_INVALID_VALUE;
+  return allocateDevice(p, n, MemoryKind::Managed);
 }
-#define FD_ALLOC_ASYNC(name)                                                        \
-  CUresult fd_##name(CUdeviceptr* p, size_t n, CUstream s) EXPORT(name);            \
-  CUresult fd_##name(CUdeviceptr* p, size_t n, CUstream s) {                       \
-    return validStream(s) ? allocDevice(p, n) : CUDA_ERROR_INVALID_HANDLE;          \
+CUresult cuMemAllocHost_v2(void** p, size_t n) {
+  ENTRY();
+  return allocateHost(p, n);
+}
+CUresult cuMemHostAlloc(void** p, size_t n, unsigned flags) {
+  ENTRY();
+  if ((flags & ~unsigned{CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_WRITECOMBINED}) != 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  return allocateHost(p, n);
+}
+CUresult cuMemFree_v2(CUdeviceptr p) {
+  ENTRY();
+  return release(addr(p), false);
+}
+CUresult cuMemFreeHost(void* p) {
+  ENTRY();
+  return release(addr(p), true);
+}
+// Stream-ordered allocation completes at once: there is no queue to order it in.
+#define STANDIN_ALLOC_ASYNC(name)                                   \
+  CUresult name(CUdeviceptr* p, size_t n, CUstream s) {             \
+    ENTRY();                                                        \
+    if (CUresult r = needStream(s)) return r;                       \
+    return allocateDevice(p, n);                                    \
   }
-FD_ALLOC_ASYNC(cuMemAllocAsync)
-FD_ALLOC_ASYNC(cuMemAllocAsync_ptsz)
-#undef FD_ALLOC_ASYNC
-#define FD_ALLOC_POOL(name)                                                               \
-  CUresult fd_##name(CUdeviceptr* p, size_t n, CUmemoryPool, CUstream s) EXPORT(name);    \
-  CUresult fd_##name(CUdeviceptr* p, size_t n, CUmemoryPool, CUstream s) {               \
-    return validStream(s) ? allocDevice(p, n) : CUDA_ERROR_INVALID_HANDLE;                \
+STANDIN_ALLOC_ASYNC(cuMemAllocAsync)
+STANDIN_ALLOC_ASYNC(cuMemAllocAsync_ptsz)
+#undef STANDIN_ALLOC_ASYNC
+#define STANDIN_ALLOC_POOL(name)                                                                     \
+  CUresult name(CUdeviceptr* p, size_t n, CUmemoryPool /* pools are opaque: any one serves */, CUstream s) { \
+    ENTRY();                                                                                         \
+    if (CUresult r = needStream(s)) return r;                                                        \
+    return allocateDevice(p, n);                                                                     \
   }
-FD_ALLOC_POOL(cuMemAllocFromPoolAsync)
-FD_ALLOC_POOL(cuMemAllocFromPoolAsync_ptsz)
-#undef FD_ALLOC_POOL
-#define FD_FREE_ASYNC(name)                                          \
-  CUresult fd_##name(CUdeviceptr p, CUstream s) EXPORT(name);        \
-  CUresult fd_##name(CUdeviceptr p, CUstream s) {                   \
-    if (!validStream(s)) return CUDA_ERROR_INVALID_HANDLE;           \
-    return fd_cuMemFree_v2(p);                                       \
+STANDIN_ALLOC_POOL(cuMemAllocFromPoolAsync)
+STANDIN_ALLOC_POOL(cuMemAllocFromPoolAsync_ptsz)
+#undef STANDIN_ALLOC_POOL
+#define STANDIN_FREE_ASYNC(name)                   \
+  CUresult name(CUdeviceptr p, CUstream s) {       \
+    ENTRY();                                       \
+    if (CUresult r = needStream(s)) return r;      \
+    return release(addr(p), false);                \
   }
-FD_FREE_ASYNC(cuMemFreeAsync)
-FD_FREE_ASYNC(cuMemFreeAsync_ptsz)
-#undef FD_FREE_ASYNC
+STANDIN_FREE_ASYNC(cuMemFreeAsync)
+STANDIN_FREE_ASYNC(cuMemFreeAsync_ptsz)
+#undef STANDIN_FREE_ASYNC
 
 // ------------------------------------------------------------------ copies
-#define FD_COPY_PAIR(name, dstT, srcT, dstExpr, srcExpr)                                   \
-  CUresult fd_##name(dstT dst, srcT src, size_t n) EXPORT(name);                             \
-  CUresult fd_##name(dstT dst, srcT src, size_t n) { return copy(dstExpr, srcExpr, n); }      \
-  CUresult fd_##name##_ptds(dstT dst, srcT src, size_t n) EXPORT(name##_ptds);                \
-  CUresult fd_##name##_ptds(dstT dst, srcT src, size_t n) { return copy(dstExpr, srcExpr, n); }
-#define FD_COPY_ASYNC_PAIR(name, dstT, srcT, dstExpr, srcExpr)                                            \
-  CUresult fd_##name(dstT dst, srcT src, size_t n, CUstream s) EXPORT(name);                                \
-  CUresult fd_##name(dstT dst, srcT src, size_t n, CUstream s) { return copy(dstExpr, srcExpr, n, s); }      \
-  CUresult fd_##name##_ptsz(dstT dst, srcT src, size_t n, CUstream s) EXPORT(name##_ptsz);                   \
-  CUresult fd_##name##_ptsz(dstT dst, srcT src, size_t n, CUstream s) { return copy(dstExpr, srcExpr, n, s); }
-#define DEV(x) reinterpret_cast<void*>(x)
-#define CDEV(x) reinterpret_cast<const void*>(x)
-FD_COPY_PAIR(cuMemcpy, CUdeviceptr, CUdeviceptr, DEV(dst), CDEV(src))
-FD_COPY_PAIR(cuMemcpyHtoD_v2, CUdeviceptr, const void*, DEV(dst), src)
-FD_COPY_PAIR(cuMemcpyDtoH_v2, void*, CUdeviceptr, dst, CDEV(src))
-FD_COPY_PAIR(cuMemcpyDtoD_v2, CUdeviceptr, CUdeviceptr, DEV(dst), CDEV(src))
-FD_COPY_ASYNC_PAIR(cuMemcpyAsync, CUdeviceptr, CUdeviceptr, DEV(dst), CDEV(src))
-FD_COPY_ASYNC_PAIR(cuMemcpyHtoDAsync_v2, CUdeviceptr, const void*, DEV(dst), src)
-FD_COPY_ASYNC_PAIR(cuMemcpyDtoHAsync_v2, void*, CUdeviceptr, dst, CDEV(src))
-FD_COPY_ASYNC_PAIR(cuMemcpyDtoDAsync_v2, CUdeviceptr, CUdeviceptr, DEV(dst), CDEV(src))
-#undef FD_COPY_PAIR
-#undef FD_COPY_ASYNC_PAIR
+#define STANDIN_COPY(name, DstT, SrcT)                                                                         \
+  CUresult name(DstT dst, SrcT src, size_t n) {                                                                \
+    ENTRY();                                                                                                   \
+    return copyLinear(addr(dst), addr(src), n);                                                                \
+  }
+#define STANDIN_COPY_ASYNC(name, DstT, SrcT)                                                                   \
+  CUresult name(DstT dst, SrcT src, size_t n, CUstream s) {                                                    \
+    ENTRY();                                                                                                   \
+    return copyLinear(addr(dst), addr(src), n, s);                                                             \
+  }
+STANDIN_COPY(cuMemcpy, CUdeviceptr, CUdeviceptr)
+STANDIN_COPY(cuMemcpy_ptds, CUdeviceptr, CUdeviceptr)
+STANDIN_COPY(cuMemcpyHtoD_v2, CUdeviceptr, const void*)
+STANDIN_COPY(cuMemcpyHtoD_v2_ptds, CUdeviceptr, const void*)
+STANDIN_COPY(cuMemcpyDtoH_v2, void*, CUdeviceptr)
+STANDIN_COPY(cuMemcpyDtoH_v2_ptds, void*, CUdeviceptr)
+STANDIN_COPY(cuMemcpyDtoD_v2, CUdeviceptr, CUdeviceptr)
+STANDIN_COPY(cuMemcpyDtoD_v2_ptds, CUdeviceptr, CUdeviceptr)
+STANDIN_COPY_ASYNC(cuMemcpyAsync, CUdeviceptr, CUdeviceptr)
+STANDIN_COPY_ASYNC(cuMemcpyAsync_ptsz, CUdeviceptr, CUdeviceptr)
+STANDIN_COPY_ASYNC(cuMemcpyHtoDAsync_v2, CUdeviceptr, const void*)
+STANDIN_COPY_ASYNC(cuMemcpyHtoDAsync_v2_ptsz, CUdeviceptr, const void*)
+STANDIN_COPY_ASYNC(cuMemcpyDtoHAsync_v2, void*, CUdeviceptr)
+STANDIN_COPY_ASYNC(cuMemcpyDtoHAsync_v2_ptsz, void*, CUdeviceptr)
+STANDIN_COPY_ASYNC(cuMemcpyDtoDAsync_v2, CUdeviceptr, CUdeviceptr)
+STANDIN_COPY_ASYNC(cuMemcpyDtoDAsync_v2_ptsz, CUdeviceptr, CUdeviceptr)
+#undef STANDIN_COPY
+#undef STANDIN_COPY_ASYNC
 
-#define FD_COPY_STRUCT(name, T, impl)                                             \
-  CUresult fd_##name(const T* c) EXPORT(name);                                    \
-  CUresult fd_##name(const T* c) { return impl(c); }                               \
-  CUresult fd_##name##_ptds(const T* c) EXPORT(name##_ptds);                      \
-  CUresult fd_##name##_ptds(const T* c) { return impl(c); }
-#define FD_COPY_STRUCT_ASYNC(name, T, impl)                                       \
-  CUresult fd_##name(const T* c, CUstream s) EXPORT(name);                        \
-  CUresult fd_##name(const T* c, CUstream s) { return impl(c, s); }                \
-  CUresult fd_##name##_ptsz(const T* c, CUstream s) EXPORT(name##_ptsz);          \
-  CUresult fd_##name##_ptsz(const T* c, CUstream s) { return impl(c, s); }
-CUresult copy2DDefault(const CUDA_MEMCPY2D* c) { return copy2D(c); }
-CUresult copy3DDefault(const CUDA_MEMCPY3D* c) { return copy3D(c); }
-FD_COPY_STRUCT(cuMemcpy2D_v2, CUDA_MEMCPY2D, copy2DDefault)
-FD_COPY_STRUCT(cuMemcpy2DUnaligned_v2, CUDA_MEMCPY2D, copy2DDefault)
-FD_COPY_STRUCT(cuMemcpy3D_v2, CUDA_MEMCPY3D, copy3DDefault)
-FD_COPY_STRUCT_ASYNC(cuMemcpy2DAsync_v2, CUDA_MEMCPY2D, copy2D)
-FD_COPY_STRUCT_ASYNC(cuMemcpy3DAsync_v2, CUDA_MEMCPY3D, copy3D)
-#undef FD_COPY_STRUCT
-#undef FD_COPY_STRUCT_ASYNC
+#define STANDIN_COPY_STRUCT(name, T, impl) \
+  CUresult name(const T* p) {              \
+    ENTRY();                               \
+    return impl(p);                        \
+  }
+#define STANDIN_COPY_STRUCT_ASYNC(name, T, impl) \
+  CUresult name(const T* p, CUstream s) {        \
+    ENTRY();                                     \
+    return impl(p, s);                           \
+  }
+STANDIN_COPY_STRUCT(cuMemcpy2D_v2, CUDA_MEMCPY2D, copy2D)
+STANDIN_COPY_STRUCT(cuMemcpy2D_v2_ptds, CUDA_MEMCPY2D, copy2D)
+STANDIN_COPY_STRUCT(cuMemcpy2DUnaligned_v2, CUDA_MEMCPY2D, copy2D)
+STANDIN_COPY_STRUCT(cuMemcpy2DUnaligned_v2_ptds, CUDA_MEMCPY2D, copy2D)
+STANDIN_COPY_STRUCT(cuMemcpy3D_v2, CUDA_MEMCPY3D, copy3D)
+STANDIN_COPY_STRUCT(cuMemcpy3D_v2_ptds, CUDA_MEMCPY3D, copy3D)
+STANDIN_COPY_STRUCT_ASYNC(cuMemcpy2DAsync_v2, CUDA_MEMCPY2D, copy2D)
+STANDIN_COPY_STRUCT_ASYNC(cuMemcpy2DAsync_v2_ptsz, CUDA_MEMCPY2D, copy2D)
+STANDIN_COPY_STRUCT_ASYNC(cuMemcpy3DAsync_v2, CUDA_MEMCPY3D, copy3D)
+STANDIN_COPY_STRUCT_ASYNC(cuMemcpy3DAsync_v2_ptsz, CUDA_MEMCPY3D, copy3D)
+#undef STANDIN_COPY_STRUCT
+#undef STANDIN_COPY_STRUCT_ASYNC
 
-CUresult fd_cuMemcpyPeer(CUdeviceptr d, CUcontext, CUdeviceptr s, CUcontext, size_t n) EXPORT(cuMemcpyPeer);
-CUresult fd_cuMemcpyPeer(CUdeviceptr d, CUcontext, CUdeviceptr s, CUcontext, size_t n) { return copy(DEV(d), CDEV(s), n); }
-CUresult fd_cuMemcpyPeer_ptds(CUdeviceptr d, CUcontext, CUdeviceptr s, CUcontext, size_t n) EXPORT(cuMemcpyPeer_ptds);
-CUresult fd_cuMemcpyPeer_ptds(CUdeviceptr d, CUcontext, CUdeviceptr s, CUcontext, size_t n) { return copy(DEV(d), CDEV(s), n); }
-CUresult fd_cuMemcpyPeerAsync(CUdeviceptr d, CUcontext, CUdeviceptr s, CUcontext, size_t n, CUstream st) EXPORT(cuMemcpyPeerAsync);
-CUresult fd_cuMemcpyPeerAsync(CUdeviceptr d, CUcontext, CUdeviceptr s, CUcontext, size_t n, CUstream st) {
-  return copy(DEV(d), CDEV(s), n, st);
-}
-CUresult fd_cuMemcpyPeerAsync_ptsz(CUdeviceptr d, CUcontext, CUdeviceptr s, CUcontext, size_t n, CUstream st)
-    EXPORT(cuMemcpyPeerAsync_ptsz);
-CUresult fd_cuMemcpyPeerAsync_ptsz(CUdeviceptr d, CUcontext, CUdeviceptr s, CUcontext, size_t n, CUstream st) {
-  return copy(DEV(d), CDEV(s), n, st);
-}
-#undef DEV
-#undef CDEV
+#define STANDIN_COPY_PEER(name)                                                               \
+  CUresult name(CUdeviceptr dst, CUcontext dstCtx, CUdeviceptr src, CUcontext srcCtx, size_t n) { \
+    ENTRY();                                                                                  \
+    if (CUresult r = needContext()) return r;                                                 \
+    if (CUresult r = peerContexts(dstCtx, srcCtx)) return r;                                  \
+    return copyLinear(addr(dst), addr(src), n);                                               \
+  }
+#define STANDIN_COPY_PEER_ASYNC(name)                                                                         \
+  CUresult name(CUdeviceptr dst, CUcontext dstCtx, CUdeviceptr src, CUcontext srcCtx, size_t n, CUstream s) { \
+    ENTRY();                                                                                                  \
+    if (CUresult r = needContext()) return r;                                                                 \
+    if (CUresult r = peerContexts(dstCtx, srcCtx)) return r;                                                  \
+    return copyLinear(addr(dst), addr(src), n, s);                                                            \
+  }
+STANDIN_COPY_PEER(cuMemcpyPeer)
+STANDIN_COPY_PEER(cuMemcpyPeer_ptds)
+STANDIN_COPY_PEER_ASYNC(cuMemcpyPeerAsync)
+STANDIN_COPY_PEER_ASYNC(cuMemcpyPeerAsync_ptsz)
+#undef STANDIN_COPY_PEER
+#undef STANDIN_COPY_PEER_ASYNC
 
 // ------------------------------------------------------------------ sets
-#define FD_MEMSET(name, T)                                                                     \
-  CUresult fd_##name(CUdeviceptr d, T v, size_t n) EXPORT(name);                            \
-  CUresult fd_##name(CUdeviceptr d, T v, size_t n) { return fill<T>(d, v, n); }              \
-  CUresult fd_##name##_ptds(CUdeviceptr d, T v, size_t n) EXPORT(name##_ptds);              \
-  CUresult fd_##name##_ptds(CUdeviceptr d, T v, size_t n) { return fill<T>(d, v, n); }
-#define FD_SET_ASYNC(name, T)                                                                         \
-  CUresult fd_##name(CUdeviceptr d, T v, size_t n, CUstream s) EXPORT(name);                          \
-  CUresult fd_##name(CUdeviceptr d, T v, size_t n, CUstream s) { return fill<T>(d, v, n, s); }         \
-  CUresult fd_##name##_ptsz(CUdeviceptr d, T v, size_t n, CUstream s) EXPORT(name##_ptsz);            \
-  CUresult fd_##name##_ptsz(CUdeviceptr d, T v, size_t n, CUstream s) { return fill<T>(d, v, n, s); }
-#define FD_SET2D(name, T)                                                                                           \
-  CUresult fd_##name(CUdeviceptr d, size_t p, T v, size_t w, size_t h) EXPORT(name);                                \
-  CUresult fd_##name(CUdeviceptr d, size_t p, T v, size_t w, size_t h) { return fill2D<T>(d, p, v, w, h); }          \
-  CUresult fd_##name##_ptds(CUdeviceptr d, size_t p, T v, size_t w, size_t h) EXPORT(name##_ptds);                  \
-  CUresult fd_##name##_ptds(CUdeviceptr d, size_t p, T v, size_t w, size_t h) { return fill2D<T>(d, p, v, w, h); }
-#define FD_SET2D_ASYNC(name, T)                                                                                              \
-  CUresult fd_##name(CUdeviceptr d, size_t p, T v, size_t w, size_t h, CUstream s) EXPORT(name);                             \
-  CUresult fd_##name(CUdeviceptr d, size_t p, T v, size_t w, size_t h, CUstream s) { return fill2D<T>(d, p, v, w, h, s); }    \
-  CUresult fd_##name##_ptsz(CUdeviceptr d, size_t p, T v, size_t w, size_t h, CUstream s) EXPORT(name##_ptsz);               \
-  CUresult fd_##name##_ptsz(CUdeviceptr d, size_t p, T v, size_t w, size_t h, CUstream s) { return fill2D<T>(d, p, v, w, h, s); }
-FD_MEMSET(cuMemsetD8_v2, unsigned char)
-FD_MEMSET(cuMemsetD16_v2, unsigned short)
-FD_MEMSET(cuMemsetD32_v2, unsigned int)
-FD_SET_ASYNC(cuMemsetD8Async, unsigned char)
-FD_SET_ASYNC(cuMemsetD16Async, unsigned short)
-FD_SET_ASYNC(cuMemsetD32Async, unsigned int)
-FD_SET2D(cuMemsetD2D8_v2, unsigned char)
-FD_SET2D(cuMemsetD2D16_v2, unsigned short)
-FD_SET2D(cuMemsetD2D32_v2, unsigned int)
-FD_SET2D_ASYNC(cuMemsetD2D8Async, unsigned char)
-FD_SET2D_ASYNC(cuMemsetD2D16Async, unsigned short)
-FD_SET2D_ASYNC(cuMemsetD2D32Async, unsigned int)
-#undef FD_MEMSET
-#undef FD_SET_ASYNC
-#undef FD_SET2D
-#undef FD_SET2D_ASYNC
-
-// ------------------------------------------------------------------ streams, events, profiler
-CUresult fd_cuStreamCreate(CUstream* s, unsigned) EXPORT(cuStreamCreate);
-CUresult fd_cuStreamCreate(CUstream* s, unsigned) {
-  if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;
-  if (s == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  *s = reinterpret_cast<CUstream>(new Stream());
-  return CUDA_SUCCESS;
-}
-CUresult fd_cuStreamCreateWithPriority(CUstream* s, unsigned flags, int) EXPORT(cuStreamCreateWithPriority);
-CUresult fd_cuStreamCreateWithPriority(CUstream* s, unsigned flags, int) { return fd_cuStreamCreate(s, flags); }
-CUresult fd_cuStreamDestroy_v2(CUstream s) EXPORT(cuStreamDestroy_v2);
-CUresult fd_cuStreamDestroy_v2(CUstream s) {
-  if (!is<Stream>(s, kStream)) return CUDA_ERROR_INVALID_HANDLE;
-  reinterpret_cast<Stream*>(s)->magic = 0;
-  delete reinterpret_cast<Stream*>(s);
-  return CUDA_SUCCESS;
-}
-#define FD_STREAM_OP(name)                                                             \
-  CUresult fd_##name(CUstream s) EXPORT(name);                                         \
-  CUresult fd_##name(CUstream s) {                                                     \
-    if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;                                \
-    return validStream(s) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;                   \
+#define STANDIN_SET(name, T)                             \
+  CUresult name(CUdeviceptr dst, T value, size_t n) {    \
+    ENTRY();                                             \
+    return fill<T>(dst, value, n);                       \
   }
-FD_STREAM_OP(cuStreamSynchronize)
-FD_STREAM_OP(cuStreamSynchronize_ptsz)
-FD_STREAM_OP(cuStreamQuery)
-FD_STREAM_OP(cuStreamQuery_ptsz)
-#undef FD_STREAM_OP
-CUresult fd_cuEventCreate(CUevent* e, unsigned) EXPORT(cuEventCreate);
-CUresult fd_cuEventCreate(CUevent* e, unsigned) {
-  if (!initialized) return CUDA_ERROR_NOT_INITIALIZED;
-  if (e == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  *e = reinterpret_cast<CUevent>(new Event());
-  return CUDA_SUCCESS;
-}
-#define FD_EVENT_RECORD(name)                                                          \
-  CUresult fd_##name(CUevent e, CUstream s) EXPORT(name);                              \
-  CUresult fd_##name(CUevent e, CUstream s) {                                         \
-    if (!is<Event>(e, kEvent) || !validStream(s)) return CUDA_ERROR_INVALID_HANDLE;     \
-    reinterpret_cast<Event*>(e)->ns = nowNs();                                          \
-    return CUDA_SUCCESS;                                                                \
+#define STANDIN_SET_ASYNC(name, T)                                   \
+  CUresult name(CUdeviceptr dst, T value, size_t n, CUstream s) {    \
+    ENTRY();                                                         \
+    return fill<T>(dst, value, n, s);                                \
   }
-FD_EVENT_RECORD(cuEventRecord)
-FD_EVENT_RECORD(cuEventRecord_ptsz)
-#undef FD_EVENT_RECORD
-CUresult fd_cuEventSynchronize(CUevent e) EXPORT(cuEventSynchronize);
-CUresult fd_cuEventSynchronize(CUevent e) { return is<Event>(e, kEvent) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE; }
-CUresult fd_cuEventElapsedTime_v2(float* ms, CUevent a, CUevent b) EXPORT(cuEventElapsedTime_v2);
-CUresult fd_cuEventElapsedTime_v2(float* ms, CUevent a, CUevent b) {
-  if (ms == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  if (!is<Event>(a, kEvent) || !is<Event>(b, kEvent)) return CUDA_ERROR_INVALID_HANDLE;
-  *ms = static_cast<float>(static_cast<double>(reinterpret_cast<Event*>(b)->ns - reinterpret_cast<Event*>(a)->ns) / 1e6);
-  return CUDA_SUCCESS;
-}
-CUresult fd_cuEventDestroy_v2(CUevent e) EXPORT(cuEventDestroy_v2);
-CUresult fd_cuEventDestroy_v2(CUevent e) {
-  if (!is<Event>(e, kEvent)) return CUDA_ERROR_INVALID_HANDLE;
-  reinterpret_cast<Event*>(e)->magic = 0;
-  delete reinterpret_cast<Event*>(e);
-  return CUDA_SUCCESS;
-}
-CUresult fd_cuProfilerStart() EXPORT(cuProfilerStart);
-CUresult fd_cuProfilerStart() { return CUDA_SUCCESS; }
-CUresult fd_cuProfilerStop() EXPORT(cuProfilerStop);
-CUresult fd_cuProfilerStop() { return CUDA_SUCCESS; }
+#define STANDIN_SET_2D(name, T)                                                          \
+  CUresult name(CUdeviceptr dst, size_t pitch, T value, size_t width, size_t height) {   \
+    ENTRY();                                                                             \
+    return fill2D<T>(dst, pitch, value, width, height);                                  \
+  }
+#define STANDIN_SET_2D_ASYNC(name, T)                                                                \
+  CUresult name(CUdeviceptr dst, size_t pitch, T value, size_t width, size_t height, CUstream s) {   \
+    ENTRY();                                                                                         \
+    return fill2D<T>(dst, pitch, value, width, height, s);                                           \
+  }
+STANDIN_SET(cuMemsetD8_v2, unsigned char)
+STANDIN_SET(cuMemsetD8_v2_ptds, unsigned char)
+STANDIN_SET(cuMemsetD16_v2, unsigned short)
+STANDIN_SET(cuMemsetD16_v2_ptds, unsigned short)
+STANDIN_SET(cuMemsetD32_v2, unsigned int)
+STANDIN_SET(cuMemsetD32_v2_ptds, unsigned int)
+STANDIN_SET_ASYNC(cuMemsetD8Async, unsigned char)
+STANDIN_SET_ASYNC(cuMemsetD8Async_ptsz, unsigned char)
+STANDIN_SET_ASYNC(cuMemsetD16Async, unsigned short)
+STANDIN_SET_ASYNC(cuMemsetD16Async_ptsz, unsigned short)
+STANDIN_SET_ASYNC(cuMemsetD32Async, unsigned int)
+STANDIN_SET_ASYNC(cuMemsetD32Async_ptsz, unsigned int)
+STANDIN_SET_2D(cuMemsetD2D8_v2, unsigned char)
+STANDIN_SET_2D(cuMemsetD2D8_v2_ptds, unsigned char)
+STANDIN_SET_2D(cuMemsetD2D16_v2, unsigned short)
+STANDIN_SET_2D(cuMemsetD2D16_v2_ptds, unsigned short)
+STANDIN_SET_2D(cuMemsetD2D32_v2, unsigned int)
+STANDIN_SET_2D(cuMemsetD2D32_v2_ptds, unsigned int)
+STANDIN_SET_2D_ASYNC(cuMemsetD2D8Async, unsigned char)
+STANDIN_SET_2D_ASYNC(cuMemsetD2D8Async_ptsz, unsigned char)
+STANDIN_SET_2D_ASYNC(cuMemsetD2D16Async, unsigned short)
+STANDIN_SET_2D_ASYNC(cuMemsetD2D16Async_ptsz, unsigned short)
+STANDIN_SET_2D_ASYNC(cuMemsetD2D32Async, unsigned int)
+STANDIN_SET_2D_ASYNC(cuMemsetD2D32Async_ptsz, unsigned int)
+#undef STANDIN_SET
+#undef STANDIN_SET_ASYNC
+#undef STANDIN_SET_2D
+#undef STANDIN_SET_2D_ASYNC
 
-// ------------------------------------------------------------------ cuGetProcAddress
-CUresult fd_cuGetProcAddress_v2(const char* symbol, void** pfn, int version, cuuint64_t flags,
-                                CUdriverProcAddressQueryResult* status) EXPORT(cuGetProcAddress_v2);
-CUresult fd_cuGetProcAddress(const char* symbol, void** pfn, int version, cuuint64_t flags) EXPORT(cuGetProcAddress);
+// ------------------------------------------------------------------ streams
+CUresult cuStreamCreateWithPriority(CUstream* s, unsigned flags, int priority) {
+  ENTRY();
+  if (CUresult r = needContext()) return r;
+  if (s == nullptr || (flags != CU_STREAM_DEFAULT && flags != CU_STREAM_NON_BLOCKING)) return CUDA_ERROR_INVALID_VALUE;
+  auto* stream = new Stream{flags, priority > 0 ? 0 : (priority < -5 ? -5 : priority)};  // clamped like the driver
+  handles().add(stream, HandleKind::Stream);
+  *s = reinterpret_cast<CUstream>(stream);
+  return CUDA_SUCCESS;
+}
+CUresult cuStreamCreate(CUstream* s, unsigned flags) {
+  ENTRY();
+  if (CUresult r = needContext()) return r;
+  if (s == nullptr || (flags != CU_STREAM_DEFAULT && flags != CU_STREAM_NON_BLOCKING)) return CUDA_ERROR_INVALID_VALUE;
+  auto* stream = new Stream{flags, 0};
+  handles().add(stream, HandleKind::Stream);
+  *s = reinterpret_cast<CUstream>(stream);
+  return CUDA_SUCCESS;
+}
+CUresult cuStreamDestroy(CUstream s) {
+  ENTRY();
+  if (CUresult r = needInit()) return r;
+  return handles().retire(s, HandleKind::Stream) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+CUresult cuStreamDestroy_v2(CUstream s) {
+  ENTRY();
+  if (CUresult r = needInit()) return r;
+  return handles().retire(s, HandleKind::Stream) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+// Work completes when it is issued, so every stream is always idle.
+CUresult cuStreamSynchronize(CUstream s) {
+  ENTRY();
+  return needStream(s);
+}
+CUresult cuStreamSynchronize_ptsz(CUstream s) {
+  ENTRY();
+  return needStream(s);
+}
+CUresult cuStreamQuery(CUstream s) {
+  ENTRY();
+  return needStream(s);
+}
+CUresult cuStreamQuery_ptsz(CUstream s) {
+  ENTRY();
+  return needStream(s);
+}
+
+// ------------------------------------------------------------------ events
+
+CUresult cuEventCreate(CUevent* e, unsigned flags) {
+  ENTRY();
+  if (CUresult r = needContext()) return r;
+  constexpr unsigned kKnown = CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS;
+  if (e == nullptr || (flags & ~kKnown) != 0) return CUDA_ERROR_INVALID_VALUE;
+  auto* event = new Event();
+  event->flags = flags;
+  handles().add(event, HandleKind::Event);
+  *e = reinterpret_cast<CUevent>(event);
+  return CUDA_SUCCESS;
+}
+CUresult cuEventRecord(CUevent e, CUstream s) {
+  ENTRY();
+  return recordEvent(e, s);
+}
+CUresult cuEventRecord_ptsz(CUevent e, CUstream s) {
+  ENTRY();
+  return recordEvent(e, s);
+}
+CUresult cuEventQuery(CUevent e) {
+  ENTRY();
+  return checkEvent(e);
+}
+CUresult cuEventSynchronize(CUevent e) {
+  ENTRY();
+  return checkEvent(e);
+}
+CUresult cuEventElapsedTime(float* ms, CUevent start, CUevent end) {
+  ENTRY();
+  return elapsed(ms, start, end);
+}
+CUresult cuEventElapsedTime_v2(float* ms, CUevent start, CUevent end) {
+  ENTRY();
+  return elapsed(ms, start, end);
+}
+CUresult cuEventDestroy(CUevent e) {
+  ENTRY();
+  return destroyEvent(e);
+}
+CUresult cuEventDestroy_v2(CUevent e) {
+  ENTRY();
+  return destroyEvent(e);
+}
+
+// ------------------------------------------------------------------ profiler control
+CUresult cuProfilerStart() {
+  ENTRY();
+  return needContext();
+}
+CUresult cuProfilerStop() {
+  ENTRY();
+  return needContext();
+}
 
 }  // extern "C"
 
+// ------------------------------------------------------------------ cuGetProcAddress
 namespace {
 
-// {name as asked, first driver version that has this entry, default entry, per-thread entry}
+// One row per exported function: the name a caller asks for, the first CUDA version that
+// returns this entry point, the function, and whether it is the per-thread-default-stream twin.
+// Versions are those of NVIDIA's PFN_<name>_v<version> typedefs in cudaTypedefs.h.
 struct ProcEntry {
   const char* name;
   int version;
   void* function;
-  void* perThread;
+  bool perThread;
 };
 
-#define F(x) reinterpret_cast<void*>(&fd_##x)
+#define E(name, version, fn) {#name, version, reinterpret_cast<void*>(&fn), false}
+#define PT(name, version, fn) {#name, version, reinterpret_cast<void*>(&fn), true}
 const ProcEntry kProcTable[] = {
-    {"cuInit", 2000, F(cuInit), nullptr},
-    {"cuDriverGetVersion", 2020, F(cuDriverGetVersion), nullptr},
-    {"cuDeviceGetCount", 2000, F(cuDeviceGetCount), nullptr},
-    {"cuDeviceGet", 2000, F(cuDeviceGet), nullptr},
-    {"cuDeviceGetName", 2000, F(cuDeviceGetName), nullptr},
-    {"cuDeviceGetAttribute", 2000, F(cuDeviceGetAttribute), nullptr},
-    {"cuDevicePrimaryCtxRetain", 7000, F(cuDevicePrimaryCtxRetain), nullptr},
-    {"cuDevicePrimaryCtxRelease", 11000, F(cuDevicePrimaryCtxRelease_v2), nullptr},
-    {"cuDevicePrimaryCtxReset", 11000, F(cuDevicePrimaryCtxReset_v2), nullptr},
-    {"cuCtxGetCurrent", 4000, F(cuCtxGetCurrent), nullptr},
-    {"cuCtxSetCurrent", 4000, F(cuCtxSetCurrent), nullptr},
-    {"cuCtxGetDevice", 2000, F(cuCtxGetDevice), nullptr},
-    {"cuCtxDestroy", 4000, F(cuCtxDestroy_v2), nullptr},
-    {"cuCtxSynchronize", 2000, F(cuCtxSynchronize), nullptr},
-    {"cuCtxSynchronize", 12080, F(cuCtxSynchronize_v2), nullptr},
-    {"cuGetErrorName", 6000, F(cuGetErrorName), nullptr},
-    {"cuGetErrorString", 6000, F(cuGetErrorString), nullptr},
-    {"cuGetExportTable", 3000, F(cuGetExportTable), nullptr},
-    {"cuModuleLoadData", 2000, F(cuModuleLoadData), nullptr},
-    {"cuModuleLoad", 2000, F(cuModuleLoad), nullptr},
-    {"cuModuleGetFunction", 2000, F(cuModuleGetFunction), nullptr},
-    {"cuModuleUnload", 2000, F(cuModuleUnload), nullptr},
-    {"cuLibraryLoadData", 12000, F(cuLibraryLoadData), nullptr},
-    {"cuLibraryGetKernel", 12000, F(cuLibraryGetKernel), nullptr},
-    {"cuLibraryUnload", 12000, F(cuLibraryUnload), nullptr},
-    {"cuKernelGetFunction", 12000, F(cuKernelGetFunction), nullptr},
-    {"cuFuncGetName", 12030, F(cuFuncGetName), nullptr},
-    {"cuKernelGetName", 12030, F(cuKernelGetName), nullptr},
-    {"cuLaunchKernel", 4000, F(cuLaunchKernel), F(cuLaunchKernel_ptsz)},
-    {"cuLaunchKernelEx", 11060, F(cuLaunchKernelEx), F(cuLaunchKernelEx_ptsz)},
-    {"cuLaunchCooperativeKernel", 9000, F(cuLaunchCooperativeKernel), F(cuLaunchCooperativeKernel_ptsz)},
-    {"cuGraphLaunch", 10000, F(cuGraphLaunch), F(cuGraphLaunch_ptsz)},
-    {"cuMemAlloc", 3020, F(cuMemAlloc_v2), nullptr},
-    {"cuMemAllocManaged", 6000, F(cuMemAllocManaged), nullptr},
-    {"cuMemAllocPitch", 3020, F(cuMemAllocPitch_v2), nullptr},
-    {"cuMemAllocHost", 3020, F(cuMemAllocHost_v2), nullptr},
-    {"cuMemHostAlloc", 2020, F(cuMemHostAlloc), nullptr},
-    {"cuMemFree", 3020, F(cuMemFree_v2), nullptr},
-    {"cuMemFreeHost", 2000, F(cuMemFreeHost), nullptr},
-    {"cuMemAllocAsync", 11020, F(cuMemAllocAsync), F(cuMemAllocAsync_ptsz)},
-    {"cuMemAllocFromPoolAsync", 11020, F(cuMemAllocFromPoolAsync), F(cuMemAllocFromPoolAsync_ptsz)},
-    {"cuMemFreeAsync", 11020, F(cuMemFreeAsync), F(cuMemFreeAsync_ptsz)},
-    {"cuMemcpy", 4000, F(cuMemcpy), F(cuMemcpy_ptds)},
-    {"cuMemcpyAsync", 4000, F(cuMemcpyAsync), F(cuMemcpyAsync_ptsz)},
-    {"cuMemcpyHtoD", 3020, F(cuMemcpyHtoD_v2), F(cuMemcpyHtoD_v2_ptds)},
-    {"cuMemcpyDtoH", 3020, F(cuMemcpyDtoH_v2), F(cuMemcpyDtoH_v2_ptds)},
-    {"cuMemcpyDtoD", 3020, F(cuMemcpyDtoD_v2), F(cuMemcpyDtoD_v2_ptds)},
-    {"cuMemcpyHtoDAsync", 3020, F(cuMemcpyHtoDAsync_v2), F(cuMemcpyHtoDAsync_v2_ptsz)},
-    {"cuMemcpyDtoHAsync", 3020, F(cuMemcpyDtoHAsync_v2), F(cuMemcpyDtoHAsync_v2_ptsz)},
-    {"cuMemcpyDtoDAsync", 3020, F(cuMemcpyDtoDAsync_v2), F(cuMemcpyDtoDAsync_v2_ptsz)},
-    {"cuMemcpy2D", 3020, F(cuMemcpy2D_v2), F(cuMemcpy2D_v2_ptds)},
-    {"cuMemcpy2DUnaligned", 3020, F(cuMemcpy2DUnaligned_v2), F(cuMemcpy2DUnaligned_v2_ptds)},
-    {"cuMemcpy2DAsync", 3020, F(cuMemcpy2DAsync_v2), F(cuMemcpy2DAsync_v2_ptsz)},
-    {"cuMemcpy3D", 3020, F(cuMemcpy3D_v2), F(cuMemcpy3D_v2_ptds)},
-    {"cuMemcpy3DAsync", 3020, F(cuMemcpy3DAsync_v2), F(cuMemcpy3DAsync_v2_ptsz)},
-    {"cuMemcpyPeer", 4000, F(cuMemcpyPeer), F(cuMemcpyPeer_ptds)},
-    {"cuMemcpyPeerAsync", 4000, F(cuMemcpyPeerAsync), F(cuMemcpyPeerAsync_ptsz)},
-    {"cuMemsetD8", 3020, F(cuMemsetD8_v2), F(cuMemsetD8_v2_ptds)},
-    {"cuMemsetD16", 3020, F(cuMemsetD16_v2), F(cuMemsetD16_v2_ptds)},
-    {"cuMemsetD32", 3020, F(cuMemsetD32_v2), F(cuMemsetD32_v2_ptds)},
-    {"cuMemsetD8Async", 3020, F(cuMemsetD8Async), F(cuMemsetD8Async_ptsz)},
-    {"cuMemsetD16Async", 3020, F(cuMemsetD16Async), F(cuMemsetD16Async_ptsz)},
-    {"cuMemsetD32Async", 3020, F(cuMemsetD32Async), F(cuMemsetD32Async_ptsz)},
-    {"cuMemsetD2D8", 3020, F(cuMemsetD2D8_v2), F(cuMemsetD2D8_v2_ptds)},
-    {"cuMemsetD2D16", 3020, F(cuMemsetD2D16_v2), F(cuMemsetD2D16_v2_ptds)},
-    {"cuMemsetD2D32", 3020, F(cuMemsetD2D32_v2), F(cuMemsetD2D32_v2_ptds)},
-    {"cuMemsetD2D8Async", 3020, F(cuMemsetD2D8Async), F(cuMemsetD2D8Async_ptsz)},
-    {"cuMemsetD2D16Async", 3020, F(cuMemsetD2D16Async), F(cuMemsetD2D16Async_ptsz)},
-    {"cuMemsetD2D32Async", 3020, F(cuMemsetD2D32Async), F(cuMemsetD2D32Async_ptsz)},
-    {"cuStreamCreate", 2000, F(cuStreamCreate), nullptr},
-    {"cuStreamCreateWithPriority", 5050, F(cuStreamCreateWithPriority), nullptr},
-    {"cuStreamDestroy", 4000, F(cuStreamDestroy_v2), nullptr},
-    {"cuStreamSynchronize", 2000, F(cuStreamSynchronize), F(cuStreamSynchronize_ptsz)},
-    {"cuStreamQuery", 2000, F(cuStreamQuery), F(cuStreamQuery_ptsz)},
-    {"cuEventCreate", 2000, F(cuEventCreate), nullptr},
-    {"cuEventRecord", 2000, F(cuEventRecord), F(cuEventRecord_ptsz)},
-    {"cuEventSynchronize", 2000, F(cuEventSynchronize), nullptr},
-    {"cuEventElapsedTime", 12080, F(cuEventElapsedTime_v2), nullptr},
-    {"cuEventDestroy", 4000, F(cuEventDestroy_v2), nullptr},
-    {"cuProfilerStart", 4000, F(cuProfilerStart), nullptr},
-    {"cuProfilerStop", 4000, F(cuProfilerStop), nullptr},
-    {"cuGetProcAddress", 11030, F(cuGetProcAddress), nullptr},
-    {"cuGetProcAddress", 12000, F(cuGetProcAddress_v2), nullptr},
+    E(cuInit, 2000, cuInit),
+    E(cuDriverGetVersion, 2020, cuDriverGetVersion),
+    E(cuDeviceGetCount, 2000, cuDeviceGetCount),
+    E(cuDeviceGet, 2000, cuDeviceGet),
+    E(cuDeviceGetName, 2000, cuDeviceGetName),
+    E(cuDeviceGetAttribute, 2000, cuDeviceGetAttribute),
+    E(cuDevicePrimaryCtxRetain, 7000, cuDevicePrimaryCtxRetain),
+    E(cuDevicePrimaryCtxRelease, 7000, cuDevicePrimaryCtxRelease),
+    E(cuDevicePrimaryCtxRelease, 11000, cuDevicePrimaryCtxRelease_v2),
+    E(cuDevicePrimaryCtxReset, 7000, cuDevicePrimaryCtxReset),
+    E(cuDevicePrimaryCtxReset, 11000, cuDevicePrimaryCtxReset_v2),
+    E(cuCtxGetCurrent, 4000, cuCtxGetCurrent),
+    E(cuCtxSetCurrent, 4000, cuCtxSetCurrent),
+    E(cuCtxGetDevice, 2000, cuCtxGetDevice),
+    E(cuCtxGetDevice, 13000, cuCtxGetDevice_v2),
+    E(cuCtxDestroy, 2000, cuCtxDestroy),
+    E(cuCtxDestroy, 4000, cuCtxDestroy_v2),
+    E(cuCtxSynchronize, 2000, cuCtxSynchronize),
+    E(cuCtxSynchronize, 13000, cuCtxSynchronize_v2),
+    E(cuGetErrorName, 6000, cuGetErrorName),
+    E(cuGetErrorString, 6000, cuGetErrorString),
+    E(cuGetExportTable, 3000, cuGetExportTable),
+    E(cuModuleLoadData, 2000, cuModuleLoadData),
+    E(cuModuleLoad, 2000, cuModuleLoad),
+    E(cuModuleGetFunction, 2000, cuModuleGetFunction),
+    E(cuModuleUnload, 2000, cuModuleUnload),
+    E(cuLibraryLoadData, 12000, cuLibraryLoadData),
+    E(cuLibraryGetKernel, 12000, cuLibraryGetKernel),
+    E(cuLibraryUnload, 12000, cuLibraryUnload),
+    E(cuKernelGetFunction, 12000, cuKernelGetFunction),
+    E(cuFuncGetName, 12030, cuFuncGetName),
+    E(cuKernelGetName, 12030, cuKernelGetName),
+    E(cuLaunchKernel, 4000, cuLaunchKernel),
+    PT(cuLaunchKernel, 7000, cuLaunchKernel_ptsz),
+    E(cuLaunchKernelEx, 11060, cuLaunchKernelEx),
+    PT(cuLaunchKernelEx, 11060, cuLaunchKernelEx_ptsz),
+    E(cuLaunchCooperativeKernel, 9000, cuLaunchCooperativeKernel),
+    PT(cuLaunchCooperativeKernel, 9000, cuLaunchCooperativeKernel_ptsz),
+    E(cuGraphLaunch, 10000, cuGraphLaunch),
+    PT(cuGraphLaunch, 10000, cuGraphLaunch_ptsz),
+    E(cuMemAlloc, 3020, cuMemAlloc_v2),
+    E(cuMemAllocPitch, 3020, cuMemAllocPitch_v2),
+    E(cuMemAllocManaged, 6000, cuMemAllocManaged),
+    E(cuMemAllocHost, 3020, cuMemAllocHost_v2),
+    E(cuMemHostAlloc, 2020, cuMemHostAlloc),
+    E(cuMemFree, 3020, cuMemFree_v2),
+    E(cuMemFreeHost, 2000, cuMemFreeHost),
+    E(cuMemAllocAsync, 11020, cuMemAllocAsync),
+    PT(cuMemAllocAsync, 11020, cuMemAllocAsync_ptsz),
+    E(cuMemAllocFromPoolAsync, 11020, cuMemAllocFromPoolAsync),
+    PT(cuMemAllocFromPoolAsync, 11020, cuMemAllocFromPoolAsync_ptsz),
+    E(cuMemFreeAsync, 11020, cuMemFreeAsync),
+    PT(cuMemFreeAsync, 11020, cuMemFreeAsync_ptsz),
+    E(cuMemcpy, 4000, cuMemcpy),
+    PT(cuMemcpy, 7000, cuMemcpy_ptds),
+    E(cuMemcpyAsync, 4000, cuMemcpyAsync),
+    PT(cuMemcpyAsync, 7000, cuMemcpyAsync_ptsz),
+    E(cuMemcpyHtoD, 3020, cuMemcpyHtoD_v2),
+    PT(cuMemcpyHtoD, 7000, cuMemcpyHtoD_v2_ptds),
+    E(cuMemcpyDtoH, 3020, cuMemcpyDtoH_v2),
+    PT(cuMemcpyDtoH, 7000, cuMemcpyDtoH_v2_ptds),
+    E(cuMemcpyDtoD, 3020, cuMemcpyDtoD_v2),
+    PT(cuMemcpyDtoD, 7000, cuMemcpyDtoD_v2_ptds),
+    E(cuMemcpyHtoDAsync, 3020, cuMemcpyHtoDAsync_v2),
+    PT(cuMemcpyHtoDAsync, 7000, cuMemcpyHtoDAsync_v2_ptsz),
+    E(cuMemcpyDtoHAsync, 3020, cuMemcpyDtoHAsync_v2),
+    PT(cuMemcpyDtoHAsync, 7000, cuMemcpyDtoHAsync_v2_ptsz),
+    E(cuMemcpyDtoDAsync, 3020, cuMemcpyDtoDAsync_v2),
+    PT(cuMemcpyDtoDAsync, 7000, cuMemcpyDtoDAsync_v2_ptsz),
+    E(cuMemcpy2D, 3020, cuMemcpy2D_v2),
+    PT(cuMemcpy2D, 7000, cuMemcpy2D_v2_ptds),
+    E(cuMemcpy2DUnaligned, 3020, cuMemcpy2DUnaligned_v2),
+    PT(cuMemcpy2DUnaligned, 7000, cuMemcpy2DUnaligned_v2_ptds),
+    E(cuMemcpy2DAsync, 3020, cuMemcpy2DAsync_v2),
+    PT(cuMemcpy2DAsync, 7000, cuMemcpy2DAsync_v2_ptsz),
+    E(cuMemcpy3D, 3020, cuMemcpy3D_v2),
+    PT(cuMemcpy3D, 7000, cuMemcpy3D_v2_ptds),
+    E(cuMemcpy3DAsync, 3020, cuMemcpy3DAsync_v2),
+    PT(cuMemcpy3DAsync, 7000, cuMemcpy3DAsync_v2_ptsz),
+    E(cuMemcpyPeer, 4000, cuMemcpyPeer),
+    PT(cuMemcpyPeer, 7000, cuMemcpyPeer_ptds),
+    E(cuMemcpyPeerAsync, 4000, cuMemcpyPeerAsync),
+    PT(cuMemcpyPeerAsync, 7000, cuMemcpyPeerAsync_ptsz),
+    E(cuMemsetD8, 3020, cuMemsetD8_v2),
+    PT(cuMemsetD8, 7000, cuMemsetD8_v2_ptds),
+    E(cuMemsetD16, 3020, cuMemsetD16_v2),
+    PT(cuMemsetD16, 7000, cuMemsetD16_v2_ptds),
+    E(cuMemsetD32, 3020, cuMemsetD32_v2),
+    PT(cuMemsetD32, 7000, cuMemsetD32_v2_ptds),
+    E(cuMemsetD8Async, 3020, cuMemsetD8Async),
+    PT(cuMemsetD8Async, 7000, cuMemsetD8Async_ptsz),
+    E(cuMemsetD16Async, 3020, cuMemsetD16Async),
+    PT(cuMemsetD16Async, 7000, cuMemsetD16Async_ptsz),
+    E(cuMemsetD32Async, 3020, cuMemsetD32Async),
+    PT(cuMemsetD32Async, 7000, cuMemsetD32Async_ptsz),
+    E(cuMemsetD2D8, 3020, cuMemsetD2D8_v2),
+    PT(cuMemsetD2D8, 7000, cuMemsetD2D8_v2_ptds),
+    E(cuMemsetD2D16, 3020, cuMemsetD2D16_v2),
+    PT(cuMemsetD2D16, 7000, cuMemsetD2D16_v2_ptds),
+    E(cuMemsetD2D32, 3020, cuMemsetD2D32_v2),
+    PT(cuMemsetD2D32, 7000, cuMemsetD2D32_v2_ptds),
+    E(cuMemsetD2D8Async, 3020, cuMemsetD2D8Async),
+    PT(cuMemsetD2D8Async, 7000, cuMemsetD2D8Async_ptsz),
+    E(cuMemsetD2D16Async, 3020, cuMemsetD2D16Async),
+    PT(cuMemsetD2D16Async, 7000, cuMemsetD2D16Async_ptsz),
+    E(cuMemsetD2D32Async, 3020, cuMemsetD2D32Async),
+    PT(cuMemsetD2D32Async, 7000, cuMemsetD2D32Async_ptsz),
+    E(cuStreamCreate, 2000, cuStreamCreate),
+    E(cuStreamCreateWithPriority, 5050, cuStreamCreateWithPriority),
+    E(cuStreamDestroy, 2000, cuStreamDestroy),
+    E(cuStreamDestroy, 4000, cuStreamDestroy_v2),
+    E(cuStreamSynchronize, 2000, cuStreamSynchronize),
+    PT(cuStreamSynchronize, 7000, cuStreamSynchronize_ptsz),
+    E(cuStreamQuery, 2000, cuStreamQuery),
+    PT(cuStreamQuery, 7000, cuStreamQuery_ptsz),
+    E(cuEventCreate, 2000, cuEventCreate),
+    E(cuEventRecord, 2000, cuEventRecord),
+    PT(cuEventRecord, 7000, cuEventRecord_ptsz),
+    E(cuEventQuery, 2000, cuEventQuery),
+    E(cuEventSynchronize, 2000, cuEventSynchronize),
+    E(cuEventElapsedTime, 2000, cuEventElapsedTime),
+    E(cuEventElapsedTime, 12080, cuEventElapsedTime_v2),
+    E(cuEventDestroy, 2000, cuEventDestroy),
+    E(cuEventDestroy, 4000, cuEventDestroy_v2),
+    E(cuProfilerStart, 4000, cuProfilerStart),
+    E(cuProfilerStop, 4000, cuProfilerStop),
+    E(cuGetProcAddress, 11030, cuGetProcAddress),
+    E(cuGetProcAddress, 12000, cuGetProcAddress_v2),
 };
-#undef F
+#undef E
+#undef PT
+
+CUresult getProcAddress(const char* symbol, void** pfn, int version, cuuint64_t flags,
+                        CUdriverProcAddressQueryResult* status) {
+  constexpr cuuint64_t kKnownFlags = CU_GET_PROC_ADDRESS_LEGACY_STREAM | CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
+  if (symbol == nullptr || pfn == nullptr || (flags & ~kKnownFlags) != 0) return CUDA_ERROR_INVALID_VALUE;
+  *pfn = nullptr;
+  const bool perThread = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
+  const ProcEntry* best = nullptr;
+  const ProcEntry* bestPerThread = nullptr;
+  bool known = false;
+  for (const ProcEntry& e : kProcTable) {
+    if (strcmp(e.name, symbol) != 0) continue;
+    known = true;
+    if (e.version > version) continue;
+    const ProcEntry*& slot = e.perThread ? bestPerThread : best;
+    if (slot == nullptr || e.version > slot->version) slot = &e;
+  }
+  if (perThread && bestPerThread != nullptr) best = bestPerThread;
+  if (best == nullptr) {
+    if (status != nullptr)
+      *status = known ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    return CUDA_ERROR_NOT_FOUND;
+  }
+  *pfn = best->function;
+  if (status != nullptr) *status = CU_GET_PROC_ADDRESS_SUCCESS;
+  return CUDA_SUCCESS;
+}
 
 }  // namespace
 
 extern "C" {
 
-CUresult fd_cuGetProcAddress_v2(const char* symbol, void** pfn, int version, cuuint64_t flags,
-                                CUdriverProcAddressQueryResult* status) {
-  if (symbol == nullptr || pfn == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  *pfn = nullptr;
-  const ProcEntry* best = nullptr;
-  bool known = false;
-  for (const ProcEntry& e : kProcTable) {
-    if (strcmp(e.name, symbol) != 0) continue;
-    known = true;
-    if (e.version <= version && (best == nullptr || e.version > best->version)) best = &e;
-  }
-  if (best == nullptr) {
-    if (status != nullptr) *status = known ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
-    return CUDA_ERROR_NOT_FOUND;
-  }
-  const bool perThread = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
-  *pfn = perThread && best->perThread != nullptr ? best->perThread : best->function;
-  if (status != nullptr) *status = CU_GET_PROC_ADDRESS_SUCCESS;
-  return CUDA_SUCCESS;
+CUresult cuGetProcAddress(const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags) {
+  ENTRY();
+  return getProcAddress(symbol, pfn, cudaVersion, flags, nullptr);
 }
-
-CUresult fd_cuGetProcAddress(const char* symbol, void** pfn, int version, cuuint64_t flags) {
-  return fd_cuGetProcAddress_v2(symbol, pfn, version, flags, nullptr);
+CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags,
+                             CUdriverProcAddressQueryResult* symbolStatus) {
+  ENTRY();
+  return getProcAddress(symbol, pfn, cudaVersion, flags, symbolStatus);
 }
 
 }  // extern "C"

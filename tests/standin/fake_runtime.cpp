@@ -1,115 +1,229 @@
 // Stand-in libcudart.so.13 for machines without a GPU. It reaches the driver exactly as the real
-// CUDA runtime does: dlopen("libcuda.so.1"), dlsym("cuGetProcAddress_v2"), ask that function for
-// "cuGetProcAddress" itself (at 11030 and 12000), then fetch the whole driver table through the
-// pointer that lookup returned: once with default streams, once with per-thread streams for
-// the _ptsz/_ptds entry points. Every runtime call that has a driver counterpart makes it, so a
-// trace shows the runtime call with the driver call inside, as on a GPU.
+// CUDA runtime does: dlopen("libcuda.so.1") on first use, dlsym("cuGetProcAddress_v2"), ask that
+// function for "cuGetProcAddress" itself (at 11030 and 12000), then fetch every driver entry it
+// uses through the pointer that lookup returned: once with default-stream semantics and once with
+// per-thread default streams for the _ptsz/_ptds entry points. Every runtime call with a driver
+// counterpart makes that call through the table, so a trace shows the runtime call with the
+// driver call nested inside, as on a GPU.
 //
-// Kernels registered by nvcc-generated code are loaded as CUkernels (cuLibraryLoadData +
-// cuLibraryGetKernel) and launched cast to CUfunction, like the CUDA 13 runtime does.
+// Kernels registered by nvcc-generated code become CUkernels (cuLibraryLoadData on the fatbin +
+// cuLibraryGetKernel) and are launched cast to CUfunction, like the CUDA 13 runtime does.
 
+// See fake_driver.cpp: every _ptds/_ptsz variant declared under its own name and checked.
+#define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
+#include <cudaProfiler.h>
+#pragma GCC visibility push(default)
+#include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
-#include <dlfcn.h>
-#include <string.h>
+#pragma GCC visibility pop
 
+#include <dlfcn.h>
+
+#include <atomic>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
-#define EXPORT __attribute__((visibility("default")))
+// Entry points of nvcc-generated host code (crt/host_runtime.h and crt/device_functions.h
+// declare them only while nvcc compiles).
+#define STANDIN_EXPORT __attribute__((visibility("default")))
+extern "C" {
+STANDIN_EXPORT void** __cudaRegisterFatBinary(void* fatCubin);
+STANDIN_EXPORT void __cudaRegisterFatBinaryEnd(void** fatCubinHandle);
+STANDIN_EXPORT void __cudaUnregisterFatBinary(void** fatCubinHandle);
+STANDIN_EXPORT void __cudaRegisterFunction(void** fatCubinHandle, const char* hostFun, char* deviceFun,
+                                           const char* deviceName, int threadLimit, uint3* tid, uint3* bid, dim3* bDim,
+                                           dim3* gDim, int* wSize);
+STANDIN_EXPORT void __cudaRegisterVar(void** fatCubinHandle, char* hostVar, char* deviceAddress, const char* deviceName,
+                                      int ext, size_t size, int constant, int global);
+STANDIN_EXPORT void __cudaRegisterManagedVar(void** fatCubinHandle, void** hostVarPtrAddress, char* deviceAddress,
+                                             const char* deviceName, int ext, size_t size, int constant, int global);
+STANDIN_EXPORT void __cudaRegisterHostVar(void** fatCubinHandle, const char* deviceName, char* hostVar, size_t size);
+STANDIN_EXPORT char __cudaInitModule(void** fatCubinHandle);
+STANDIN_EXPORT unsigned __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, size_t sharedMem, struct CUstream_st* stream);
+STANDIN_EXPORT cudaError_t __cudaPopCallConfiguration(dim3* gridDim, dim3* blockDim, size_t* sharedMem, void* stream);
+STANDIN_EXPORT cudaError_t __cudaGetKernel(cudaKernel_t* kernel, const void* hostFun);
+STANDIN_EXPORT cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void** args,
+                                              size_t sharedMem, cudaStream_t stream);
+STANDIN_EXPORT cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void** args,
+                                                   size_t sharedMem, cudaStream_t stream);
+}
 
 namespace {
 
 using GetProcV1 = CUresult (*)(const char*, void**, int, cuuint64_t);
 using GetProcV2 = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
 
-// Driver entry points, fetched by name; one table per stream semantics.
-struct Driver {
-  CUresult (*cuInit)(unsigned);
-  CUresult (*cuDeviceGetCount)(int*);
-  CUresult (*cuDeviceGet)(CUdevice*, int);
-  CUresult (*cuDevicePrimaryCtxRetain)(CUcontext*, CUdevice);
-  CUresult (*cuDevicePrimaryCtxReset)(CUdevice);
-  CUresult (*cuCtxSetCurrent)(CUcontext);
-  CUresult (*cuCtxSynchronize)();
-  CUresult (*cuLibraryLoadData)(CUlibrary*, const void*, CUjit_option*, void**, unsigned, CUlibraryOption*, void**, unsigned);
-  CUresult (*cuLibraryGetKernel)(CUkernel*, CUlibrary, const char*);
-  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream, void**, void**);
-  CUresult (*cuLaunchKernelEx)(const CUlaunchConfig*, CUfunction, void**, void**);
-  CUresult (*cuLaunchCooperativeKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream, void**);
-  CUresult (*cuGraphLaunch)(CUgraphExec, CUstream);
-  CUresult (*cuMemAlloc)(CUdeviceptr*, size_t);
-  CUresult (*cuMemAllocPitch)(CUdeviceptr*, size_t*, size_t, size_t, unsigned);
-  CUresult (*cuMemAllocManaged)(CUdeviceptr*, size_t, unsigned);
-  CUresult (*cuMemAllocHost)(void**, size_t);
-  CUresult (*cuMemHostAlloc)(void**, size_t, unsigned);
-  CUresult (*cuMemFree)(CUdeviceptr);
-  CUresult (*cuMemFreeHost)(void*);
-  CUresult (*cuMemAllocAsync)(CUdeviceptr*, size_t, CUstream);
-  CUresult (*cuMemAllocFromPoolAsync)(CUdeviceptr*, size_t, CUmemoryPool, CUstream);
-  CUresult (*cuMemFreeAsync)(CUdeviceptr, CUstream);
-  CUresult (*cuMemcpy)(CUdeviceptr, CUdeviceptr, size_t);
-  CUresult (*cuMemcpyAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
-  CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void*, size_t);
-  CUresult (*cuMemcpyDtoH)(void*, CUdeviceptr, size_t);
-  CUresult (*cuMemcpyDtoD)(CUdeviceptr, CUdeviceptr, size_t);
-  CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void*, size_t, CUstream);
-  CUresult (*cuMemcpyDtoHAsync)(void*, CUdeviceptr, size_t, CUstream);
-  CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
-  CUresult (*cuMemcpy2D)(const CUDA_MEMCPY2D*);
-  CUresult (*cuMemcpy2DAsync)(const CUDA_MEMCPY2D*, CUstream);
-  CUresult (*cuMemcpy3D)(const CUDA_MEMCPY3D*);
-  CUresult (*cuMemcpy3DAsync)(const CUDA_MEMCPY3D*, CUstream);
-  CUresult (*cuMemcpyPeer)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t);
-  CUresult (*cuMemcpyPeerAsync)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t, CUstream);
-  CUresult (*cuMemsetD8)(CUdeviceptr, unsigned char, size_t);
-  CUresult (*cuMemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream);
-  CUresult (*cuMemsetD2D8)(CUdeviceptr, size_t, unsigned char, size_t, size_t);
-  CUresult (*cuMemsetD2D8Async)(CUdeviceptr, size_t, unsigned char, size_t, size_t, CUstream);
-  CUresult (*cuStreamCreate)(CUstream*, unsigned);
-  CUresult (*cuStreamDestroy)(CUstream);
-  CUresult (*cuStreamSynchronize)(CUstream);
-  CUresult (*cuEventCreate)(CUevent*, unsigned);
-  CUresult (*cuEventRecord)(CUevent, CUstream);
-  CUresult (*cuEventSynchronize)(CUevent);
-  CUresult (*cuEventElapsedTime)(float*, CUevent, CUevent);
-  CUresult (*cuEventDestroy)(CUevent);
-  CUresult (*cuProfilerStart)();
-  CUresult (*cuProfilerStop)();
+// The driver entries the runtime uses: {table field = name asked for, exported function whose
+// ABI the field has, version asked for}. The runtime asks at its own version, except where the
+// entry it wants has since been replaced under the same name.
+constexpr int kRuntimeVersion = CUDART_VERSION;
+#define STANDIN_DRIVER_TABLE(X)                                                                               \
+  X(cuInit, cuInit, kRuntimeVersion)                                                                          \
+  X(cuDeviceGetCount, cuDeviceGetCount, kRuntimeVersion)                                                      \
+  X(cuDeviceGet, cuDeviceGet, kRuntimeVersion)                                                                \
+  X(cuDeviceGetAttribute, cuDeviceGetAttribute, kRuntimeVersion)                                              \
+  X(cuDevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain, kRuntimeVersion)                                      \
+  X(cuDevicePrimaryCtxReset, cuDevicePrimaryCtxReset_v2, kRuntimeVersion)                                     \
+  X(cuCtxSetCurrent, cuCtxSetCurrent, kRuntimeVersion)                                                        \
+  /* 13.0 made cuCtxSynchronize_v2(ctx) the default; the runtime synchronises the current context */         \
+  X(cuCtxSynchronize, cuCtxSynchronize, 12000)                                                                \
+  X(cuLibraryLoadData, cuLibraryLoadData, kRuntimeVersion)                                                    \
+  X(cuLibraryGetKernel, cuLibraryGetKernel, kRuntimeVersion)                                                  \
+  X(cuLaunchKernel, cuLaunchKernel, kRuntimeVersion)                                                          \
+  X(cuLaunchKernelEx, cuLaunchKernelEx, kRuntimeVersion)                                                      \
+  X(cuLaunchCooperativeKernel, cuLaunchCooperativeKernel, kRuntimeVersion)                                    \
+  X(cuGraphLaunch, cuGraphLaunch, kRuntimeVersion)                                                            \
+  X(cuMemAlloc, cuMemAlloc_v2, kRuntimeVersion)                                                               \
+  X(cuMemAllocPitch, cuMemAllocPitch_v2, kRuntimeVersion)                                                     \
+  X(cuMemAllocManaged, cuMemAllocManaged, kRuntimeVersion)                                                    \
+  X(cuMemAllocHost, cuMemAllocHost_v2, kRuntimeVersion)                                                       \
+  X(cuMemHostAlloc, cuMemHostAlloc, kRuntimeVersion)                                                          \
+  X(cuMemFree, cuMemFree_v2, kRuntimeVersion)                                                                 \
+  X(cuMemFreeHost, cuMemFreeHost, kRuntimeVersion)                                                            \
+  X(cuMemAllocAsync, cuMemAllocAsync, kRuntimeVersion)                                                        \
+  X(cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync, kRuntimeVersion)                                        \
+  X(cuMemFreeAsync, cuMemFreeAsync, kRuntimeVersion)                                                          \
+  X(cuMemcpy, cuMemcpy, kRuntimeVersion)                                                                      \
+  X(cuMemcpyAsync, cuMemcpyAsync, kRuntimeVersion)                                                            \
+  X(cuMemcpyHtoD, cuMemcpyHtoD_v2, kRuntimeVersion)                                                           \
+  X(cuMemcpyDtoH, cuMemcpyDtoH_v2, kRuntimeVersion)                                                           \
+  X(cuMemcpyDtoD, cuMemcpyDtoD_v2, kRuntimeVersion)                                                           \
+  X(cuMemcpyHtoDAsync, cuMemcpyHtoDAsync_v2, kRuntimeVersion)                                                 \
+  X(cuMemcpyDtoHAsync, cuMemcpyDtoHAsync_v2, kRuntimeVersion)                                                 \
+  X(cuMemcpyDtoDAsync, cuMemcpyDtoDAsync_v2, kRuntimeVersion)                                                 \
+  X(cuMemcpy2D, cuMemcpy2D_v2, kRuntimeVersion)                                                               \
+  X(cuMemcpy2DAsync, cuMemcpy2DAsync_v2, kRuntimeVersion)                                                     \
+  X(cuMemcpy3D, cuMemcpy3D_v2, kRuntimeVersion)                                                               \
+  X(cuMemcpy3DAsync, cuMemcpy3DAsync_v2, kRuntimeVersion)                                                     \
+  X(cuMemcpyPeer, cuMemcpyPeer, kRuntimeVersion)                                                              \
+  X(cuMemcpyPeerAsync, cuMemcpyPeerAsync, kRuntimeVersion)                                                    \
+  X(cuMemsetD8, cuMemsetD8_v2, kRuntimeVersion)                                                               \
+  X(cuMemsetD8Async, cuMemsetD8Async, kRuntimeVersion)                                                        \
+  X(cuMemsetD2D8, cuMemsetD2D8_v2, kRuntimeVersion)                                                           \
+  X(cuMemsetD2D8Async, cuMemsetD2D8Async, kRuntimeVersion)                                                    \
+  X(cuStreamCreate, cuStreamCreate, kRuntimeVersion)                                                          \
+  X(cuStreamCreateWithPriority, cuStreamCreateWithPriority, kRuntimeVersion)                                  \
+  X(cuStreamDestroy, cuStreamDestroy_v2, kRuntimeVersion)                                                     \
+  X(cuStreamSynchronize, cuStreamSynchronize, kRuntimeVersion)                                                \
+  X(cuStreamQuery, cuStreamQuery, kRuntimeVersion)                                                            \
+  X(cuEventCreate, cuEventCreate, kRuntimeVersion)                                                            \
+  X(cuEventRecord, cuEventRecord, kRuntimeVersion)                                                            \
+  X(cuEventQuery, cuEventQuery, kRuntimeVersion)                                                              \
+  X(cuEventSynchronize, cuEventSynchronize, kRuntimeVersion)                                                  \
+  X(cuEventElapsedTime, cuEventElapsedTime_v2, kRuntimeVersion)                                               \
+  X(cuEventDestroy, cuEventDestroy_v2, kRuntimeVersion)                                                       \
+  X(cuProfilerStart, cuProfilerStart, kRuntimeVersion)                                                        \
+  X(cuProfilerStop, cuProfilerStop, kRuntimeVersion)
+
+// decltype only names the prototypes: nothing here links against libcuda.
+struct DriverTable {
+#define STANDIN_FIELD(field, function, version) decltype(&::function) field = nullptr;
+  STANDIN_DRIVER_TABLE(STANDIN_FIELD)
+#undef STANDIN_FIELD
 };
 
-struct Registered {
-  std::string name;   // mangled device name
-  void** module;      // fat binary handle it came with
+// What nvcc registered for one translation unit: its fatbin, loaded as a library on first use.
+struct FatBinary {
+  const void* image;
+  std::once_flag loadOnce;
+  CUresult loadResult = CUDA_SUCCESS;
+  CUlibrary library = nullptr;
+};
+
+struct KernelEntry {
+  std::string deviceName;  // mangled, as registered
+  FatBinary* binary;
+  std::once_flag resolveOnce;  // one cuLibraryGetKernel per kernel, however many threads race
+  cudaError_t resolveError = cudaSuccess;
   CUkernel kernel = nullptr;
+};
+
+// Device copies of __device__/__constant__/__managed__ variables. The device initialisers live
+// only in the (opaque) image, so the copies start zero-filled, as the host shadows do.
+struct Symbol {
+  void* storage;
+  size_t size;
 };
 
 struct Runtime {
   std::once_flag once;
   cudaError_t initError = cudaSuccess;
-  Driver d{};   // default stream semantics
-  Driver p{};   // per-thread default stream (_ptsz/_ptds entry points)
+  DriverTable legacy;     // default stream semantics
+  DriverTable perThread;  // per-thread default stream: the _ptsz/_ptds entry points
   int driverVersion = 0;
-  std::mutex mutex;
-  std::unordered_map<const void*, Registered> functions;  // host stub -> kernel
-  std::unordered_map<void**, CUlibrary> libraries;
-  std::unordered_map<const void*, CUdeviceptr> symbols;   // host shadow -> device copy
+  CUcontext context = nullptr;
+  std::shared_mutex mutex;  // guards the maps below; never held across a driver call
+  std::unordered_map<const void*, KernelEntry*> byHostFun;
+  std::unordered_map<const void*, KernelEntry*> byKernel;
+  std::unordered_map<const void*, Symbol> symbols;
 };
 
+// Never destroyed: programs call the runtime from their own static destructors and atexit.
 Runtime& rt() {
-  static Runtime* r = new Runtime();  // never destroyed: programs call us from their destructors
-  return *r;
+  static Runtime* runtime = new Runtime();
+  return *runtime;
 }
 
 thread_local cudaError_t lastError = cudaSuccess;
+thread_local bool contextBound = false;
+
 struct CallConfiguration {
   dim3 grid, block;
   size_t shared;
   cudaStream_t stream;
 };
-thread_local std::vector<CallConfiguration> callStack;
+thread_local std::vector<CallConfiguration> callStack;  // <<<>>> pushes, the stub pops
+
+// ------------------------------------------------------------------ errors
+struct ErrorText {
+  cudaError_t code;
+  const char* name;
+  const char* text;
+};
+
+constexpr ErrorText kErrors[] = {
+    {cudaSuccess, "cudaSuccess", "no error"},
+    {cudaErrorInvalidValue, "cudaErrorInvalidValue", "invalid argument"},
+    {cudaErrorMemoryAllocation, "cudaErrorMemoryAllocation", "out of memory"},
+    {cudaErrorInitializationError, "cudaErrorInitializationError", "initialization error"},
+    {cudaErrorCudartUnloading, "cudaErrorCudartUnloading", "driver shutting down"},
+    {cudaErrorProfilerDisabled, "cudaErrorProfilerDisabled", "profiler disabled while using external profiling tool"},
+    {cudaErrorInvalidConfiguration, "cudaErrorInvalidConfiguration", "invalid configuration argument"},
+    {cudaErrorInvalidPitchValue, "cudaErrorInvalidPitchValue", "invalid pitch argument"},
+    {cudaErrorInvalidSymbol, "cudaErrorInvalidSymbol", "invalid device symbol"},
+    {cudaErrorInvalidMemcpyDirection, "cudaErrorInvalidMemcpyDirection", "invalid copy direction for memcpy"},
+    {cudaErrorMissingConfiguration, "cudaErrorMissingConfiguration", "__global__ function call is not configured"},
+    {cudaErrorInsufficientDriver, "cudaErrorInsufficientDriver",
+     "CUDA driver version is insufficient for CUDA runtime version"},
+    {cudaErrorNoDevice, "cudaErrorNoDevice", "no CUDA-capable device is detected"},
+    {cudaErrorInvalidDevice, "cudaErrorInvalidDevice", "invalid device ordinal"},
+    {cudaErrorInvalidKernelImage, "cudaErrorInvalidKernelImage", "device kernel image is invalid"},
+    {cudaErrorDeviceUninitialized, "cudaErrorDeviceUninitialized", "invalid device context"},
+    {cudaErrorContextIsDestroyed, "cudaErrorContextIsDestroyed", "context is destroyed"},
+    {cudaErrorNoKernelImageForDevice, "cudaErrorNoKernelImageForDevice",
+     "no kernel image is available for execution on the device"},
+    {cudaErrorFileNotFound, "cudaErrorFileNotFound", "file not found"},
+    {cudaErrorInvalidResourceHandle, "cudaErrorInvalidResourceHandle", "invalid resource handle"},
+    {cudaErrorSymbolNotFound, "cudaErrorSymbolNotFound", "named symbol not found"},
+    {cudaErrorNotReady, "cudaErrorNotReady", "device not ready"},
+    {cudaErrorLaunchOutOfResources, "cudaErrorLaunchOutOfResources", "too many resources requested for launch"},
+    {cudaErrorInvalidDeviceFunction, "cudaErrorInvalidDeviceFunction", "invalid device function"},
+    {cudaErrorNotSupported, "cudaErrorNotSupported", "operation not supported"},
+    {cudaErrorUnknown, "cudaErrorUnknown", "unknown error"},
+};
+
+const ErrorText* errorText(cudaError_t code) {
+  for (const ErrorText& e : kErrors)
+    if (e.code == code) return &e;
+  return nullptr;
+}
 
 cudaError_t fromDriver(CUresult r) {
   switch (r) {
@@ -117,154 +231,182 @@ cudaError_t fromDriver(CUresult r) {
     case CUDA_ERROR_INVALID_VALUE: return cudaErrorInvalidValue;
     case CUDA_ERROR_OUT_OF_MEMORY: return cudaErrorMemoryAllocation;
     case CUDA_ERROR_NOT_INITIALIZED: return cudaErrorInitializationError;
+    case CUDA_ERROR_DEINITIALIZED: return cudaErrorCudartUnloading;
+    case CUDA_ERROR_PROFILER_DISABLED: return cudaErrorProfilerDisabled;
+    case CUDA_ERROR_NO_DEVICE: return cudaErrorNoDevice;
+    case CUDA_ERROR_INVALID_DEVICE: return cudaErrorInvalidDevice;
+    case CUDA_ERROR_INVALID_IMAGE: return cudaErrorInvalidKernelImage;
+    case CUDA_ERROR_INVALID_CONTEXT: return cudaErrorDeviceUninitialized;
+    case CUDA_ERROR_CONTEXT_IS_DESTROYED: return cudaErrorContextIsDestroyed;
+    case CUDA_ERROR_NO_BINARY_FOR_GPU: return cudaErrorNoKernelImageForDevice;
+    case CUDA_ERROR_FILE_NOT_FOUND: return cudaErrorFileNotFound;
     case CUDA_ERROR_INVALID_HANDLE: return cudaErrorInvalidResourceHandle;
     case CUDA_ERROR_NOT_FOUND: return cudaErrorSymbolNotFound;
+    case CUDA_ERROR_NOT_READY: return cudaErrorNotReady;
+    case CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES: return cudaErrorLaunchOutOfResources;
+    case CUDA_ERROR_NOT_SUPPORTED: return cudaErrorNotSupported;
     default: return cudaErrorUnknown;
   }
 }
 
+// Every failing call becomes the thread's last error (cudaGetLastError returns and clears it).
 cudaError_t record(cudaError_t e) {
   if (e != cudaSuccess) lastError = e;
   return e;
 }
 
-// Entries are asked for at the version whose signature the table declares: cuCtxSynchronize
-// gained a context argument in 12.8 (cuCtxSynchronize_v2).
+cudaError_t call(CUresult r) { return record(fromDriver(r)); }
+
+// ------------------------------------------------------------------ reaching the driver
 template <typename Fn>
-bool fetch(GetProcV2 getProc, const char* name, Fn& out, cuuint64_t flags) {
+bool fetch(GetProcV2 getProc, const char* name, int version, cuuint64_t flags, Fn& out) {
   void* p = nullptr;
-  CUdriverProcAddressQueryResult status;
-  const int version = strcmp(name, "cuCtxSynchronize") == 0 ? 12000 : 13000;
-  if (getProc(name, &p, version, flags, &status) != CUDA_SUCCESS || p == nullptr) return false;
+  CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+  if (getProc(name, &p, version, flags, &status) != CUDA_SUCCESS || status != CU_GET_PROC_ADDRESS_SUCCESS || p == nullptr)
+    return false;
   out = reinterpret_cast<Fn>(p);
   return true;
 }
 
-bool fetchTable(GetProcV2 g, Driver& t, cuuint64_t flags) {
+bool fetchTable(GetProcV2 getProc, cuuint64_t flags, DriverTable& table) {
   bool ok = true;
-#define FETCH(field) ok = fetch(g, #field, t.field, flags) && ok;
-  FETCH(cuInit) FETCH(cuDeviceGetCount) FETCH(cuDeviceGet) FETCH(cuDevicePrimaryCtxRetain) FETCH(cuDevicePrimaryCtxReset)
-  FETCH(cuCtxSetCurrent) FETCH(cuCtxSynchronize) FETCH(cuLibraryLoadData) FETCH(cuLibraryGetKernel) FETCH(cuLaunchKernel)
-  FETCH(cuLaunchKernelEx) FETCH(cuLaunchCooperativeKernel) FETCH(cuGraphLaunch) FETCH(cuMemAlloc) FETCH(cuMemAllocPitch)
-  FETCH(cuMemAllocManaged) FETCH(cuMemAllocHost) FETCH(cuMemHostAlloc) FETCH(cuMemFree) FETCH(cuMemFreeHost)
-  FETCH(cuMemAllocAsync) FETCH(cuMemAllocFromPoolAsync) FETCH(cuMemFreeAsync) FETCH(cuMemcpy) FETCH(cuMemcpyAsync)
-  FETCH(cuMemcpyHtoD) FETCH(cuMemcpyDtoH) FETCH(cuMemcpyDtoD) FETCH(cuMemcpyHtoDAsync) FETCH(cuMemcpyDtoHAsync)
-  FETCH(cuMemcpyDtoDAsync) FETCH(cuMemcpy2D) FETCH(cuMemcpy2DAsync) FETCH(cuMemcpy3D) FETCH(cuMemcpy3DAsync)
-  FETCH(cuMemcpyPeer) FETCH(cuMemcpyPeerAsync) FETCH(cuMemsetD8) FETCH(cuMemsetD8Async) FETCH(cuMemsetD2D8)
-  FETCH(cuMemsetD2D8Async) FETCH(cuStreamCreate) FETCH(cuStreamDestroy) FETCH(cuStreamSynchronize) FETCH(cuEventCreate)
-  FETCH(cuEventRecord) FETCH(cuEventSynchronize) FETCH(cuEventElapsedTime) FETCH(cuEventDestroy) FETCH(cuProfilerStart)
-  FETCH(cuProfilerStop)
-#undef FETCH
+#define STANDIN_FETCH(field, function, version) ok = fetch(getProc, #field, version, flags, table.field) && ok;
+  STANDIN_DRIVER_TABLE(STANDIN_FETCH)
+#undef STANDIN_FETCH
   return ok;
 }
 
-void initialise(Runtime& r) {
+cudaError_t initialise(Runtime& r) {
   void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (lib == nullptr) {
-    r.initError = cudaErrorInsufficientDriver;
-    return;
-  }
+  if (lib == nullptr) return cudaErrorInsufficientDriver;
   auto bootstrap = reinterpret_cast<GetProcV2>(dlsym(lib, "cuGetProcAddress_v2"));
+  if (bootstrap == nullptr) return cudaErrorInsufficientDriver;
+  // The lookup function itself comes from the lookup, in both generations; everything after
+  // goes through what it returned, never through the dlsym'd pointer.
   GetProcV1 getProc1 = nullptr;
   GetProcV2 getProc2 = nullptr;
   CUdriverProcAddressQueryResult status;
-  if (bootstrap == nullptr ||
-      bootstrap("cuGetProcAddress", reinterpret_cast<void**>(&getProc1), 11030, CU_GET_PROC_ADDRESS_DEFAULT, &status) != CUDA_SUCCESS ||
-      bootstrap("cuGetProcAddress", reinterpret_cast<void**>(&getProc2), 12000, CU_GET_PROC_ADDRESS_DEFAULT, &status) != CUDA_SUCCESS ||
-      getProc1 == nullptr || getProc2 == nullptr) {
-    r.initError = cudaErrorInsufficientDriver;
-    return;
-  }
+  if (bootstrap("cuGetProcAddress", reinterpret_cast<void**>(&getProc1), 11030, CU_GET_PROC_ADDRESS_DEFAULT, &status) !=
+          CUDA_SUCCESS ||
+      bootstrap("cuGetProcAddress", reinterpret_cast<void**>(&getProc2), 12000, CU_GET_PROC_ADDRESS_DEFAULT, &status) !=
+          CUDA_SUCCESS ||
+      getProc1 == nullptr || getProc2 == nullptr)
+    return cudaErrorInsufficientDriver;
   void* driverGetVersion = nullptr;
   if (getProc1("cuDriverGetVersion", &driverGetVersion, 2020, CU_GET_PROC_ADDRESS_DEFAULT) != CUDA_SUCCESS ||
-      reinterpret_cast<CUresult (*)(int*)>(driverGetVersion)(&r.driverVersion) != CUDA_SUCCESS) {
-    r.initError = cudaErrorInsufficientDriver;
-    return;
-  }
-  if (!fetchTable(getProc2, r.d, CU_GET_PROC_ADDRESS_DEFAULT) ||
-      !fetchTable(getProc2, r.p, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM)) {
-    r.initError = cudaErrorInsufficientDriver;
-    return;
-  }
-  CUdevice dev;
-  CUcontext ctx;
-  if (r.d.cuInit(0) != CUDA_SUCCESS || r.d.cuDeviceGet(&dev, 0) != CUDA_SUCCESS ||
-      r.d.cuDevicePrimaryCtxRetain(&ctx, dev) != CUDA_SUCCESS || r.d.cuCtxSetCurrent(ctx) != CUDA_SUCCESS)
-    r.initError = cudaErrorNoDevice;
+      reinterpret_cast<decltype(&::cuDriverGetVersion)>(driverGetVersion)(&r.driverVersion) != CUDA_SUCCESS ||
+      r.driverVersion < kRuntimeVersion)
+    return cudaErrorInsufficientDriver;
+  if (!fetchTable(getProc2, CU_GET_PROC_ADDRESS_DEFAULT, r.legacy) ||
+      !fetchTable(getProc2, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, r.perThread))
+    return cudaErrorInsufficientDriver;
+  int count = 0;
+  CUdevice device = 0;
+  if (CUresult e = r.legacy.cuInit(0)) return e == CUDA_ERROR_NO_DEVICE ? cudaErrorNoDevice : fromDriver(e);
+  if (r.legacy.cuDeviceGetCount(&count) != CUDA_SUCCESS || count < 1) return cudaErrorNoDevice;
+  if (CUresult e = r.legacy.cuDeviceGet(&device, 0)) return fromDriver(e);
+  if (CUresult e = r.legacy.cuDevicePrimaryCtxRetain(&r.context, device)) return fromDriver(e);
+  return cudaSuccess;
 }
 
-// The driver table for the calling entry point, once the runtime is up; nullptr on failure
-// (the error is recorded).
-const Driver* driver(bool perThread = false) {
+// The driver table for a call, after lazy initialisation and binding the primary context to
+// the calling thread (as the runtime does on each thread's first call). Errors are recorded.
+cudaError_t acquire(bool perThread, const DriverTable*& table) {
   Runtime& r = rt();
-  std::call_once(r.once, [&] { initialise(r); });
-  if (r.initError != cudaSuccess) {
-    record(r.initError);
-    return nullptr;
+  std::call_once(r.once, [&r] { r.initError = initialise(r); });
+  if (r.initError != cudaSuccess) return record(r.initError);
+  if (!contextBound) {
+    if (CUresult e = r.legacy.cuCtxSetCurrent(r.context)) return record(fromDriver(e));
+    contextBound = true;
   }
-  return perThread ? &r.p : &r.d;
+  table = perThread ? &r.perThread : &r.legacy;
+  return cudaSuccess;
 }
 
-#define DRIVER(perThread)                                         \
-  const Driver* D = driver(perThread);                            \
-  if (D == nullptr) return rt().initError
+#define STANDIN_DRIVER(perThread)     \
+  const DriverTable* D = nullptr;     \
+  if (cudaError_t e_ = acquire(perThread, D)) return e_
 
-cudaError_t call(CUresult r) { return record(fromDriver(r)); }
+CUdeviceptr dptr(const void* p) { return reinterpret_cast<CUdeviceptr>(p); }
 
-// The kernel for a host stub or a cudaKernel_t (which is a CUkernel).
-CUfunction kernelFor(const void* func, cudaError_t& error) {
+// ------------------------------------------------------------------ kernels
+KernelEntry* findKernel(const void* func) {
   Runtime& r = rt();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  auto it = r.functions.find(func);
-  if (it == r.functions.end()) {
-    for (auto& [stub, reg] : r.functions)
-      if (reg.kernel != nullptr && reinterpret_cast<const void*>(reg.kernel) == func) return reinterpret_cast<CUfunction>(reg.kernel);
-    error = cudaErrorInvalidDeviceFunction;
-    return nullptr;
-  }
-  Registered& reg = it->second;
-  if (reg.kernel == nullptr) {
-    CUlibrary& lib = r.libraries[reg.module];
-    if (lib == nullptr && r.d.cuLibraryLoadData(&lib, reg.module, nullptr, nullptr, 0, nullptr, nullptr, 0) != CUDA_SUCCESS) {
-      error = cudaErrorInvalidKernelImage;
-      return nullptr;
-    }
-    if (r.d.cuLibraryGetKernel(&reg.kernel, lib, reg.name.c_str()) != CUDA_SUCCESS) {
-      error = cudaErrorInvalidDeviceFunction;
-      return nullptr;
-    }
-  }
-  return reinterpret_cast<CUfunction>(reg.kernel);
+  std::shared_lock lock(r.mutex);
+  if (auto it = r.byHostFun.find(func); it != r.byHostFun.end()) return it->second;
+  if (auto it = r.byKernel.find(func); it != r.byKernel.end()) return it->second;  // a cudaKernel_t
+  return nullptr;
 }
 
-cudaError_t launch(bool perThread, const void* func, dim3 g, dim3 b, void** args, size_t shared, cudaStream_t s, bool cooperative) {
-  DRIVER(perThread);
-  cudaError_t error = cudaSuccess;
-  CUfunction f = kernelFor(func, error);
-  if (f == nullptr) return record(error);
+// The CUkernel of a host stub or cudaKernel_t: its fatbin is loaded and the kernel looked up on
+// first use, once, whichever thread gets there first.
+cudaError_t resolveKernel(const DriverTable& d, const void* func, CUkernel& out) {
+  KernelEntry* entry = findKernel(func);
+  if (entry == nullptr) return cudaErrorInvalidDeviceFunction;
+  std::call_once(entry->resolveOnce, [&d, entry] {
+    FatBinary& binary = *entry->binary;
+    std::call_once(binary.loadOnce, [&d, &binary] {
+      binary.loadResult = d.cuLibraryLoadData(&binary.library, binary.image, nullptr, nullptr, 0, nullptr, nullptr, 0);
+    });
+    if (binary.loadResult != CUDA_SUCCESS) {
+      entry->resolveError = fromDriver(binary.loadResult);
+      return;
+    }
+    if (d.cuLibraryGetKernel(&entry->kernel, binary.library, entry->deviceName.c_str()) != CUDA_SUCCESS) {
+      entry->resolveError = cudaErrorInvalidDeviceFunction;
+      return;
+    }
+    Runtime& r = rt();
+    std::unique_lock lock(r.mutex);
+    r.byKernel[entry->kernel] = entry;
+  });
+  if (entry->resolveError != cudaSuccess) return entry->resolveError;
+  out = entry->kernel;
+  return cudaSuccess;
+}
+
+// The driver rejects bad launch geometry with INVALID_VALUE; the runtime calls that a bad
+// configuration.
+cudaError_t launchError(CUresult r) { return r == CUDA_ERROR_INVALID_VALUE ? cudaErrorInvalidConfiguration : fromDriver(r); }
+
+cudaError_t launchKernel(const DriverTable& d, CUkernel k, dim3 g, dim3 b, void** args, size_t shared, cudaStream_t s,
+                         bool cooperative) {
+  if (shared > UINT_MAX) return record(cudaErrorInvalidValue);
+  const auto f = reinterpret_cast<CUfunction>(k);  // CUDA 13 launches the CUkernel itself
   const auto sh = static_cast<unsigned>(shared);
-  if (cooperative) return call(D->cuLaunchCooperativeKernel(f, g.x, g.y, g.z, b.x, b.y, b.z, sh, s, args));
-  return call(D->cuLaunchKernel(f, g.x, g.y, g.z, b.x, b.y, b.z, sh, s, args, nullptr));
+  const CUresult r = cooperative ? d.cuLaunchCooperativeKernel(f, g.x, g.y, g.z, b.x, b.y, b.z, sh, s, args)
+                                 : d.cuLaunchKernel(f, g.x, g.y, g.z, b.x, b.y, b.z, sh, s, args, nullptr);
+  return record(launchError(r));
+}
+
+cudaError_t launchFunction(bool perThread, const void* func, dim3 g, dim3 b, void** args, size_t shared, cudaStream_t s,
+                           bool cooperative) {
+  STANDIN_DRIVER(perThread);
+  CUkernel k = nullptr;
+  if (cudaError_t e = resolveKernel(*D, func, k)) return record(e);
+  return launchKernel(*D, k, g, b, args, shared, s, cooperative);
 }
 
 cudaError_t launchEx(bool perThread, const cudaLaunchConfig_t* c, const void* func, void** args) {
-  DRIVER(perThread);
-  if (c == nullptr) return record(cudaErrorInvalidValue);
-  cudaError_t error = cudaSuccess;
-  CUfunction f = kernelFor(func, error);
-  if (f == nullptr) return record(error);
+  STANDIN_DRIVER(perThread);
+  if (c == nullptr || c->dynamicSmemBytes > UINT_MAX) return record(cudaErrorInvalidValue);
+  CUkernel k = nullptr;
+  if (cudaError_t e = resolveKernel(*D, func, k)) return record(e);
+  static_assert(sizeof(cudaLaunchAttribute) == sizeof(CUlaunchAttribute), "launch attributes share one layout");
   CUlaunchConfig config{};
   config.gridDimX = c->gridDim.x, config.gridDimY = c->gridDim.y, config.gridDimZ = c->gridDim.z;
   config.blockDimX = c->blockDim.x, config.blockDimY = c->blockDim.y, config.blockDimZ = c->blockDim.z;
   config.sharedMemBytes = static_cast<unsigned>(c->dynamicSmemBytes);
   config.hStream = c->stream;
-  return call(D->cuLaunchKernelEx(&config, f, args, nullptr));
+  config.attrs = reinterpret_cast<CUlaunchAttribute*>(c->attrs);
+  config.numAttrs = c->numAttrs;
+  return record(launchError(D->cuLaunchKernelEx(&config, reinterpret_cast<CUfunction>(k), args, nullptr)));
 }
 
-CUdeviceptr dptr(const void* p) { return reinterpret_cast<CUdeviceptr>(p); }
-
-cudaError_t memcpyImpl(bool perThread, void* dst, const void* src, size_t n, cudaMemcpyKind kind, bool async, cudaStream_t s) {
-  DRIVER(perThread);
+// ------------------------------------------------------------------ copies
+cudaError_t copyLinear(bool perThread, void* dst, const void* src, size_t n, cudaMemcpyKind kind, bool async,
+                       cudaStream_t s) {
+  STANDIN_DRIVER(perThread);
   switch (kind) {
     case cudaMemcpyHostToDevice:
       return call(async ? D->cuMemcpyHtoDAsync(dptr(dst), src, n, s) : D->cuMemcpyHtoD(dptr(dst), src, n));
@@ -279,58 +421,95 @@ cudaError_t memcpyImpl(bool perThread, void* dst, const void* src, size_t n, cud
   return record(cudaErrorInvalidMemcpyDirection);
 }
 
+bool validKind(cudaMemcpyKind kind) { return kind >= cudaMemcpyHostToHost && kind <= cudaMemcpyDefault; }
+
 CUmemorytype memoryType(cudaMemcpyKind kind, bool source) {
+  if (kind == cudaMemcpyDefault) return CU_MEMORYTYPE_UNIFIED;
   const bool host = source ? (kind == cudaMemcpyHostToDevice || kind == cudaMemcpyHostToHost)
                            : (kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyHostToHost);
-  return kind == cudaMemcpyDefault ? CU_MEMORYTYPE_UNIFIED : host ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
+  return host ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
 }
 
-CUDA_MEMCPY2D copy2D(void* dst, size_t dpitch, const void* src, size_t spitch, size_t w, size_t h, cudaMemcpyKind kind) {
+CUDA_MEMCPY2D describe2D(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
+                         cudaMemcpyKind kind) {
   CUDA_MEMCPY2D c{};
-  c.srcMemoryType = memoryType(kind, true) == CU_MEMORYTYPE_HOST ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
-  c.srcHost = src, c.srcDevice = dptr(src), c.srcPitch = spitch;
-  c.dstMemoryType = memoryType(kind, false) == CU_MEMORYTYPE_HOST ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
-  c.dstHost = dst, c.dstDevice = dptr(dst), c.dstPitch = dpitch;
-  c.WidthInBytes = w, c.Height = h;
+  c.srcMemoryType = memoryType(kind, true), c.srcHost = src, c.srcDevice = dptr(src), c.srcPitch = spitch;
+  c.dstMemoryType = memoryType(kind, false), c.dstHost = dst, c.dstDevice = dptr(dst), c.dstPitch = dpitch;
+  c.WidthInBytes = width, c.Height = height;
   return c;
 }
 
-CUDA_MEMCPY3D copy3D(const cudaMemcpy3DParms* p) {
+cudaError_t copy2D(bool perThread, void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
+                   size_t height, cudaMemcpyKind kind, bool async, cudaStream_t s) {
+  STANDIN_DRIVER(perThread);
+  if (!validKind(kind)) return record(cudaErrorInvalidMemcpyDirection);
+  if (width > dpitch || width > spitch) return record(cudaErrorInvalidPitchValue);
+  const CUDA_MEMCPY2D c = describe2D(dst, dpitch, src, spitch, width, height, kind);
+  return call(async ? D->cuMemcpy2DAsync(&c, s) : D->cuMemcpy2D(&c));
+}
+
+// Linear memory only: the stand-in has no CUDA arrays.
+cudaError_t copy3D(bool perThread, const cudaMemcpy3DParms* p, bool async, cudaStream_t s) {
+  STANDIN_DRIVER(perThread);
+  if (p == nullptr || p->srcArray != nullptr || p->dstArray != nullptr) return record(cudaErrorInvalidValue);
+  if (!validKind(p->kind)) return record(cudaErrorInvalidMemcpyDirection);
   CUDA_MEMCPY3D c{};
-  c.srcMemoryType = memoryType(p->kind, true) == CU_MEMORYTYPE_HOST ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
-  c.srcHost = p->srcPtr.ptr, c.srcDevice = dptr(p->srcPtr.ptr), c.srcPitch = p->srcPtr.pitch, c.srcHeight = p->srcPtr.ysize;
+  c.srcMemoryType = memoryType(p->kind, true), c.srcHost = p->srcPtr.ptr, c.srcDevice = dptr(p->srcPtr.ptr);
+  c.srcPitch = p->srcPtr.pitch, c.srcHeight = p->srcPtr.ysize;
   c.srcXInBytes = p->srcPos.x, c.srcY = p->srcPos.y, c.srcZ = p->srcPos.z;
-  c.dstMemoryType = memoryType(p->kind, false) == CU_MEMORYTYPE_HOST ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
-  c.dstHost = p->dstPtr.ptr, c.dstDevice = dptr(p->dstPtr.ptr), c.dstPitch = p->dstPtr.pitch, c.dstHeight = p->dstPtr.ysize;
+  c.dstMemoryType = memoryType(p->kind, false), c.dstHost = p->dstPtr.ptr, c.dstDevice = dptr(p->dstPtr.ptr);
+  c.dstPitch = p->dstPtr.pitch, c.dstHeight = p->dstPtr.ysize;
   c.dstXInBytes = p->dstPos.x, c.dstY = p->dstPos.y, c.dstZ = p->dstPos.z;
   c.WidthInBytes = p->extent.width, c.Height = p->extent.height, c.Depth = p->extent.depth;
-  return c;
+  return call(async ? D->cuMemcpy3DAsync(&c, s) : D->cuMemcpy3D(&c));
 }
 
-cudaError_t symbolAddress(const void* symbol, size_t offset, size_t n, CUdeviceptr& out) {
+// The device copy of a registered variable, checked against its size.
+cudaError_t symbolRange(const void* symbol, size_t offset, size_t n, char*& out) {
   Runtime& r = rt();
-  std::lock_guard<std::mutex> lock(r.mutex);
+  std::shared_lock lock(r.mutex);
   auto it = r.symbols.find(symbol);
   if (it == r.symbols.end()) return cudaErrorInvalidSymbol;
-  (void)n;
-  out = it->second + offset;
+  if (offset > it->second.size || n > it->second.size - offset) return cudaErrorInvalidValue;
+  out = static_cast<char*>(it->second.storage) + offset;
   return cudaSuccess;
 }
 
 cudaError_t toSymbol(bool perThread, const void* symbol, const void* src, size_t n, size_t offset, cudaMemcpyKind kind,
                      bool async, cudaStream_t s) {
-  CUdeviceptr d = 0;
-  if (cudaError_t e = symbolAddress(symbol, offset, n, d)) return record(e);
-  return memcpyImpl(perThread, reinterpret_cast<void*>(d), src, n,
-                    kind == cudaMemcpyDeviceToDevice ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice, async, s);
+  const DriverTable* D = nullptr;
+  if (cudaError_t e = acquire(perThread, D)) return e;
+  if (kind != cudaMemcpyHostToDevice && kind != cudaMemcpyDeviceToDevice && kind != cudaMemcpyDefault)
+    return record(cudaErrorInvalidMemcpyDirection);
+  char* device = nullptr;
+  if (cudaError_t e = symbolRange(symbol, offset, n, device)) return record(e);
+  return copyLinear(perThread, device, src, n, kind, async, s);
 }
 
 cudaError_t fromSymbol(bool perThread, void* dst, const void* symbol, size_t n, size_t offset, cudaMemcpyKind kind,
                        bool async, cudaStream_t s) {
-  CUdeviceptr d = 0;
-  if (cudaError_t e = symbolAddress(symbol, offset, n, d)) return record(e);
-  return memcpyImpl(perThread, dst, reinterpret_cast<const void*>(d), n,
-                    kind == cudaMemcpyDeviceToDevice ? cudaMemcpyDeviceToDevice : cudaMemcpyDeviceToHost, async, s);
+  const DriverTable* D = nullptr;
+  if (cudaError_t e = acquire(perThread, D)) return e;
+  if (kind != cudaMemcpyDeviceToHost && kind != cudaMemcpyDeviceToDevice && kind != cudaMemcpyDefault)
+    return record(cudaErrorInvalidMemcpyDirection);
+  char* device = nullptr;
+  if (cudaError_t e = symbolRange(symbol, offset, n, device)) return record(e);
+  return copyLinear(perThread, dst, device, n, kind, async, s);
+}
+
+// ------------------------------------------------------------------ sets
+cudaError_t set(bool perThread, void* p, int value, size_t n, bool async, cudaStream_t s) {
+  STANDIN_DRIVER(perThread);
+  const auto v = static_cast<unsigned char>(value);
+  return call(async ? D->cuMemsetD8Async(dptr(p), v, n, s) : D->cuMemsetD8(dptr(p), v, n));
+}
+
+cudaError_t set2D(bool perThread, void* p, size_t pitch, int value, size_t width, size_t height, bool async,
+                  cudaStream_t s) {
+  STANDIN_DRIVER(perThread);
+  const auto v = static_cast<unsigned char>(value);
+  return call(async ? D->cuMemsetD2D8Async(dptr(p), pitch, v, width, height, s)
+                    : D->cuMemsetD2D8(dptr(p), pitch, v, width, height));
 }
 
 }  // namespace
@@ -338,370 +517,419 @@ cudaError_t fromSymbol(bool perThread, void* dst, const void* symbol, size_t n, 
 extern "C" {
 
 // ------------------------------------------------------------------ registration (nvcc-generated code)
-EXPORT void** __cudaRegisterFatBinary(void* fatCubin) {
-  auto** handle = new void*[1];
-  handle[0] = fatCubin;
-  return handle;
+// These run from static constructors: no driver call here, the runtime starts on first use.
+void** __cudaRegisterFatBinary(void* fatCubin) {
+  struct Wrapper {  // __fatBinC_Wrapper_t, fatbinary_section.h
+    int magic;
+    int version;
+    const unsigned long long* data;
+    void* filenameOrFatbins;
+  };
+  constexpr int kWrapperMagic = 0x466243b1;
+  auto* binary = new FatBinary();
+  const auto* wrapper = static_cast<const Wrapper*>(fatCubin);
+  binary->image = wrapper != nullptr && wrapper->magic == kWrapperMagic ? static_cast<const void*>(wrapper->data) : fatCubin;
+  return reinterpret_cast<void**>(binary);
 }
-EXPORT void __cudaRegisterFatBinaryEnd(void**) {}
-EXPORT void __cudaUnregisterFatBinary(void**) {}
-EXPORT char __cudaInitModule(void**) { return 1; }
-EXPORT void __cudaRegisterFunction(void** module, const char* hostFun, char*, const char* deviceName, int, uint3*, uint3*,
-                                   dim3*, dim3*, int*) {
+void __cudaRegisterFatBinaryEnd(void**) {}
+// Runs from atexit, when the driver may already be going away: libraries stay loaded.
+void __cudaUnregisterFatBinary(void**) {}
+char __cudaInitModule(void**) { return 1; }
+void __cudaRegisterFunction(void** fatCubinHandle, const char* hostFun, char*, const char* deviceName, int, uint3*, uint3*,
+                            dim3*, dim3*, int*) {
+  if (hostFun == nullptr || deviceName == nullptr) return;
+  auto* entry = new KernelEntry{deviceName, reinterpret_cast<FatBinary*>(fatCubinHandle)};
   Runtime& r = rt();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  r.functions[hostFun] = Registered{deviceName, module, nullptr};
+  std::unique_lock lock(r.mutex);
+  r.byHostFun[hostFun] = entry;
 }
-EXPORT void __cudaRegisterVar(void**, char* hostVar, char*, const char*, int, size_t size, int, int) {
-  // The device copy starts as the host shadow's initial bytes, like a loaded module's globals.
-  void* device = calloc(1, size ? size : 1);
-  memcpy(device, hostVar, size);
+void __cudaRegisterVar(void**, char* hostVar, char*, const char*, int, size_t size, int, int) {
+  Symbol symbol{calloc(1, size != 0 ? size : 1), size};
   Runtime& r = rt();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  r.symbols[hostVar] = dptr(device);
+  std::unique_lock lock(r.mutex);
+  r.symbols[hostVar] = symbol;
 }
-EXPORT void __cudaRegisterManagedVar(void**, void** hostVarPtrAddress, char*, const char*, int, size_t, int, int) {
-  (void)hostVarPtrAddress;
+// Host code reaches a __managed__ variable through the pointer stored here; the variable's
+// address is also its symbol.
+void __cudaRegisterManagedVar(void**, void** hostVarPtrAddress, char*, const char*, int, size_t size, int, int) {
+  Symbol symbol{calloc(1, size != 0 ? size : 1), size};
+  *hostVarPtrAddress = symbol.storage;
+  Runtime& r = rt();
+  std::unique_lock lock(r.mutex);
+  r.symbols[symbol.storage] = symbol;
 }
-EXPORT void __cudaRegisterHostVar(void**, const char*, char*, size_t) {}
-EXPORT unsigned __cudaPushCallConfiguration(dim3 grid, dim3 block, size_t shared, struct CUstream_st* stream) {
-  callStack.push_back(CallConfiguration{grid, block, shared, stream});
+void __cudaRegisterHostVar(void**, const char*, char*, size_t) {}
+unsigned __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, size_t sharedMem, struct CUstream_st* stream) {
+  callStack.push_back(CallConfiguration{gridDim, blockDim, sharedMem, stream});
   return 0;
 }
-EXPORT cudaError_t __cudaPopCallConfiguration(dim3* grid, dim3* block, size_t* shared, void* stream) {
+cudaError_t __cudaPopCallConfiguration(dim3* gridDim, dim3* blockDim, size_t* sharedMem, void* stream) {
   if (callStack.empty()) return cudaErrorMissingConfiguration;
   const CallConfiguration c = callStack.back();
   callStack.pop_back();
-  *grid = c.grid, *block = c.block, *shared = c.shared;
+  *gridDim = c.grid, *blockDim = c.block, *sharedMem = c.shared;
   *static_cast<cudaStream_t*>(stream) = c.stream;
   return cudaSuccess;
 }
-EXPORT cudaError_t __cudaGetKernel(cudaKernel_t* kernel, const void* hostFun) {
+
+// ------------------------------------------------------------------ kernels
+cudaError_t __cudaGetKernel(cudaKernel_t* kernel, const void* hostFun) {
+  STANDIN_DRIVER(false);
   if (kernel == nullptr) return record(cudaErrorInvalidValue);
-  if (driver() == nullptr) return rt().initError;
-  cudaError_t error = cudaSuccess;
-  CUfunction f = kernelFor(hostFun, error);
-  if (f == nullptr) return record(error);
-  *kernel = reinterpret_cast<cudaKernel_t>(f);
+  CUkernel k = nullptr;
+  if (cudaError_t e = resolveKernel(*D, hostFun, k)) return record(e);
+  *kernel = reinterpret_cast<cudaKernel_t>(k);
   return cudaSuccess;
 }
-EXPORT cudaError_t cudaGetKernel(cudaKernel_t* kernel, const void* hostFun) { return __cudaGetKernel(kernel, hostFun); }
-EXPORT cudaError_t __cudaLaunchKernel(cudaKernel_t k, dim3 g, dim3 b, void** args, size_t shared, cudaStream_t s) {
-  return launch(false, k, g, b, args, shared, s, false);
+cudaError_t cudaGetKernel(cudaKernel_t* kernel, const void* entryFuncAddr) { return __cudaGetKernel(kernel, entryFuncAddr); }
+// The triple-chevron path: the kernel handle goes to the driver as it is, as in the real runtime.
+cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 g, dim3 b, void** args, size_t shared, cudaStream_t s) {
+  STANDIN_DRIVER(false);
+  if (kernel == nullptr) return record(cudaErrorInvalidDeviceFunction);
+  return launchKernel(*D, reinterpret_cast<CUkernel>(kernel), g, b, args, shared, s, false);
 }
-EXPORT cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t k, dim3 g, dim3 b, void** args, size_t shared, cudaStream_t s) {
-  return launch(true, k, g, b, args, shared, s, false);
+cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 g, dim3 b, void** args, size_t shared, cudaStream_t s) {
+  STANDIN_DRIVER(true);
+  if (kernel == nullptr) return record(cudaErrorInvalidDeviceFunction);
+  return launchKernel(*D, reinterpret_cast<CUkernel>(kernel), g, b, args, shared, s, false);
 }
-EXPORT cudaError_t cudaFuncGetName(const char** name, const void* func) {
+cudaError_t cudaFuncGetName(const char** name, const void* func) {
   if (name == nullptr) return record(cudaErrorInvalidValue);
-  Runtime& r = rt();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  auto it = r.functions.find(func);
-  if (it == r.functions.end()) return record(cudaErrorInvalidDeviceFunction);
-  *name = it->second.name.c_str();
+  KernelEntry* entry = findKernel(func);
+  if (entry == nullptr) return record(cudaErrorInvalidDeviceFunction);
+  *name = entry->deviceName.c_str();
   return cudaSuccess;
 }
 
 // ------------------------------------------------------------------ launches
-EXPORT cudaError_t cudaLaunchKernel(const void* f, dim3 g, dim3 b, void** a, size_t sh, cudaStream_t s) {
-  return launch(false, f, g, b, a, sh, s, false);
+cudaError_t cudaLaunchKernel(const void* func, dim3 g, dim3 b, void** args, size_t shared, cudaStream_t s) {
+  return launchFunction(false, func, g, b, args, shared, s, false);
 }
-EXPORT cudaError_t cudaLaunchKernel_ptsz(const void* f, dim3 g, dim3 b, void** a, size_t sh, cudaStream_t s) {
-  return launch(true, f, g, b, a, sh, s, false);
+cudaError_t cudaLaunchKernel_ptsz(const void* func, dim3 g, dim3 b, void** args, size_t shared, cudaStream_t s) {
+  return launchFunction(true, func, g, b, args, shared, s, false);
 }
-EXPORT cudaError_t cudaLaunchCooperativeKernel(const void* f, dim3 g, dim3 b, void** a, size_t sh, cudaStream_t s) {
-  return launch(false, f, g, b, a, sh, s, true);
+cudaError_t cudaLaunchCooperativeKernel(const void* func, dim3 g, dim3 b, void** args, size_t shared, cudaStream_t s) {
+  return launchFunction(false, func, g, b, args, shared, s, true);
 }
-EXPORT cudaError_t cudaLaunchCooperativeKernel_ptsz(const void* f, dim3 g, dim3 b, void** a, size_t sh, cudaStream_t s) {
-  return launch(true, f, g, b, a, sh, s, true);
+cudaError_t cudaLaunchCooperativeKernel_ptsz(const void* func, dim3 g, dim3 b, void** args, size_t shared, cudaStream_t s) {
+  return launchFunction(true, func, g, b, args, shared, s, true);
 }
-EXPORT cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* c, const void* f, void** a) { return launchEx(false, c, f, a); }
-EXPORT cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t* c, const void* f, void** a) { return launchEx(true, c, f, a); }
-EXPORT cudaError_t cudaGraphLaunch(cudaGraphExec_t g, cudaStream_t s) {
-  DRIVER(false);
-  return call(D->cuGraphLaunch(reinterpret_cast<CUgraphExec>(g), s));
+cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* func, void** args) {
+  return launchEx(false, config, func, args);
 }
-EXPORT cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t g, cudaStream_t s) {
-  DRIVER(true);
-  return call(D->cuGraphLaunch(reinterpret_cast<CUgraphExec>(g), s));
+cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t* config, const void* func, void** args) {
+  return launchEx(true, config, func, args);
+}
+cudaError_t cudaGraphLaunch(cudaGraphExec_t graph, cudaStream_t s) {
+  STANDIN_DRIVER(false);
+  return call(D->cuGraphLaunch(reinterpret_cast<CUgraphExec>(graph), s));
+}
+cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t graph, cudaStream_t s) {
+  STANDIN_DRIVER(true);
+  return call(D->cuGraphLaunch(reinterpret_cast<CUgraphExec>(graph), s));
 }
 
-// ------------------------------------------------------------------ device management and errors
-EXPORT cudaError_t cudaGetDeviceCount(int* n) {
-  DRIVER(false);
-  return call(D->cuDeviceGetCount(n));
+// ------------------------------------------------------------------ devices, versions, errors
+cudaError_t cudaGetDeviceCount(int* count) {
+  if (count == nullptr) return record(cudaErrorInvalidValue);
+  *count = 0;
+  STANDIN_DRIVER(false);
+  return call(D->cuDeviceGetCount(count));
 }
-EXPORT cudaError_t cudaSetDevice(int device) {
-  DRIVER(false);
-  return record(device == 0 ? cudaSuccess : cudaErrorInvalidDevice);
+cudaError_t cudaSetDevice(int device) {
+  STANDIN_DRIVER(false);
+  return device == 0 ? cudaSuccess : record(cudaErrorInvalidDevice);
 }
-EXPORT cudaError_t cudaGetDevice(int* device) {
+cudaError_t cudaGetDevice(int* device) {
   if (device == nullptr) return record(cudaErrorInvalidValue);
+  STANDIN_DRIVER(false);
   *device = 0;
   return cudaSuccess;
 }
-EXPORT cudaError_t cudaDriverGetVersion(int* v) {
-  if (v == nullptr) return record(cudaErrorInvalidValue);
-  *v = driver() != nullptr ? rt().driverVersion : 0;
+cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) {
+  STANDIN_DRIVER(false);
+  return call(D->cuDeviceGetAttribute(value, static_cast<CUdevice_attribute>(attr), device));
+}
+// Answers without a usable device, like the real one: 0 when there is no driver at all.
+cudaError_t cudaDriverGetVersion(int* driverVersion) {
+  if (driverVersion == nullptr) return record(cudaErrorInvalidValue);
+  Runtime& r = rt();
+  std::call_once(r.once, [&r] { r.initError = initialise(r); });
+  *driverVersion = r.driverVersion;
   return cudaSuccess;
 }
-EXPORT cudaError_t cudaRuntimeGetVersion(int* v) {
-  if (v == nullptr) return record(cudaErrorInvalidValue);
-  *v = 13000;
+cudaError_t cudaRuntimeGetVersion(int* runtimeVersion) {
+  if (runtimeVersion == nullptr) return record(cudaErrorInvalidValue);
+  *runtimeVersion = kRuntimeVersion;
   return cudaSuccess;
 }
-EXPORT cudaError_t cudaGetLastError() {
+cudaError_t cudaGetLastError() {
   const cudaError_t e = lastError;
   lastError = cudaSuccess;
   return e;
 }
-EXPORT cudaError_t cudaPeekAtLastError() { return lastError; }
-EXPORT const char* cudaGetErrorName(cudaError_t e) {
-  switch (e) {
-    case cudaSuccess: return "cudaSuccess";
-    case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
-    case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
-    case cudaErrorInvalidDeviceFunction: return "cudaErrorInvalidDeviceFunction";
-    case cudaErrorInvalidResourceHandle: return "cudaErrorInvalidResourceHandle";
-    case cudaErrorInsufficientDriver: return "cudaErrorInsufficientDriver";
-    default: return "cudaErrorUnknown";
-  }
+cudaError_t cudaPeekAtLastError() { return lastError; }
+const char* cudaGetErrorName(cudaError_t error) {
+  const ErrorText* e = errorText(error);
+  return e != nullptr ? e->name : "unrecognized error code";
 }
-EXPORT const char* cudaGetErrorString(cudaError_t e) { return cudaGetErrorName(e); }
-EXPORT cudaError_t cudaDeviceSynchronize() {
-  DRIVER(false);
+const char* cudaGetErrorString(cudaError_t error) {
+  const ErrorText* e = errorText(error);
+  return e != nullptr ? e->text : "unrecognized error code";
+}
+cudaError_t cudaDeviceSynchronize() {
+  STANDIN_DRIVER(false);
   return call(D->cuCtxSynchronize());
 }
-EXPORT cudaError_t cudaDeviceReset() {
-  DRIVER(false);
+cudaError_t cudaDeviceReset() {
+  STANDIN_DRIVER(false);
   return call(D->cuDevicePrimaryCtxReset(0));
 }
 
 // ------------------------------------------------------------------ memory
-EXPORT cudaError_t cudaMalloc(void** p, size_t n) {
-  DRIVER(false);
+cudaError_t cudaMalloc(void** p, size_t n) {
+  STANDIN_DRIVER(false);
+  if (p == nullptr) return record(cudaErrorInvalidValue);
+  if (n == 0) {  // no allocation, no error: the runtime hands out NULL
+    *p = nullptr;
+    return cudaSuccess;
+  }
   return call(D->cuMemAlloc(reinterpret_cast<CUdeviceptr*>(p), n));
 }
-EXPORT cudaError_t cudaMallocManaged(void** p, size_t n, unsigned flags) {
-  DRIVER(false);
+cudaError_t cudaMallocManaged(void** p, size_t n, unsigned flags) {
+  STANDIN_DRIVER(false);
   return call(D->cuMemAllocManaged(reinterpret_cast<CUdeviceptr*>(p), n, flags));
 }
-EXPORT cudaError_t cudaMallocPitch(void** p, size_t* pitch, size_t w, size_t h) {
-  DRIVER(false);
-  return call(D->cuMemAllocPitch(reinterpret_cast<CUdeviceptr*>(p), pitch, w, h, 4));
+cudaError_t cudaMallocPitch(void** p, size_t* pitch, size_t width, size_t height) {
+  STANDIN_DRIVER(false);
+  return call(D->cuMemAllocPitch(reinterpret_cast<CUdeviceptr*>(p), pitch, width, height, 16));
 }
-EXPORT cudaError_t cudaMallocHost(void** p, size_t n) {
-  DRIVER(false);
+cudaError_t cudaMallocHost(void** p, size_t n) {
+  STANDIN_DRIVER(false);
   return call(D->cuMemAllocHost(p, n));
 }
-EXPORT cudaError_t cudaHostAlloc(void** p, size_t n, unsigned flags) {
-  DRIVER(false);
+cudaError_t cudaHostAlloc(void** p, size_t n, unsigned flags) {
+  STANDIN_DRIVER(false);
   return call(D->cuMemHostAlloc(p, n, flags));
 }
-EXPORT cudaError_t cudaFree(void* p) {
-  DRIVER(false);
+// cudaFree(nullptr) is the idiom that starts the runtime; it frees nothing.
+cudaError_t cudaFree(void* p) {
+  STANDIN_DRIVER(false);
   return p == nullptr ? cudaSuccess : call(D->cuMemFree(dptr(p)));
 }
-EXPORT cudaError_t cudaFreeHost(void* p) {
-  DRIVER(false);
+cudaError_t cudaFreeHost(void* p) {
+  STANDIN_DRIVER(false);
   return p == nullptr ? cudaSuccess : call(D->cuMemFreeHost(p));
 }
-#define ASYNC_ALLOC(name, pt)                                                    \
-  EXPORT cudaError_t name(void** p, size_t n, cudaStream_t s) {                  \
-    DRIVER(pt);                                                                  \
-    return call(D->cuMemAllocAsync(reinterpret_cast<CUdeviceptr*>(p), n, s));   \
-  }
-ASYNC_ALLOC(cudaMallocAsync, false)
-ASYNC_ALLOC(cudaMallocAsync_ptsz, true)
-#undef ASYNC_ALLOC
-#define POOL_ALLOC(name, pt)                                                                                    \
-  EXPORT cudaError_t name(void** p, size_t n, cudaMemPool_t pool, cudaStream_t s) {                             \
-    DRIVER(pt);                                                                                                 \
-    return call(D->cuMemAllocFromPoolAsync(reinterpret_cast<CUdeviceptr*>(p), n, reinterpret_cast<CUmemoryPool>(pool), s)); \
-  }
-POOL_ALLOC(cudaMallocFromPoolAsync, false)
-POOL_ALLOC(cudaMallocFromPoolAsync_ptsz, true)
-#undef POOL_ALLOC
-#define ASYNC_FREE(name, pt)                                  \
-  EXPORT cudaError_t name(void* p, cudaStream_t s) {          \
-    DRIVER(pt);                                               \
-    return call(D->cuMemFreeAsync(dptr(p), s));               \
-  }
-ASYNC_FREE(cudaFreeAsync, false)
-ASYNC_FREE(cudaFreeAsync_ptsz, true)
-#undef ASYNC_FREE
+cudaError_t cudaMallocAsync(void** p, size_t n, cudaStream_t s) {
+  STANDIN_DRIVER(false);
+  return call(D->cuMemAllocAsync(reinterpret_cast<CUdeviceptr*>(p), n, s));
+}
+cudaError_t cudaMallocAsync_ptsz(void** p, size_t n, cudaStream_t s) {
+  STANDIN_DRIVER(true);
+  return call(D->cuMemAllocAsync(reinterpret_cast<CUdeviceptr*>(p), n, s));
+}
+cudaError_t cudaMallocFromPoolAsync(void** p, size_t n, cudaMemPool_t pool, cudaStream_t s) {
+  STANDIN_DRIVER(false);
+  return call(D->cuMemAllocFromPoolAsync(reinterpret_cast<CUdeviceptr*>(p), n, reinterpret_cast<CUmemoryPool>(pool), s));
+}
+cudaError_t cudaMallocFromPoolAsync_ptsz(void** p, size_t n, cudaMemPool_t pool, cudaStream_t s) {
+  STANDIN_DRIVER(true);
+  return call(D->cuMemAllocFromPoolAsync(reinterpret_cast<CUdeviceptr*>(p), n, reinterpret_cast<CUmemoryPool>(pool), s));
+}
+cudaError_t cudaFreeAsync(void* p, cudaStream_t s) {
+  STANDIN_DRIVER(false);
+  return call(D->cuMemFreeAsync(dptr(p), s));
+}
+cudaError_t cudaFreeAsync_ptsz(void* p, cudaStream_t s) {
+  STANDIN_DRIVER(true);
+  return call(D->cuMemFreeAsync(dptr(p), s));
+}
 
 // ------------------------------------------------------------------ copies
-EXPORT cudaError_t cudaMemcpy(void* d, const void* s, size_t n, cudaMemcpyKind k) { return memcpyImpl(false, d, s, n, k, false, nullptr); }
-EXPORT cudaError_t cudaMemcpy_ptds(void* d, const void* s, size_t n, cudaMemcpyKind k) { return memcpyImpl(true, d, s, n, k, false, nullptr); }
-EXPORT cudaError_t cudaMemcpyAsync(void* d, const void* s, size_t n, cudaMemcpyKind k, cudaStream_t st) {
-  return memcpyImpl(false, d, s, n, k, true, st);
+cudaError_t cudaMemcpy(void* dst, const void* src, size_t n, cudaMemcpyKind kind) {
+  return copyLinear(false, dst, src, n, kind, false, nullptr);
 }
-EXPORT cudaError_t cudaMemcpyAsync_ptsz(void* d, const void* s, size_t n, cudaMemcpyKind k, cudaStream_t st) {
-  return memcpyImpl(true, d, s, n, k, true, st);
+cudaError_t cudaMemcpy_ptds(void* dst, const void* src, size_t n, cudaMemcpyKind kind) {
+  return copyLinear(true, dst, src, n, kind, false, nullptr);
 }
-#define COPY2D(name, pt)                                                                                    \
-  EXPORT cudaError_t name(void* d, size_t dp, const void* s, size_t sp, size_t w, size_t h, cudaMemcpyKind k) { \
-    DRIVER(pt);                                                                                             \
-    const CUDA_MEMCPY2D c = copy2D(d, dp, s, sp, w, h, k);                                                  \
-    return call(D->cuMemcpy2D(&c));                                                                          \
-  }
-COPY2D(cudaMemcpy2D, false)
-COPY2D(cudaMemcpy2D_ptds, true)
-#undef COPY2D
-#define COPY2D_ASYNC(name, pt)                                                                                                \
-  EXPORT cudaError_t name(void* d, size_t dp, const void* s, size_t sp, size_t w, size_t h, cudaMemcpyKind k, cudaStream_t st) { \
-    DRIVER(pt);                                                                                                               \
-    const CUDA_MEMCPY2D c = copy2D(d, dp, s, sp, w, h, k);                                                                    \
-    return call(D->cuMemcpy2DAsync(&c, st));                                                                                   \
-  }
-COPY2D_ASYNC(cudaMemcpy2DAsync, false)
-COPY2D_ASYNC(cudaMemcpy2DAsync_ptsz, true)
-#undef COPY2D_ASYNC
-#define COPY3D(name, pt)                                               \
-  EXPORT cudaError_t name(const cudaMemcpy3DParms* p) {                \
-    DRIVER(pt);                                                        \
-    if (p == nullptr) return record(cudaErrorInvalidValue);             \
-    const CUDA_MEMCPY3D c = copy3D(p);                                 \
-    return call(D->cuMemcpy3D(&c));                                    \
-  }
-COPY3D(cudaMemcpy3D, false)
-COPY3D(cudaMemcpy3D_ptds, true)
-#undef COPY3D
-#define COPY3D_ASYNC(name, pt)                                                 \
-  EXPORT cudaError_t name(const cudaMemcpy3DParms* p, cudaStream_t st) {        \
-    DRIVER(pt);                                                                \
-    if (p == nullptr) return record(cudaErrorInvalidValue);                     \
-    const CUDA_MEMCPY3D c = copy3D(p);                                         \
-    return call(D->cuMemcpy3DAsync(&c, st));                                    \
-  }
-COPY3D_ASYNC(cudaMemcpy3DAsync, false)
-COPY3D_ASYNC(cudaMemcpy3DAsync_ptsz, true)
-#undef COPY3D_ASYNC
-EXPORT cudaError_t cudaMemcpyToSymbol(const void* sym, const void* src, size_t n, size_t off, cudaMemcpyKind k) {
-  return toSymbol(false, sym, src, n, off, k, false, nullptr);
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t n, cudaMemcpyKind kind, cudaStream_t s) {
+  return copyLinear(false, dst, src, n, kind, true, s);
 }
-EXPORT cudaError_t cudaMemcpyToSymbol_ptds(const void* sym, const void* src, size_t n, size_t off, cudaMemcpyKind k) {
-  return toSymbol(true, sym, src, n, off, k, false, nullptr);
+cudaError_t cudaMemcpyAsync_ptsz(void* dst, const void* src, size_t n, cudaMemcpyKind kind, cudaStream_t s) {
+  return copyLinear(true, dst, src, n, kind, true, s);
 }
-EXPORT cudaError_t cudaMemcpyFromSymbol(void* dst, const void* sym, size_t n, size_t off, cudaMemcpyKind k) {
-  return fromSymbol(false, dst, sym, n, off, k, false, nullptr);
+cudaError_t cudaMemcpy2D(void* dst, size_t dpitch, const void* src, size_t spitch, size_t w, size_t h, cudaMemcpyKind kind) {
+  return copy2D(false, dst, dpitch, src, spitch, w, h, kind, false, nullptr);
 }
-EXPORT cudaError_t cudaMemcpyFromSymbol_ptds(void* dst, const void* sym, size_t n, size_t off, cudaMemcpyKind k) {
-  return fromSymbol(true, dst, sym, n, off, k, false, nullptr);
+cudaError_t cudaMemcpy2D_ptds(void* dst, size_t dpitch, const void* src, size_t spitch, size_t w, size_t h,
+                              cudaMemcpyKind kind) {
+  return copy2D(true, dst, dpitch, src, spitch, w, h, kind, false, nullptr);
 }
-EXPORT cudaError_t cudaMemcpyToSymbolAsync(const void* sym, const void* src, size_t n, size_t off, cudaMemcpyKind k, cudaStream_t s) {
-  return toSymbol(false, sym, src, n, off, k, true, s);
+cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spitch, size_t w, size_t h,
+                              cudaMemcpyKind kind, cudaStream_t s) {
+  return copy2D(false, dst, dpitch, src, spitch, w, h, kind, true, s);
 }
-EXPORT cudaError_t cudaMemcpyToSymbolAsync_ptsz(const void* sym, const void* src, size_t n, size_t off, cudaMemcpyKind k,
-                                                cudaStream_t s) {
-  return toSymbol(true, sym, src, n, off, k, true, s);
+cudaError_t cudaMemcpy2DAsync_ptsz(void* dst, size_t dpitch, const void* src, size_t spitch, size_t w, size_t h,
+                                   cudaMemcpyKind kind, cudaStream_t s) {
+  return copy2D(true, dst, dpitch, src, spitch, w, h, kind, true, s);
 }
-EXPORT cudaError_t cudaMemcpyFromSymbolAsync(void* dst, const void* sym, size_t n, size_t off, cudaMemcpyKind k, cudaStream_t s) {
-  return fromSymbol(false, dst, sym, n, off, k, true, s);
+cudaError_t cudaMemcpy3D(const cudaMemcpy3DParms* p) { return copy3D(false, p, false, nullptr); }
+cudaError_t cudaMemcpy3D_ptds(const cudaMemcpy3DParms* p) { return copy3D(true, p, false, nullptr); }
+cudaError_t cudaMemcpy3DAsync(const cudaMemcpy3DParms* p, cudaStream_t s) { return copy3D(false, p, true, s); }
+cudaError_t cudaMemcpy3DAsync_ptsz(const cudaMemcpy3DParms* p, cudaStream_t s) { return copy3D(true, p, true, s); }
+cudaError_t cudaMemcpyToSymbol(const void* symbol, const void* src, size_t n, size_t offset, cudaMemcpyKind kind) {
+  return toSymbol(false, symbol, src, n, offset, kind, false, nullptr);
 }
-EXPORT cudaError_t cudaMemcpyFromSymbolAsync_ptsz(void* dst, const void* sym, size_t n, size_t off, cudaMemcpyKind k,
-                                                  cudaStream_t s) {
-  return fromSymbol(true, dst, sym, n, off, k, true, s);
+cudaError_t cudaMemcpyToSymbol_ptds(const void* symbol, const void* src, size_t n, size_t offset, cudaMemcpyKind kind) {
+  return toSymbol(true, symbol, src, n, offset, kind, false, nullptr);
 }
-EXPORT cudaError_t cudaMemcpyPeer(void* d, int, const void* s, int, size_t n) {
-  DRIVER(false);
-  return call(D->cuMemcpyPeer(dptr(d), nullptr, dptr(s), nullptr, n));
+cudaError_t cudaMemcpyFromSymbol(void* dst, const void* symbol, size_t n, size_t offset, cudaMemcpyKind kind) {
+  return fromSymbol(false, dst, symbol, n, offset, kind, false, nullptr);
 }
-EXPORT cudaError_t cudaMemcpyPeerAsync(void* d, int, const void* s, int, size_t n, cudaStream_t st) {
-  DRIVER(false);
-  return call(D->cuMemcpyPeerAsync(dptr(d), nullptr, dptr(s), nullptr, n, st));
+cudaError_t cudaMemcpyFromSymbol_ptds(void* dst, const void* symbol, size_t n, size_t offset, cudaMemcpyKind kind) {
+  return fromSymbol(true, dst, symbol, n, offset, kind, false, nullptr);
+}
+cudaError_t cudaMemcpyToSymbolAsync(const void* symbol, const void* src, size_t n, size_t offset, cudaMemcpyKind kind,
+                                    cudaStream_t s) {
+  return toSymbol(false, symbol, src, n, offset, kind, true, s);
+}
+cudaError_t cudaMemcpyToSymbolAsync_ptsz(const void* symbol, const void* src, size_t n, size_t offset,
+                                         cudaMemcpyKind kind, cudaStream_t s) {
+  return toSymbol(true, symbol, src, n, offset, kind, true, s);
+}
+cudaError_t cudaMemcpyFromSymbolAsync(void* dst, const void* symbol, size_t n, size_t offset, cudaMemcpyKind kind,
+                                      cudaStream_t s) {
+  return fromSymbol(false, dst, symbol, n, offset, kind, true, s);
+}
+cudaError_t cudaMemcpyFromSymbolAsync_ptsz(void* dst, const void* symbol, size_t n, size_t offset, cudaMemcpyKind kind,
+                                           cudaStream_t s) {
+  return fromSymbol(true, dst, symbol, n, offset, kind, true, s);
+}
+cudaError_t cudaGetSymbolAddress(void** devPtr, const void* symbol) {
+  STANDIN_DRIVER(false);
+  if (devPtr == nullptr) return record(cudaErrorInvalidValue);
+  char* device = nullptr;
+  if (cudaError_t e = symbolRange(symbol, 0, 0, device)) return record(e);
+  *devPtr = device;
+  return cudaSuccess;
+}
+cudaError_t cudaGetSymbolSize(size_t* size, const void* symbol) {
+  STANDIN_DRIVER(false);
+  if (size == nullptr) return record(cudaErrorInvalidValue);
+  Runtime& r = rt();
+  std::shared_lock lock(r.mutex);
+  auto it = r.symbols.find(symbol);
+  if (it == r.symbols.end()) return record(cudaErrorInvalidSymbol);
+  *size = it->second.size;
+  return cudaSuccess;
+}
+cudaError_t cudaMemcpyPeer(void* dst, int dstDevice, const void* src, int srcDevice, size_t n) {
+  STANDIN_DRIVER(false);
+  if (dstDevice != 0 || srcDevice != 0) return record(cudaErrorInvalidDevice);
+  const CUcontext ctx = rt().context;
+  return call(D->cuMemcpyPeer(dptr(dst), ctx, dptr(src), ctx, n));
+}
+cudaError_t cudaMemcpyPeerAsync(void* dst, int dstDevice, const void* src, int srcDevice, size_t n, cudaStream_t s) {
+  STANDIN_DRIVER(false);
+  if (dstDevice != 0 || srcDevice != 0) return record(cudaErrorInvalidDevice);
+  const CUcontext ctx = rt().context;
+  return call(D->cuMemcpyPeerAsync(dptr(dst), ctx, dptr(src), ctx, n, s));
 }
 
 // ------------------------------------------------------------------ sets
-EXPORT cudaError_t cudaMemset(void* p, int v, size_t n) {
-  DRIVER(false);
-  return call(D->cuMemsetD8(dptr(p), static_cast<unsigned char>(v), n));
+cudaError_t cudaMemset(void* p, int value, size_t n) { return set(false, p, value, n, false, nullptr); }
+cudaError_t cudaMemset_ptds(void* p, int value, size_t n) { return set(true, p, value, n, false, nullptr); }
+cudaError_t cudaMemsetAsync(void* p, int value, size_t n, cudaStream_t s) { return set(false, p, value, n, true, s); }
+cudaError_t cudaMemsetAsync_ptsz(void* p, int value, size_t n, cudaStream_t s) { return set(true, p, value, n, true, s); }
+cudaError_t cudaMemset2D(void* p, size_t pitch, int value, size_t w, size_t h) {
+  return set2D(false, p, pitch, value, w, h, false, nullptr);
 }
-EXPORT cudaError_t cudaMemset_ptds(void* p, int v, size_t n) {
-  DRIVER(true);
-  return call(D->cuMemsetD8(dptr(p), static_cast<unsigned char>(v), n));
+cudaError_t cudaMemset2D_ptds(void* p, size_t pitch, int value, size_t w, size_t h) {
+  return set2D(true, p, pitch, value, w, h, false, nullptr);
 }
-EXPORT cudaError_t cudaMemsetAsync(void* p, int v, size_t n, cudaStream_t s) {
-  DRIVER(false);
-  return call(D->cuMemsetD8Async(dptr(p), static_cast<unsigned char>(v), n, s));
+cudaError_t cudaMemset2DAsync(void* p, size_t pitch, int value, size_t w, size_t h, cudaStream_t s) {
+  return set2D(false, p, pitch, value, w, h, true, s);
 }
-EXPORT cudaError_t cudaMemsetAsync_ptsz(void* p, int v, size_t n, cudaStream_t s) {
-  DRIVER(true);
-  return call(D->cuMemsetD8Async(dptr(p), static_cast<unsigned char>(v), n, s));
-}
-EXPORT cudaError_t cudaMemset2D(void* p, size_t pitch, int v, size_t w, size_t h) {
-  DRIVER(false);
-  return call(D->cuMemsetD2D8(dptr(p), pitch, static_cast<unsigned char>(v), w, h));
-}
-EXPORT cudaError_t cudaMemset2D_ptds(void* p, size_t pitch, int v, size_t w, size_t h) {
-  DRIVER(true);
-  return call(D->cuMemsetD2D8(dptr(p), pitch, static_cast<unsigned char>(v), w, h));
-}
-EXPORT cudaError_t cudaMemset2DAsync(void* p, size_t pitch, int v, size_t w, size_t h, cudaStream_t s) {
-  DRIVER(false);
-  return call(D->cuMemsetD2D8Async(dptr(p), pitch, static_cast<unsigned char>(v), w, h, s));
-}
-EXPORT cudaError_t cudaMemset2DAsync_ptsz(void* p, size_t pitch, int v, size_t w, size_t h, cudaStream_t s) {
-  DRIVER(true);
-  return call(D->cuMemsetD2D8Async(dptr(p), pitch, static_cast<unsigned char>(v), w, h, s));
+cudaError_t cudaMemset2DAsync_ptsz(void* p, size_t pitch, int value, size_t w, size_t h, cudaStream_t s) {
+  return set2D(true, p, pitch, value, w, h, true, s);
 }
 
-// ------------------------------------------------------------------ streams, events, profiler
-EXPORT cudaError_t cudaStreamCreate(cudaStream_t* s) {
-  DRIVER(false);
-  return call(D->cuStreamCreate(s, 0));
+// ------------------------------------------------------------------ streams
+cudaError_t cudaStreamCreate(cudaStream_t* s) {
+  STANDIN_DRIVER(false);
+  return call(D->cuStreamCreate(s, CU_STREAM_DEFAULT));
 }
-EXPORT cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned flags) {
-  DRIVER(false);
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned flags) {
+  STANDIN_DRIVER(false);
   return call(D->cuStreamCreate(s, flags));
 }
-EXPORT cudaError_t cudaStreamDestroy(cudaStream_t s) {
-  DRIVER(false);
+cudaError_t cudaStreamCreateWithPriority(cudaStream_t* s, unsigned flags, int priority) {
+  STANDIN_DRIVER(false);
+  return call(D->cuStreamCreateWithPriority(s, flags, priority));
+}
+cudaError_t cudaStreamDestroy(cudaStream_t s) {
+  STANDIN_DRIVER(false);
   return call(D->cuStreamDestroy(s));
 }
-EXPORT cudaError_t cudaStreamSynchronize(cudaStream_t s) {
-  DRIVER(false);
+cudaError_t cudaStreamSynchronize(cudaStream_t s) {
+  STANDIN_DRIVER(false);
   return call(D->cuStreamSynchronize(s));
 }
-EXPORT cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t s) {
-  DRIVER(true);
+cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t s) {
+  STANDIN_DRIVER(true);
   return call(D->cuStreamSynchronize(s));
 }
-EXPORT cudaError_t cudaEventCreate(cudaEvent_t* e) {
-  DRIVER(false);
-  return call(D->cuEventCreate(e, 0));
+cudaError_t cudaStreamQuery(cudaStream_t s) {
+  STANDIN_DRIVER(false);
+  return call(D->cuStreamQuery(s));
 }
-EXPORT cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned flags) {
-  DRIVER(false);
+cudaError_t cudaStreamQuery_ptsz(cudaStream_t s) {
+  STANDIN_DRIVER(true);
+  return call(D->cuStreamQuery(s));
+}
+
+// ------------------------------------------------------------------ events
+cudaError_t cudaEventCreate(cudaEvent_t* e) {
+  STANDIN_DRIVER(false);
+  return call(D->cuEventCreate(e, CU_EVENT_DEFAULT));
+}
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned flags) {
+  STANDIN_DRIVER(false);
   return call(D->cuEventCreate(e, flags));
 }
-EXPORT cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
-  DRIVER(false);
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
+  STANDIN_DRIVER(false);
   return call(D->cuEventRecord(e, s));
 }
-EXPORT cudaError_t cudaEventRecord_ptsz(cudaEvent_t e, cudaStream_t s) {
-  DRIVER(true);
+cudaError_t cudaEventRecord_ptsz(cudaEvent_t e, cudaStream_t s) {
+  STANDIN_DRIVER(true);
   return call(D->cuEventRecord(e, s));
 }
-EXPORT cudaError_t cudaEventSynchronize(cudaEvent_t e) {
-  DRIVER(false);
+cudaError_t cudaEventQuery(cudaEvent_t e) {
+  STANDIN_DRIVER(false);
+  return call(D->cuEventQuery(e));
+}
+cudaError_t cudaEventSynchronize(cudaEvent_t e) {
+  STANDIN_DRIVER(false);
   return call(D->cuEventSynchronize(e));
 }
-EXPORT cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t a, cudaEvent_t b) {
-  DRIVER(false);
-  return call(D->cuEventElapsedTime(ms, a, b));
+cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
+  STANDIN_DRIVER(false);
+  return call(D->cuEventElapsedTime(ms, start, end));
 }
-EXPORT cudaError_t cudaEventDestroy(cudaEvent_t e) {
-  DRIVER(false);
+cudaError_t cudaEventDestroy(cudaEvent_t e) {
+  STANDIN_DRIVER(false);
   return call(D->cuEventDestroy(e));
 }
-EXPORT cudaError_t cudaProfilerStart() {
-  DRIVER(false);
+
+// ------------------------------------------------------------------ profiler control
+cudaError_t cudaProfilerStart() {
+  STANDIN_DRIVER(false);
   return call(D->cuProfilerStart());
 }
-EXPORT cudaError_t cudaProfilerStop() {
-  DRIVER(false);
+cudaError_t cudaProfilerStop() {
+  STANDIN_DRIVER(false);
   return call(D->cuProfilerStop());
 }
 
