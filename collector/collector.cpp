@@ -128,7 +128,8 @@ void resetState(ThreadState* s) {
 ThreadState* newState() {
   const std::size_t header = (sizeof(ThreadState) + 4095) & ~std::size_t{4095};
   const std::size_t bytes = header + g().config.ringBytes;
-  void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  // Populated up front: a hook must never take a page fault (they cost microseconds in VMs).
+  void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
   if (mem == MAP_FAILED) return nullptr;
   auto* s = new (mem) ThreadState();
   s->mappingBytes = bytes;

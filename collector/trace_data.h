@@ -3,7 +3,14 @@
 // Built by the drain (collector/store.cpp) in a traced process, or by hand in unit tests.
 // Exporters only read it.
 
+#include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <new>
+#include <type_traits>
+
+#include <stdlib.h>
+#include <sys/mman.h>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -108,11 +115,77 @@ struct CuptiInfo {
   uint64_t kernels = 0;
 };
 
+// Append-only storage in fixed blocks of pre-populated pages: growing never copies, never frees
+// and never takes a page fault per element (a reallocating vector unmapped old buffers during the
+// run, whose TLB shootdowns interrupted the traced threads, and page faults cost microseconds in
+// virtual machines). T must be trivially destructible.
+template <typename T, std::size_t BlockSize = 8192>
+class BlockList {
+  static_assert(std::is_trivially_destructible_v<T>);
+
+ public:
+  BlockList() = default;
+  BlockList(const BlockList&) = delete;
+  BlockList& operator=(const BlockList&) = delete;
+  BlockList(BlockList&& o) noexcept : blocks_(std::move(o.blocks_)), size_(o.size_) { o.size_ = 0; }
+  BlockList& operator=(BlockList&& o) noexcept {
+    release();
+    blocks_ = std::move(o.blocks_);
+    size_ = o.size_;
+    o.size_ = 0;
+    return *this;
+  }
+  ~BlockList() { release(); }
+
+  void push_back(const T& v) {
+    if (size_ % BlockSize == 0) blocks_.push_back(allocateBlock());
+    new (&blocks_.back()[size_ % BlockSize]) T(v);
+    ++size_;
+  }
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  T& operator[](std::size_t i) { return blocks_[i / BlockSize][i % BlockSize]; }
+  const T& operator[](std::size_t i) const { return blocks_[i / BlockSize][i % BlockSize]; }
+
+  class const_iterator {
+   public:
+    const_iterator(const BlockList* list, std::size_t i) : list_(list), i_(i) {}
+    const T& operator*() const { return (*list_)[i_]; }
+    const_iterator& operator++() {
+      ++i_;
+      return *this;
+    }
+    bool operator!=(const const_iterator& o) const { return i_ != o.i_; }
+
+   private:
+    const BlockList* list_;
+    std::size_t i_;
+  };
+  const_iterator begin() const { return const_iterator(this, 0); }
+  const_iterator end() const { return const_iterator(this, size_); }
+
+ private:
+  static constexpr std::size_t kBlockBytes = BlockSize * sizeof(T);
+  static T* allocateBlock() {
+    void* p = mmap(nullptr, kBlockBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) abort();  // out of memory in the drain: nothing sensible is left to do
+    return static_cast<T*>(p);
+  }
+  void release() {
+    for (T* b : blocks_) munmap(b, kBlockBytes);
+    blocks_.clear();
+    size_ = 0;
+  }
+
+  std::vector<T*> blocks_;
+  std::size_t size_ = 0;
+};
+
 struct ThreadTrack {
   uint32_t tid = 0;
   uint32_t pthreadLow = 0;  // CUPTI names threads this way unless told to use tids
   std::string name;
-  std::vector<Event> events;
+  BlockList<Event> events;
   uint64_t dropped = 0;   // events lost to a full ring (seq numbers never seen)
   uint64_t lostEnds = 0;  // NVTX pops/ends lost to a full ring
 };
