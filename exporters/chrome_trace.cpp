@@ -296,9 +296,11 @@ class ChromeWriter {
             out_.put(",\"shared\":");
             out_.putUint(e.launch.sharedMem);
           }
-          out_.put(",\"stream\":\"");
-          out_.putHex(e.launch.stream);
-          out_.put('"');
+          if (e.launch.stream != 0) {
+            out_.put(",\"stream\":\"");
+            out_.putHex(e.launch.stream);
+            out_.put('"');
+          }
         }
         break;
       case ApiKind::Memcpy:
@@ -316,7 +318,10 @@ class ChromeWriter {
           out_.put(copyKindName(e.mem.copyKind));
           out_.put('"');
         }
-        if (hook.kind != ApiKind::Memcpy && hook.kind != ApiKind::Memset && e.mem.ptr != 0) {
+        // The address is on the driver-level call only: a runtime allocation shows the driver
+        // call it made nested inside, with the same address (kept compact: ~20 bytes an event).
+        if (hook.kind != ApiKind::Memcpy && hook.kind != ApiKind::Memset && e.mem.ptr != 0 &&
+            hook.layer == ApiLayer::Driver) {
           out_.put(",\"ptr\":\"");
           out_.putHex(e.mem.ptr);
           out_.put('"');

@@ -80,7 +80,8 @@ TEST_CASE("Chrome trace follows the output contract", "[chrome]") {
     }
     if (name == "cudaMalloc") {
       REQUIRE(uint64_t(e["args"]["bytes"]) == 4096);
-      REQUIRE(std::string_view(e["args"]["ptr"]) == "0x7000");
+      // Runtime-level: the address is only on the driver call nested inside it.
+      REQUIRE(e["args"]["ptr"].error() == simdjson::NO_SUCH_FIELD);
     }
     if (name == "step") {
       REQUIRE(std::string_view(e["cat"]) == "nvtx");
