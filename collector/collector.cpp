@@ -222,14 +222,12 @@ void atforkChild() {
   gl.drainStarted.store(false);
   delete gl.store;
   gl.store = nullptr;
-  for (ThreadState* s = gl.registry.load(); s; s = s->next) {
-    if (s != tls::state) s->life.store(Life::Free, std::memory_order_relaxed);
-  }
-  if (tls::state != nullptr) {
-    resetState(tls::state);
-    tls::state->life.store(Life::Active, std::memory_order_release);
-  }
-  if (gl.finished.load() == false && gl.config.enabled) startDrainThread();
+  // Every inherited state is released, the forking thread's too: its next event attaches
+  // afresh, which also starts the child's drain thread. Nothing starts a thread here, so a child
+  // that records nothing (a shell running a command) never gets one.
+  for (ThreadState* s = gl.registry.load(); s; s = s->next) s->life.store(Life::Free, std::memory_order_relaxed);
+  tls::state = nullptr;
+  pthread_setspecific(gl.exitKey, nullptr);  // its exit must not retire a state another thread took
 }
 
 void atExit() { Collector::finish(); }

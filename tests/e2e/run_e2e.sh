@@ -72,14 +72,18 @@ shopt -s nullglob
 files=("$work"/out/*.trace.json)
 [ "${#files[@]}" -eq "$traces" ] || fail "expected $traces trace file(s), found ${#files[@]}"
 : >"$work/summary"
+mkdir -p "$work/summaries"
 for f in "${files[@]}"; do
   tid_args=()
   [ -s "$work/tids" ] && tid_args=(--thread-ids "$work/tids")
   # shellcheck disable=SC2086
   "$TRACE_CHECK" "$f" --folded "${f%.trace.json}.folded" "${tid_args[@]}" $check_args >"$work/one" 2>"$work/check.err" ||
     { cat "$work/check.err" >&2; fail "trace_check rejected $(basename "$f")"; }
-  cat "$work/one" >>"$work/summary"
+  cp "$work/one" "$work/summaries/$(basename "$f").txt"
 done
+# Several processes: their summaries in an order that does not depend on pids.
+for s in "$work"/summaries/*.txt; do tr '\n' '\001' <"$s"; echo; done | sort | tr '\001' '\n' | sed '/^$/d' >"$work/summary"
+
 if [ -n "${E2E_UPDATE:-}" ]; then
   cp "$work/summary" "$E2E_EXPECTED/$expected.txt"
   echo "updated expected/$expected.txt"
