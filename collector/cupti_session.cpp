@@ -165,6 +165,19 @@ bool wantedDriverCbid(uint32_t cbid) {
   return false;
 }
 
+// The fields every device activity record has, on the collector's clock.
+template <typename R, typename Mono>
+PendingDevice pending(const R* r, DeviceKind kind, const Mono& mono) {
+  PendingDevice p{};
+  p.event.kind = kind;
+  p.event.start = mono(r->start);
+  p.event.end = mono(r->end);
+  p.event.correlation = r->correlationId;
+  p.event.device = r->deviceId;
+  p.event.stream = r->streamId;
+  return p;
+}
+
 void CUPTIAPI bufferCompleted(CUcontext ctx, uint32_t streamId, uint8_t* buffer, size_t size, size_t validSize) {
   ReentrancyGuard guard;  // CUPTI's thread: anything it does is not the program's activity
   State& s = st();
@@ -178,14 +191,8 @@ void CUPTIAPI bufferCompleted(CUcontext ctx, uint32_t streamId, uint8_t* buffer,
       case CUPTI_ACTIVITY_KIND_KERNEL:
       case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
         const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
-        PendingDevice p{};
+        PendingDevice p = pending(k, DeviceKind::Kernel, mono);
         DeviceEvent& e = p.event;
-        e.kind = DeviceKind::Kernel;
-        e.start = mono(k->start);
-        e.end = mono(k->end);
-        e.correlation = k->correlationId;
-        e.device = k->deviceId;
-        e.stream = k->streamId;
         e.registers = k->registersPerThread;
         e.grid[0] = k->gridX, e.grid[1] = k->gridY, e.grid[2] = k->gridZ;
         e.block[0] = k->blockX, e.block[1] = k->blockY, e.block[2] = k->blockZ;
@@ -198,30 +205,16 @@ void CUPTIAPI bufferCompleted(CUcontext ctx, uint32_t streamId, uint8_t* buffer,
       }
       case CUPTI_ACTIVITY_KIND_MEMCPY: {
         const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
-        PendingDevice p{};
-        DeviceEvent& e = p.event;
-        e.kind = DeviceKind::Memcpy;
-        e.start = mono(m->start);
-        e.end = mono(m->end);
-        e.correlation = m->correlationId;
-        e.device = m->deviceId;
-        e.stream = m->streamId;
-        e.bytes = m->bytes;
-        e.copyKind = m->copyKind;
+        PendingDevice p = pending(m, DeviceKind::Memcpy, mono);
+        p.event.bytes = m->bytes;
+        p.event.copyKind = m->copyKind;
         device.push_back(p);
         break;
       }
       case CUPTI_ACTIVITY_KIND_MEMSET: {
         const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(record);
-        PendingDevice p{};
-        DeviceEvent& e = p.event;
-        e.kind = DeviceKind::Memset;
-        e.start = mono(m->start);
-        e.end = mono(m->end);
-        e.correlation = m->correlationId;
-        e.device = m->deviceId;
-        e.stream = m->streamId;
-        e.bytes = m->bytes;
+        PendingDevice p = pending(m, DeviceKind::Memset, mono);
+        p.event.bytes = m->bytes;
         device.push_back(p);
         break;
       }

@@ -53,47 +53,41 @@ class ChromeWriter {
   }
 
   void writeNames() {
-    sep();
-    out_.put("{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":");
-    out_.putUint(data_.meta.pid);
-    out_.put(",\"tid\":");
-    out_.putUint(data_.meta.pid);
-    out_.put(",\"args\":{\"name\":");
+    metaHead("process_name", data_.meta.pid);
+    out_.put("\"name\":");
     putJsonString(out_, data_.meta.exe);
     out_.put("}}");
     for (const ThreadTrack& t : data_.threads) {
-      sep();
-      out_.put("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":");
-      out_.putUint(data_.meta.pid);
-      out_.put(",\"tid\":");
-      out_.putUint(t.tid);
-      out_.put(",\"args\":{\"name\":");
+      metaHead("thread_name", t.tid);
+      out_.put("\"name\":");
       putJsonString(out_, t.name.empty() ? std::string("thread ") + std::to_string(t.tid) : t.name);
       out_.put("}}");
     }
     std::set<std::pair<uint32_t, uint32_t>> tracks;
     for (const DeviceEvent& d : data_.device) tracks.emplace(d.device, d.stream);
     for (const auto& [device, stream] : tracks) {
-      const std::string name = "GPU " + std::to_string(device) + " stream " + std::to_string(stream);
-      for (const char* meta : {"thread_name", "thread_sort_index"}) {
-        sep();
-        out_.put("{\"ph\":\"M\",\"name\":\"");
-        out_.put(meta);
-        out_.put("\",\"pid\":");
-        out_.putUint(data_.meta.pid);
-        out_.put(",\"tid\":");
-        out_.putUint(deviceTrackId(device, stream));
-        out_.put(",\"args\":{");
-        if (meta[7] == 'n') {
-          out_.put("\"name\":");
-          putJsonString(out_, name);
-        } else {
-          out_.put("\"sort_index\":");  // GPU tracks below the host threads
-          out_.putUint(1000000 + device * 100000ull + stream);
-        }
-        out_.put("}}");
-      }
+      const uint64_t tid = deviceTrackId(device, stream);
+      metaHead("thread_name", tid);
+      out_.put("\"name\":");
+      putJsonString(out_, "GPU " + std::to_string(device) + " stream " + std::to_string(stream));
+      out_.put("}}");
+      metaHead("thread_sort_index", tid);  // GPU tracks below the host threads
+      out_.put("\"sort_index\":");
+      out_.putUint(1000000 + device * 100000ull + stream);
+      out_.put("}}");
     }
+  }
+
+  // {"ph":"M","name":WHAT,"pid":P,"tid":TID,"args":{   (the caller writes the args and "}}")
+  void metaHead(const char* what, uint64_t tid) {
+    sep();
+    out_.put("{\"ph\":\"M\",\"name\":\"");
+    out_.put(what);
+    out_.put("\",\"pid\":");
+    out_.putUint(data_.meta.pid);
+    out_.put(",\"tid\":");
+    out_.putUint(tid);
+    out_.put(",\"args\":{");
   }
 
   static const char* cuptiCopyKind(uint8_t k) {
