@@ -28,22 +28,17 @@ constexpr CUpti_ActivityKind kDeviceKinds[] = {
 
 constexpr std::size_t kBufferBytes = 4u << 20;
 
+// The CUPTI entry points cutrace calls, resolved with dlsym from the library in use.
+#define CUTRACE_CUPTI_FUNCTIONS(X)                                                             \
+  X(cuptiGetResultString) X(cuptiSubscribe) X(cuptiUnsubscribe) X(cuptiSetThreadIdType)       \
+  X(cuptiActivityRegisterCallbacks) X(cuptiActivityEnable) X(cuptiActivityEnableDriverApi)    \
+  X(cuptiActivityFlushAll) X(cuptiActivityFlushPeriod) X(cuptiActivityGetNextRecord)          \
+  X(cuptiActivityGetNumDroppedRecords) X(cuptiGetTimestamp)
+
 struct Api {
-#define CUTRACE_CUPTI_FN(name) decltype(&::name) name = nullptr;
-  CUTRACE_CUPTI_FN(cuptiGetResultString)
-  CUTRACE_CUPTI_FN(cuptiSubscribe)
-  CUTRACE_CUPTI_FN(cuptiUnsubscribe)
-  CUTRACE_CUPTI_FN(cuptiSetThreadIdType)
-  CUTRACE_CUPTI_FN(cuptiActivityRegisterCallbacks)
-  CUTRACE_CUPTI_FN(cuptiActivityEnable)
-  CUTRACE_CUPTI_FN(cuptiActivityEnableDriverApi)
-  CUTRACE_CUPTI_FN(cuptiActivityEnableRuntimeApi)
-  CUTRACE_CUPTI_FN(cuptiActivityFlushAll)
-  CUTRACE_CUPTI_FN(cuptiActivityFlushPeriod)
-  CUTRACE_CUPTI_FN(cuptiActivityGetNextRecord)
-  CUTRACE_CUPTI_FN(cuptiActivityGetNumDroppedRecords)
-  CUTRACE_CUPTI_FN(cuptiGetTimestamp)
-#undef CUTRACE_CUPTI_FN
+#define CUTRACE_CUPTI_FIELD(name) decltype(&::name) name = nullptr;
+  CUTRACE_CUPTI_FUNCTIONS(CUTRACE_CUPTI_FIELD)
+#undef CUTRACE_CUPTI_FIELD
 };
 
 struct PendingDevice {
@@ -122,26 +117,14 @@ void* openCupti(std::string& tried) {
 
 bool resolve(void* lib, std::string& missing) {
   Api& a = st().api;
-#define CUTRACE_CUPTI_FN(name)                                              \
-  a.name = reinterpret_cast<decltype(a.name)>(dlsym(lib, #name));           \
-  if (a.name == nullptr) {                                                  \
-    missing = "libcupti lacks " #name;                                      \
-    return false;                                                           \
+#define CUTRACE_CUPTI_RESOLVE(name)                                        \
+  a.name = reinterpret_cast<decltype(a.name)>(dlsym(lib, #name));          \
+  if (a.name == nullptr) {                                                 \
+    missing = "libcupti lacks " #name;                                     \
+    return false;                                                          \
   }
-  CUTRACE_CUPTI_FN(cuptiGetResultString)
-  CUTRACE_CUPTI_FN(cuptiSubscribe)
-  CUTRACE_CUPTI_FN(cuptiUnsubscribe)
-  CUTRACE_CUPTI_FN(cuptiSetThreadIdType)
-  CUTRACE_CUPTI_FN(cuptiActivityRegisterCallbacks)
-  CUTRACE_CUPTI_FN(cuptiActivityEnable)
-  CUTRACE_CUPTI_FN(cuptiActivityEnableDriverApi)
-  CUTRACE_CUPTI_FN(cuptiActivityEnableRuntimeApi)
-  CUTRACE_CUPTI_FN(cuptiActivityFlushAll)
-  CUTRACE_CUPTI_FN(cuptiActivityFlushPeriod)
-  CUTRACE_CUPTI_FN(cuptiActivityGetNextRecord)
-  CUTRACE_CUPTI_FN(cuptiActivityGetNumDroppedRecords)
-  CUTRACE_CUPTI_FN(cuptiGetTimestamp)
-#undef CUTRACE_CUPTI_FN
+  CUTRACE_CUPTI_FUNCTIONS(CUTRACE_CUPTI_RESOLVE)
+#undef CUTRACE_CUPTI_RESOLVE
   return true;
 }
 
