@@ -88,7 +88,7 @@ uint32_t Store::nvtxName(const Record& r, const char* text, std::size_t textLen,
 }
 
 void Store::consume(ThreadState& s, bool retired) {
-  track(s.trackId, s.tid, s.pthreadLow);  // first sight: the track keeps both thread ids
+  Track& t = track(s.trackId, s.tid, s.pthreadLow);  // first sight: the track keeps both thread ids
   auto& ring = s.ring;
   uint64_t i = ring.readBegin();
   const uint64_t end = ring.readEnd();
@@ -101,11 +101,10 @@ void Store::consume(ThreadState& s, bool retired) {
       const Record& block = ring.at(i + b);
       textBuffer_.append(reinterpret_cast<const char*>(&block), kRecordSize);
     }
-    decode(s.trackId, s.tid, r, textBuffer_.data(), textBuffer_.size());
+    decodeInto(t, r, textBuffer_.data(), textBuffer_.size());
     i += n;
   }
   ring.release(i);
-  Track& t = track(s.trackId, s.tid, s.pthreadLow);
   ThreadTrack& thread = data_.threads[t.index];
   thread.dropped = s.dropped.load(std::memory_order_relaxed);
   thread.lostEnds = s.lostEnds.load(std::memory_order_relaxed);
@@ -129,8 +128,11 @@ void Store::closeLost(Track& t, std::vector<OpenRange>& stack, uint32_t minDepth
 }
 
 void Store::decode(uint32_t trackId, uint32_t tid, const Record& r, const char* text, std::size_t textLen) {
+  decodeInto(track(trackId, tid), r, text, textLen);
+}
+
+void Store::decodeInto(Track& t, const Record& r, const char* text, std::size_t textLen) {
   ++recordsSeen_;
-  Track& t = track(trackId, tid);
   switch (r.type) {
     case RecordType::Api: {
       Event e;

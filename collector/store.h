@@ -50,6 +50,7 @@ class Store {
   };
 
   Track& track(uint32_t trackId, uint32_t tid, uint32_t pthreadLow = 0);
+  void decodeInto(Track& t, const Record& r, const char* text, std::size_t textLen);
   uint32_t nameFromTable(uint32_t id);
   uint32_t nvtxName(const Record& r, const char* text, std::size_t textLen, uint8_t& flags);
   void closeLost(Track& t, std::vector<OpenRange>& stack, uint32_t minDepth, uint64_t at);
