@@ -17,7 +17,9 @@
 #include <new>
 
 #include "collector/cupti_session.h"
+#include "collector/stack_capture.h"
 #include "collector/store.h"
+#include "collector/symbolizer.h"
 
 extern char** environ;
 
@@ -63,6 +65,7 @@ struct Globals {
   std::atomic<bool> drainStarted{false};
   pthread_t drainThread{};
   Store* store = nullptr;
+  Symbolizer* symbolizer = nullptr;  // drain mutex
   ClockAnchor lastAnchor{};
 };
 
@@ -120,6 +123,8 @@ void resetState(ThreadState* s) {
   s->dropped.store(0, std::memory_order_relaxed);
   s->lostEnds.store(0, std::memory_order_relaxed);
   s->launchDepth = 0;
+  s->apiDepth = 0;
+  stacks::attachThread(s);
   memset(s->nvtxDepth, 0, sizeof(s->nvtxDepth));
   memset(s->name, 0, sizeof(s->name));
   prctl(PR_GET_NAME, s->name, 0, 0, 0);
@@ -152,6 +157,10 @@ void drainPass() {
     if (life != Life::Active && life != Life::Retired) continue;
     gl.store->consume(*s, life == Life::Retired);
     if (life == Life::Retired) s->life.store(Life::Free, std::memory_order_release);
+  }
+  if (stacks::table().reserved()) {
+    if (gl.symbolizer == nullptr) gl.symbolizer = new Symbolizer();
+    gl.store->resolveStacks(stacks::table(), *gl.symbolizer);
   }
   gl.lastAnchor = Clock::sampleAnchor();
 }
@@ -313,6 +322,7 @@ void Collector::initialize(const HookDescriptor* hooks, std::size_t hookCount, W
     gl.config.enabled = false;
     warnOnce("cutrace: could not reserve memory for names; tracing disabled\n");
   }
+  if (gl.config.enabled) stacks::initialize(gl.config);
   if (gl.config.enabled) {
     pthread_key_create(&gl.exitKey, threadExit);
     pthread_atfork(atforkPrepare, atforkParent, atforkChild);
@@ -377,6 +387,10 @@ void Collector::finish() {
     meta.realtimeMinusMonotonicNs = Clock::realtimeMinusMonotonicNs();
     meta.ticks = TickConverter(Clock::startAnchor(), end, !Clock::usesTsc());
     fillProcessMeta(meta);
+    data.stackInfo.unwinder = stacks::unwinderName();
+    data.stackInfo.python = stacks::pythonStatus();
+    data.stackInfo.depth = gl.config.stacks == StackMode::Off ? 0 : gl.config.stackDepth;
+    data.stackInfo.overflowed = stacks::table().overflowed();
     meta.counters.clear();
     for (auto& c : gl.counters) {
       const char* name = c.name.load(std::memory_order_acquire);

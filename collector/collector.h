@@ -41,6 +41,8 @@ struct ThreadState {
   std::atomic<uint64_t> dropped{0};    // owner stores, drain reads
   std::atomic<uint64_t> lostEnds{0};
   uint16_t launchDepth = 0;    // owner only: launch hooks active on this thread
+  uint16_t apiDepth = 0;       // owner only: recorded API calls active (stacks: outermost only)
+  uintptr_t stackHi = 0;       // top of the thread's stack, bounds the frame-pointer walk
   uint16_t nvtxDepth[kMaxNvtxDomains] = {};  // owner only: push/pop level per domain
   char name[16] = {};          // the thread's name at its first event, then at its exit
   ThreadState* next = nullptr; // registry link, set once before publication

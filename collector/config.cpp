@@ -95,6 +95,38 @@ bool parseOutput(const char* v, Config& c) {
   return true;
 }
 
+bool parseStacks(const char* v, Config& c) {
+  if (!strcmp(v, "off") || !strcmp(v, "0")) c.stacks = StackMode::Off;
+  else if (!strcmp(v, "launches")) c.stacks = StackMode::Launches;
+  else if (!strcmp(v, "calls") || !strcmp(v, "1") || !strcmp(v, "on")) c.stacks = StackMode::Calls;
+  else return false;
+  return true;
+}
+
+bool parseStackDepth(const char* v, Config& c) {
+  uint64_t n = 0;
+  if (!parseSize(v, n) || n < 1 || n > 128) return false;
+  c.stackDepth = static_cast<uint32_t>(n);
+  return true;
+}
+
+bool parseUnwind(const char* v, Config& c) {
+  if (!strcmp(v, "auto")) c.unwinder = Unwinder::Auto;
+  else if (!strcmp(v, "libunwind")) c.unwinder = Unwinder::Libunwind;
+  else if (!strcmp(v, "fp")) c.unwinder = Unwinder::FramePointer;
+  else return false;
+  return true;
+}
+
+bool parsePython(const char* v, Config& c) {
+  if (!strcmp(v, "auto")) c.python = true;
+  else if (!strcmp(v, "off")) c.python = false;
+  else return false;
+  return true;
+}
+
+bool parseFoldedNvtx(const char* v, Config& c) { return parseBool(v, c.foldedNvtx); }
+
 struct Entry {
   ConfigVariable doc;
   Parser parse;
@@ -109,6 +141,11 @@ constexpr Entry kEntries[] = {
     {{"CUTRACE_CLOCK", "auto|tsc|monotonic", "host clock source (default auto: TSC when invariant)"}, parseClock},
     {{"CUTRACE_NVTX", "1|0|on|off", "receive NVTX ranges through NVTX_INJECTION64_PATH (default 1)"}, parseNvtx},
     {{"CUTRACE_CUPTI", "auto|on|off", "device timeline through CUPTI (default auto: when libcupti and a GPU are there)"}, parseCupti},
+    {{"CUTRACE_STACKS", "off|launches|calls", "call stacks at launches only, or at every recorded CUDA call (default calls)"}, parseStacks},
+    {{"CUTRACE_STACK_DEPTH", "1 to 128", "frames kept per stack, innermost first (default 32)"}, parseStackDepth},
+    {{"CUTRACE_UNWIND", "auto|libunwind|fp", "stack unwinder (default auto: libunwind.so.8 when present, else frame pointers)"}, parseUnwind},
+    {{"CUTRACE_PYTHON", "auto|off", "Python frames in stacks when the process is CPython 3.10 to 3.13 (default auto)"}, parsePython},
+    {{"CUTRACE_FOLDED_NVTX", "1|0|on|off", "NVTX ranges as frames in the folded stacks (default 1)"}, parseFoldedNvtx},
 };
 
 

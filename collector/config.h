@@ -14,6 +14,8 @@
 namespace cutrace {
 
 enum class LogLevel : uint8_t { Off, Error, Warn, Info, Debug };
+enum class StackMode : uint8_t { Off, Launches, Calls };
+enum class Unwinder : uint8_t { Auto, Libunwind, FramePointer };
 
 struct Config {
   bool enabled = true;
@@ -23,6 +25,12 @@ struct Config {
   ClockSource clock = ClockSource::Auto;
   uint64_t ringBytes = 1u << 20;     // per thread
   uint32_t drainIntervalMs = 20;
+  StackMode stacks = StackMode::Calls;
+  Unwinder unwinder = Unwinder::Auto;
+  uint32_t stackDepth = 32;
+  uint32_t maxStacks = 1u << 16;  // distinct stacks per process; more are counted, not stored
+  bool python = true;             // Python frames in stacks when the process is CPython
+  bool foldedNvtx = true;         // NVTX ranges as frames in the folded outputs
   char outputDir[PATH_MAX] = "cutrace-out";
 };
 

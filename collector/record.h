@@ -24,16 +24,28 @@ enum class RecordType : uint8_t {
   CategoryName, // payload.nvtx (domain, category); name in extras (nvtxNameCategory)
 };
 
-// Launch geometry and identity. Grid Y/Z and block dimensions are bounded by the hardware
-// (65535 and 1024), so 16 bits hold every launch that can succeed.
+// Every Api payload ends with the interned id of the call stack (collector/stack_table.h) at
+// the same offset, 0 = none: only the outermost recorded call of a thread captures a stack.
+inline constexpr std::size_t kStackIdOffset = 28;
+
+// Launch geometry and identity. Grid Y/Z are bounded by the hardware (65535), block dimensions
+// by 1024 x 1024 x 64, so block fits 11+11+10 bits: every launch that can succeed is exact.
 struct LaunchPayload {
   uint64_t stream;
   uint32_t gridX;
   uint16_t gridY, gridZ;
-  uint16_t blockX, blockY, blockZ;
-  uint16_t reserved;
+  uint32_t block;       // packBlock()
   uint32_t kernelName;  // NameTable id; 0 = unknown or not the outermost launch of the call
   uint32_t sharedMem;
+  uint32_t stack;
+
+  static uint32_t packBlock(unsigned x, unsigned y, unsigned z) {
+    auto clamp = [](unsigned v, unsigned bits) { return v < (1u << bits) ? v : (1u << bits) - 1; };
+    return clamp(x, 11) | clamp(y, 11) << 11 | clamp(z, 10) << 22;
+  }
+  unsigned blockX() const { return block & 0x7ff; }
+  unsigned blockY() const { return block >> 11 & 0x7ff; }
+  unsigned blockZ() const { return block >> 22; }
 };
 
 struct MemPayload {  // copies, sets, allocations, frees
@@ -42,11 +54,15 @@ struct MemPayload {  // copies, sets, allocations, frees
   uint64_t ptr;      // allocation address (alloc/free), for the memory counters
   uint8_t copyKind;  // cudaMemcpyKind-like direction, 0xff when unknown
   int8_t device;     // device of a driver-level device allocation, -1 when unknown
+  uint16_t reserved;
+  uint32_t stack;
 };
 
 struct HandlePayload {  // synchronisation and graph launches
   uint64_t handle;  // event, context or graph exec
   uint64_t stream;
+  uint32_t reserved[3];
+  uint32_t stack;
 };
 
 struct NvtxPayload {
@@ -83,6 +99,8 @@ struct alignas(kRecordSize) Record {
 };
 
 static_assert(sizeof(Record) == kRecordSize);
+static_assert(offsetof(LaunchPayload, stack) == kStackIdOffset && offsetof(MemPayload, stack) == kStackIdOffset &&
+              offsetof(HandlePayload, stack) == kStackIdOffset && sizeof(LaunchPayload) == 32);
 
 // Text carried in extras is cut at this many bytes; longer messages are marked truncated.
 inline constexpr std::size_t kMaxTextBytes = 4096;

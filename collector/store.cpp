@@ -6,6 +6,8 @@
 #include <algorithm>
 
 #include "collector/collector.h"
+#include "collector/stack_table.h"
+#include "collector/symbolizer.h"
 
 namespace cutrace {
 
@@ -261,6 +263,31 @@ void Store::finalize(uint64_t endTicks) {
       std::string latest = readThreadName(thread.tid);
       if (!latest.empty()) thread.name = std::move(latest);
     }
+  }
+}
+
+namespace {
+
+std::string frameName(uint64_t frame, Symbolizer& symbolizer) {
+  if (frame & kPythonFrameTag) return "[python]";
+  return symbolizer.frameName(frame);
+}
+
+}  // namespace
+
+void Store::resolveStacks(const StackTable& table, Symbolizer& symbolizer) {
+  const uint32_t count = table.size();
+  if (data_.stacks.size() < std::size_t{count} + 1) data_.stacks.resize(std::size_t{count} + 1);
+  // Ids are handed out before their frames are copied: stop at the first one still in flight
+  // and take it up on the next pass.
+  while (stacksResolved_ < count) {
+    const uint32_t id = stacksResolved_ + 1;
+    const StackTable::Frames f = table.frames(id);
+    if (f.depth == 0) break;
+    std::vector<uint32_t>& names = data_.stacks[id];
+    names.reserve(f.depth);
+    for (uint32_t i = 0; i < f.depth; ++i) names.push_back(data_.strings.intern(frameName(f.frames[i], symbolizer)));
+    stacksResolved_ = id;
   }
 }
 

@@ -18,6 +18,8 @@
 namespace cutrace {
 
 struct ThreadState;
+class StackTable;
+class Symbolizer;
 
 class Store {
  public:
@@ -28,6 +30,10 @@ class Store {
   void consume(ThreadState& s, bool retired);
   // Decodes one record with its text (exposed for unit tests).
   void decode(uint32_t trackId, uint32_t tid, const Record& r, const char* text, std::size_t textLen);
+
+  // Names the frames of stacks interned since the last call (drain passes and the end), while
+  // the objects they point into are most likely still loaded.
+  void resolveStacks(const StackTable& table, Symbolizer& symbolizer);
 
   // Closes what is still open at `endTicks`, applies thread names. Call once, at the end.
   void finalize(uint64_t endTicks);
@@ -65,6 +71,7 @@ class Store {
   std::unordered_map<uint32_t, std::string> threadNames_;  // tid -> NVTX name
   std::string textBuffer_;
   uint64_t recordsSeen_ = 0;
+  uint32_t stacksResolved_ = 0;
 };
 
 }  // namespace cutrace

@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <string>
 #include <string_view>
@@ -77,6 +78,13 @@ struct Event {
     unsigned char raw[32] = {};
   };
 };
+
+// The interned call stack of an Api event (same offset in every Api payload), 0 = none.
+inline uint32_t stackIdOf(const Event& e) {
+  uint32_t id;
+  memcpy(&id, e.raw + kStackIdOffset, sizeof(id));
+  return e.kind == EventKind::Api ? id : 0;
+}
 
 // Work the GPU did, from CUPTI activity records. Times are CLOCK_MONOTONIC nanoseconds (CUPTI's
 // timestamp callback is the collector's clock).
@@ -226,6 +234,15 @@ struct TraceData {
   std::vector<DeviceEvent> device;
   std::vector<ApiActivity> apiActivity;
   CuptiInfo cupti;
+  // Call stacks by id (an Api event's payload `stack`): frame names in `strings`, innermost
+  // first. Id 0 and ids that could not be resolved are empty.
+  std::vector<std::vector<uint32_t>> stacks;
+  struct StackInfo {
+    std::string unwinder = "off";  // "libunwind", "frame-pointer", "off"
+    std::string python;            // what Python frame support found
+    uint32_t depth = 0;
+    uint64_t overflowed = 0;       // stacks not stored: the table was full
+  } stackInfo;
 
   int64_t monotonicToTraceNs(uint64_t ns) const { return static_cast<int64_t>(ns - meta.originMonotonicNs); }
   int64_t toTraceNs(uint64_t ticks) const {

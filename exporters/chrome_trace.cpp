@@ -285,7 +285,7 @@ class ChromeWriter {
           out_.put(",\"kernel\":");
           putJsonString(out_, demangle_(data_, e.launch.kernelName));
           dims(",\"grid\":[", e.launch.gridX, e.launch.gridY, e.launch.gridZ);
-          dims(",\"block\":[", e.launch.blockX, e.launch.blockY, e.launch.blockZ);
+          dims(",\"block\":[", e.launch.blockX(), e.launch.blockY(), e.launch.blockZ());
           if (e.launch.sharedMem != 0) {
             out_.put(",\"shared\":");
             out_.putUint(e.launch.sharedMem);
@@ -346,6 +346,18 @@ class ChromeWriter {
     if (e.result != 0) {
       out_.put(",\"result\":");
       out_.putInt(e.result);
+    }
+    // The calling code, innermost frame first; only the outermost call of a nest carries it.
+    const uint32_t stack = stackIdOf(e);
+    if (stack != 0 && stack < data_.stacks.size() && !data_.stacks[stack].empty()) {
+      out_.put(",\"stack\":[");
+      bool first = true;
+      for (uint32_t frame : data_.stacks[stack]) {
+        if (!first) out_.put(',');
+        first = false;
+        putJsonString(out_, data_.strings.get(frame));
+      }
+      out_.put(']');
     }
   }
 
@@ -439,6 +451,16 @@ class ChromeWriter {
     for (const HostLink& l : links_) linked += l.thread >= 0;
     out_.put(",\"linked_to_host\":");
     out_.putUint(linked);
+    out_.put("},\"stacks\":{\"unwinder\":");
+    putJsonString(out_, data_.stackInfo.unwinder);
+    out_.put(",\"python\":");
+    putJsonString(out_, data_.stackInfo.python);
+    out_.put(",\"depth\":");
+    out_.putUint(data_.stackInfo.depth);
+    out_.put(",\"distinct\":");
+    out_.putUint(data_.stacks.empty() ? 0 : data_.stacks.size() - 1);
+    out_.put(",\"overflowed\":");
+    out_.putUint(data_.stackInfo.overflowed);
     out_.put("},\"events\":");
     out_.putUint(data_.eventCount());
     out_.put(",\"dropped_events\":");

@@ -1,5 +1,6 @@
 #include "exporters/folded.h"
 
+#include <unordered_map>
 #include <vector>
 
 #include "exporters/trace_view.h"
@@ -36,20 +37,37 @@ struct Open {
   std::size_t pathLength;  // length of the stack string including this event's frames
   uint64_t childNs;        // time covered by direct children
   uint64_t ownNs;
+  bool api;
 };
+
+void appendFrame(std::string& path, std::string_view name) {
+  if (!path.empty()) path += ';';
+  path += foldedFrame(name);
+}
 
 }  // namespace
 
-std::map<std::string, uint64_t> foldStacks(const TraceData& data) {
-  std::map<std::string, uint64_t> weights;
+std::map<std::string, FoldWeights> foldStacks(const TraceData& data, const FoldOptions& options) {
+  std::map<std::string, FoldWeights> weights;
   Demangler demangle;
-  for (const ThreadTrack& t : data.threads) {
+  // Device time per host event that caused it, keyed by (thread, event).
+  std::unordered_map<uint64_t, uint64_t> gpuNs;
+  if (!data.device.empty()) {
+    const std::vector<HostLink> links = linkDeviceToHost(data);
+    for (std::size_t i = 0; i < links.size(); ++i) {
+      if (links[i].thread < 0) continue;
+      const DeviceEvent& d = data.device[i];
+      gpuNs[static_cast<uint64_t>(links[i].thread) << 32 | links[i].event] += d.end > d.start ? d.end - d.start : 0;
+    }
+  }
+  for (std::size_t ti = 0; ti < data.threads.size(); ++ti) {
+    const ThreadTrack& t = data.threads[ti];
     std::string path;
     std::vector<Open> stack;
     auto close = [&] {
       const Open& o = stack.back();
       const uint64_t self = o.ownNs > o.childNs ? o.ownNs - o.childNs : 0;
-      weights[path.substr(0, o.pathLength)] += self;
+      weights[path.substr(0, o.pathLength)].hostNs += self;
       stack.pop_back();
       path.resize(stack.empty() ? 0 : stack.back().pathLength);
     };
@@ -57,36 +75,55 @@ std::map<std::string, uint64_t> foldStacks(const TraceData& data) {
       const Event& e = t.events[index];
       if (e.kind != EventKind::Api && e.kind != EventKind::NvtxRange) continue;
       if (e.kind == EventKind::Api && e.hook >= data.hooks.size()) continue;
+      if (e.kind == EventKind::NvtxRange && !options.nvtxFrames) continue;
       while (!stack.empty() && stack.back().end <= e.start) close();
       // A range that outlives its parent (an NVTX end we had to estimate) is clipped to it.
       const uint64_t end = stack.empty() ? e.end : std::min(e.end, stack.back().end);
       const uint64_t ns = static_cast<uint64_t>(data.toTraceNs(end) - data.toTraceNs(e.start));
       if (!stack.empty()) stack.back().childNs += ns;
-      if (!path.empty()) path += ';';
+      const bool insideApi = !stack.empty() && stack.back().api;
       if (e.kind == EventKind::NvtxRange) {
-        path += foldedFrame(data.strings.get(e.name));
+        appendFrame(path, data.strings.get(e.name));
       } else {
-        const HookDescriptor& hook = data.hooks[e.hook];
-        path += foldedFrame(hook.displayName);
-        if (hook.kind == ApiKind::Launch && e.launch.kernelName != 0) {
-          path += ';';
-          path += foldedFrame(demangle(data, e.launch.kernelName));
+        const uint32_t stackId = stackIdOf(e);
+        if (!insideApi && stackId != 0 && stackId < data.stacks.size()) {
+          const std::vector<uint32_t>& frames = data.stacks[stackId];
+          for (auto f = frames.rbegin(); f != frames.rend(); ++f) appendFrame(path, data.strings.get(*f));
         }
+        const HookDescriptor& hook = data.hooks[e.hook];
+        appendFrame(path, hook.displayName);
+        if (hook.kind == ApiKind::Launch && e.launch.kernelName != 0)
+          appendFrame(path, demangle(data, e.launch.kernelName));
       }
-      stack.push_back(Open{end, path.size(), 0, ns});
+      FoldWeights& w = weights[path];
+      ++w.calls;
+      if (!gpuNs.empty()) {
+        auto it = gpuNs.find(static_cast<uint64_t>(ti) << 32 | index);
+        if (it != gpuNs.end()) w.gpuNs += it->second;
+      }
+      stack.push_back(Open{end, path.size(), 0, ns, e.kind == EventKind::Api});
     }
     while (!stack.empty()) close();
   }
   return weights;
 }
 
-void writeFolded(const TraceData& data, Sink& out) {
-  for (const auto& [stack, ns] : foldStacks(data)) {
+void writeFolded(const std::map<std::string, FoldWeights>& folded, FoldWeight weight, Sink& out) {
+  for (const auto& [stack, w] : folded) {
+    uint64_t value = 0;
+    switch (weight) {
+      case FoldWeight::HostTime: value = (w.hostNs + 500) / 1000; break;
+      case FoldWeight::Calls: value = w.calls; break;
+      case FoldWeight::GpuTime: value = (w.gpuNs + 500) / 1000; break;
+    }
+    if (weight != FoldWeight::HostTime && value == 0) continue;
     out.put(stack);
     out.put(' ');
-    out.putUint((ns + 500) / 1000);
+    out.putUint(value);
     out.put('\n');
   }
 }
+
+void writeFolded(const TraceData& data, Sink& out) { writeFolded(foldStacks(data), FoldWeight::HostTime, out); }
 
 }  // namespace cutrace

@@ -57,7 +57,7 @@ std::string safeFileStem(const std::string& exe) {
   return out;
 }
 
-OutputResult writeOutputFiles(const TraceData& data, const char* directory) {
+OutputResult writeOutputFiles(const TraceData& data, const char* directory, const FoldOptions& fold) {
   OutputResult result;
   const std::string dir = directory;
   if (!makeDirectories(dir, result.error)) return result;
@@ -98,13 +98,31 @@ OutputResult writeOutputFiles(const TraceData& data, const char* directory) {
     writeChromeTrace(data, out);
     ok = out.flush() && ok;
   }
+  const auto folded = foldStacks(data, fold);
   {
     Sink out(foldedFd);
-    writeFolded(data, out);
+    writeFolded(folded, FoldWeight::HostTime, out);
     ok = out.flush() && ok;
   }
   ok = (close(traceFd) == 0) && ok;
   ok = (close(foldedFd) == 0) && ok;
+  // The other weightings share the stem, which the pair above already made unique; a file in
+  // the way (or a symlink) is an error, not something to write through.
+  bool anyGpu = false;
+  for (const auto& entry : folded) anyGpu |= entry.second.gpuNs != 0;
+  for (const auto& [suffix, weight] : {std::pair{".calls.folded", FoldWeight::Calls}, std::pair{".gpu.folded", FoldWeight::GpuTime}}) {
+    if (weight == FoldWeight::GpuTime && !anyGpu) continue;
+    const int fd = createExclusive(dirfd, stem + suffix);
+    if (fd < 0) {
+      ok = false;
+      continue;
+    }
+    Sink out(fd);
+    writeFolded(folded, weight, out);
+    ok = out.flush() && ok;
+    ok = (close(fd) == 0) && ok;
+    result.extraPaths.push_back(dir + "/" + stem + suffix);
+  }
   close(dirfd);
   if (!ok) result.error = std::string("write error in ") + dir;
   result.ok = ok;
@@ -113,7 +131,7 @@ OutputResult writeOutputFiles(const TraceData& data, const char* directory) {
 
 void writeOutputsAndReport(TraceData& data, const Config& config) {
   data.meta.version = CUTRACE_VERSION;
-  const OutputResult r = writeOutputFiles(data, config.outputDir);
+  const OutputResult r = writeOutputFiles(data, config.outputDir, FoldOptions{config.foldedNvtx});
   if (config.log == LogLevel::Off) return;
   auto sink = std::make_shared<spdlog::sinks::stderr_sink_st>();
   spdlog::logger log("cutrace", sink);

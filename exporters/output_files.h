@@ -1,23 +1,27 @@
 #pragma once
-// Writes one process's files at the end of a run: <dir>/<exe>-<pid>.trace.json and .folded.
+// Writes one process's files at the end of a run: <dir>/<exe>-<pid>.trace.json, .folded (host
+// time), .calls.folded and, when CUPTI linked device work to launches, .gpu.folded.
 // Files are created with O_EXCL|O_NOFOLLOW: an existing file or a symlink at the path is never
 // written through; the name gets a .1, .2 ... suffix instead.
 
 #include <string>
+#include <vector>
 
 #include "collector/config.h"
 #include "collector/trace_data.h"
+#include "exporters/folded.h"
 
 namespace cutrace {
 
 struct OutputResult {
   bool ok = false;
   std::string tracePath;
-  std::string foldedPath;
+  std::string foldedPath;              // host time
+  std::vector<std::string> extraPaths;  // the calls and GPU-time weightings
   std::string error;
 };
 
-OutputResult writeOutputFiles(const TraceData& data, const char* directory);
+OutputResult writeOutputFiles(const TraceData& data, const char* directory, const FoldOptions& fold = {});
 
 // Collector::Writer: writes the files and reports on stderr according to config.log.
 void writeOutputsAndReport(TraceData& data, const Config& config);

@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "collector/collector.h"
+#include "collector/stack_capture.h"
 
 namespace cutrace {
 
@@ -96,6 +97,9 @@ class HookCall {
     r_.result = 0;
     r_.seq = s->nextSeq++;
     r_.mem = MemPayload{};
+    // Only the outermost recorded call takes a stack: a nested call (the driver call a runtime
+    // call made) shares it, which the exporters know from the nesting.
+    if (s->apiDepth++ == 0 && stacks::wanted(kind)) r_.mem.stack = stacks::capture(s);
     if (kind == ApiKind::Launch) {
       launch_ = true;
       outermostLaunch_ = s->launchDepth++ == 0;
@@ -104,6 +108,7 @@ class HookCall {
   ~HookCall() {
     if (s_ == nullptr) return;
     r_.t1 = Clock::now();
+    --s_->apiDepth;
     if (launch_) --s_->launchDepth;
     if (!appendRecord(s_, r_)) countDrop(s_);
   }
@@ -127,10 +132,7 @@ class HookCall {
     l.gridX = gx;
     l.gridY = static_cast<uint16_t>(gy);
     l.gridZ = static_cast<uint16_t>(gz);
-    l.blockX = static_cast<uint16_t>(bx);
-    l.blockY = static_cast<uint16_t>(by);
-    l.blockZ = static_cast<uint16_t>(bz);
-    l.reserved = 0;
+    l.block = LaunchPayload::packBlock(bx, by, bz);
     l.kernelName = kernelName;
     l.sharedMem = static_cast<uint32_t>(shared);
   }

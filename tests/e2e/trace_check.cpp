@@ -2,7 +2,7 @@
 // summary of it for end-to-end tests to compare with an expected file.
 //
 //   trace_check TRACE.json [--folded FILE] [--thread-ids FILE] [--allow-drops]
-//               [--view launches] [--expect-linked]
+//               [--view launches] [--expect-linked] [--stacks]
 //
 // Checks (any failure prints "FAIL: ..." on stderr and exits 1):
 // - the file parses as JSON (simdjson) with traceEvents and metadata;
@@ -19,7 +19,9 @@
 // --view launches renders only NVTX ranges and launches ("launch kernel=..."), which is the
 // same whether a launch went through the shared runtime, a static one or the driver.
 // The summary lists per thread (threads ordered by name, then content) the event tree with
-// names and the deterministic args (kernel, grid, block, bytes, kind, result).
+// names and the deterministic args (kernel, grid, block, bytes, kind, result); --stacks adds
+// each event's args.stack. Stacks (there and in the folded list) leave out frames that differ
+// between machines: libc start-up and thread entry, and frames named only module+0xoffset.
 
 #include <simdjson.h>
 
@@ -42,6 +44,7 @@ struct Ev {
   int64_t ts = 0, dur = 0;  // ns
   int64_t seq = -1;
   std::string args;         // canonical deterministic args
+  std::string stack;        // args.stack, machine-specific frames left out (--stacks)
   bool hasKernel = false;
   std::vector<std::size_t> children;
 };
@@ -96,6 +99,32 @@ bool isLaunchName(const std::string& n) {
          n != "cuGraphLaunch" && n != "cudaGraphLaunch";
 }
 
+// Frames that differ between machines and C libraries: program start-up and thread entry in
+// libc, and any frame the symbolizer could only name as module+0xoffset.
+bool machineSpecificFrame(const std::string& f) {
+  static const std::set<std::string> kStartup{"_start", "__libc_start_main", "__libc_start_call_main", "start_thread",
+                                              "clone", "clone3", "__clone", "__clone3", "__GI___clone3"};
+  if (kStartup.count(f)) return true;
+  const std::size_t plus = f.rfind("+0x");
+  return plus != std::string::npos && plus > 0 && f.find_first_not_of("0123456789abcdef", plus + 3) == std::string::npos;
+}
+
+bool listStacks = false;
+
+std::string renderStack(simdjson::dom::object args) {
+  simdjson::dom::array frames;
+  if (args["stack"].get(frames) != simdjson::SUCCESS) return {};
+  std::string out;
+  for (simdjson::dom::element f : frames) {
+    std::string_view name;
+    if (f.get(name)) fail("args.stack holds a non-string");
+    if (name.empty()) fail("empty frame in args.stack");
+    if (machineSpecificFrame(std::string(name))) continue;
+    out += (out.empty() ? "" : "<") + printable(std::string(name));
+  }
+  return out;
+}
+
 std::string renderArgs(simdjson::dom::object args, bool& hasKernel) {
   std::ostringstream out;
   simdjson::dom::element v;
@@ -139,15 +168,18 @@ void render(const Thread& t, const Ev& e, int depth, std::string& out) {
     return;
   }
   out += std::string(static_cast<std::size_t>(depth) * 2 + 2, ' ');
-  out += e.ph + " " + e.cat + " " + printable(e.name) + e.args + "\n";
+  out += e.ph + " " + e.cat + " " + printable(e.name) + e.args;
+  if (listStacks && !e.stack.empty()) out += " stack=" + e.stack;
+  out += "\n";
   for (std::size_t c : e.children) render(t, t.events[c], depth + 1, out);
 }
 
-void checkFolded(const std::string& path, std::ostream& summary, bool list) {
+// Reads a folded file, checking the format; returns stack -> weight.
+std::map<std::string, uint64_t> readFolded(const std::string& path) {
   std::ifstream in(path);
   if (!in) fail("cannot open folded file " + path);
   std::string line, previous;
-  std::vector<std::string> stacks;
+  std::map<std::string, uint64_t> stacks;
   while (std::getline(in, line)) {
     const std::size_t space = line.rfind(' ');
     if (space == std::string::npos || space == 0 || space + 1 == line.size())
@@ -166,11 +198,41 @@ void checkFolded(const std::string& path, std::ostream& summary, bool list) {
     }
     if (!previous.empty() && !(previous < stack)) fail("folded lines not sorted/distinct at: " + line);
     previous = stack;
-    stacks.push_back(stack);
+    stacks[stack] = std::stoull(weight);
   }
+  return stacks;
+}
+
+std::string withoutMachineFrames(const std::string& stack) {
+  std::string kept;
+  std::size_t from = 0;
+  for (;;) {
+    const std::size_t semi = stack.find(';', from);
+    const std::string frame = stack.substr(from, semi == std::string::npos ? std::string::npos : semi - from);
+    if (!machineSpecificFrame(frame)) kept += (kept.empty() ? "" : ";") + frame;
+    if (semi == std::string::npos) break;
+    from = semi + 1;
+  }
+  return kept;
+}
+
+// The host-time file lists every stack; the calls file (same stem, .calls.folded) the same
+// stacks with how many calls ended there: listed with the stack when `list`.
+void checkFolded(const std::string& path, std::ostream& summary, bool list) {
+  const auto host = readFolded(path);
+  std::map<std::string, uint64_t> calls;
+  const std::string callsPath = path.substr(0, path.size() - std::string(".folded").size()) + ".calls.folded";
+  if (std::ifstream(callsPath)) {
+    calls = readFolded(callsPath);
+    if (calls.size() != host.size()) fail("calls.folded and .folded list different stacks");
+    for (const auto& [stack, n] : calls)
+      if (n == 0 || !host.count(stack)) fail("calls.folded stack missing from .folded: " + stack);
+  }
+  std::map<std::string, uint64_t> shown;  // with machine-specific frames left out
+  for (const auto& [stack, w] : host) shown[withoutMachineFrames(stack)] += calls.count(stack) ? calls[stack] : 0;
   if (!list) return;  // the launches view leaves out what depends on the runtime in use
-  summary << "folded " << stacks.size() << "\n";
-  for (const auto& s : stacks) summary << "  " << printable(s) << "\n";
+  summary << "folded " << shown.size() << "\n";
+  for (const auto& [s, n] : shown) summary << "  " << printable(s) << (calls.empty() ? "" : " calls=" + std::to_string(n)) << "\n";
 }
 
 }  // namespace
@@ -189,6 +251,7 @@ int main(int argc, char** argv) {
     else if (a == "--allow-drops") allowDrops = true;
     else if (a == "--view" && i + 1 < argc) view = argv[++i];
     else if (a == "--expect-linked") expectLinked = true;
+    else if (a == "--stacks") listStacks = true;
     else fail("unknown argument " + a);
   }
 
@@ -259,6 +322,7 @@ int main(int argc, char** argv) {
     simdjson::dom::object args;
     if (e["args"].get(args) || args["seq"].get(ev.seq)) fail("event without args.seq: " + ev.name);
     ev.args = renderArgs(args, ev.hasKernel);
+    ev.stack = renderStack(args);
     Thread& t = threads[tid];
     t.tid = tid;
     t.events.push_back(std::move(ev));

@@ -26,12 +26,17 @@ TEST_CASE("defaults apply when no CUTRACE_ variable is set", "[config]") {
   REQUIRE(c.drainIntervalMs == 20);
   REQUIRE(std::string(c.outputDir) == "cutrace-out");
   REQUIRE(c.log == LogLevel::Info);
+  REQUIRE(c.stacks == StackMode::Calls);
+  REQUIRE(c.stackDepth == 32);
+  REQUIRE(c.unwinder == Unwinder::Auto);
 }
 
 TEST_CASE("every accepted variable is parsed", "[config]") {
   ConfigError error;
   const Config c = parse({"CUTRACE_OUTPUT=/tmp/x y", "CUTRACE_RING_SIZE=4M", "CUTRACE_DRAIN_MS=5", "CUTRACE_LOG=debug",
-                          "CUTRACE_CLOCK=monotonic", "CUTRACE_NVTX=off", "CUTRACE_ENABLE=1", "CUTRACE_CUPTI=off"},
+                          "CUTRACE_CLOCK=monotonic", "CUTRACE_NVTX=off", "CUTRACE_ENABLE=1", "CUTRACE_CUPTI=off",
+                          "CUTRACE_STACKS=launches", "CUTRACE_STACK_DEPTH=12", "CUTRACE_UNWIND=fp", "CUTRACE_PYTHON=off",
+                          "CUTRACE_FOLDED_NVTX=0"},
                          error);
   REQUIRE_FALSE(error.failed());
   REQUIRE(std::string(c.outputDir) == "/tmp/x y");
@@ -42,6 +47,11 @@ TEST_CASE("every accepted variable is parsed", "[config]") {
   REQUIRE_FALSE(c.nvtx);
   REQUIRE(c.enabled);
   REQUIRE(c.cupti == 2);
+  REQUIRE(c.stacks == StackMode::Launches);
+  REQUIRE(c.stackDepth == 12);
+  REQUIRE(c.unwinder == Unwinder::FramePointer);
+  REQUIRE_FALSE(c.python);
+  REQUIRE_FALSE(c.foldedNvtx);
 }
 
 TEST_CASE("a bad value disables tracing with one line naming it", "[config]") {
@@ -49,7 +59,9 @@ TEST_CASE("a bad value disables tracing with one line naming it", "[config]") {
                        "CUTRACE_RING_SIZE=4Mx", "CUTRACE_RING_SIZE=99999999999999999999",
                        "CUTRACE_DRAIN_MS=0",    "CUTRACE_DRAIN_MS=abc",    "CUTRACE_LOG=verbose",
                        "CUTRACE_CLOCK=rdtsc",   "CUTRACE_NVTX=maybe",      "CUTRACE_OUTPUT=",
-                       "CUTRACE_CUPTI=yes"};
+                       "CUTRACE_CUPTI=yes",     "CUTRACE_STACKS=all",      "CUTRACE_STACK_DEPTH=0",
+                       "CUTRACE_STACK_DEPTH=129", "CUTRACE_UNWIND=gcc",    "CUTRACE_PYTHON=on",
+                       "CUTRACE_FOLDED_NVTX=x"};
   for (const char* entry : bad) {
     INFO(entry);
     ConfigError error;
@@ -85,7 +97,7 @@ TEST_CASE("control bytes in a bad value never reach stderr raw", "[config]") {
 }
 
 TEST_CASE("the documented variable table matches what the parser accepts", "[config]") {
-  REQUIRE(configVariableCount() == 8);
+  REQUIRE(configVariableCount() == 13);
   for (std::size_t i = 0; i < configVariableCount(); ++i) {
     const std::string name = configVariable(i).name;
     REQUIRE(name.rfind("CUTRACE_", 0) == 0);

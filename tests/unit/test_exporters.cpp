@@ -2,6 +2,7 @@
 #include <simdjson.h>
 
 #include <map>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -130,7 +131,9 @@ TEST_CASE("hostile NVTX text still gives valid JSON", "[chrome]") {
 
 TEST_CASE("folded stacks: NVTX frames, API frames, kernel under its launch, self time", "[folded]") {
   TraceBuilder b;
-  const auto weights = foldStacks(sampleTrace(b));
+  const auto folded = foldStacks(sampleTrace(b));
+  std::map<std::string, uint64_t> weights;
+  for (const auto& [stack, w] : folded) weights[stack] = w.hostNs;
   const std::map<std::string, uint64_t> expected{
       {"step", 1000 - 100 - 400},
       {"step;cudaMalloc", 100},
@@ -138,6 +141,89 @@ TEST_CASE("folded stacks: NVTX frames, API frames, kernel under its launch, self
       {"step;cudaLaunchKernel;void ns::scale<float>(float*, int);cuLaunchKernel", 200},
   };
   REQUIRE(weights == expected);
+}
+
+// Two launches from one call site, one from another, a copy, all under an NVTX range; the
+// driver call nested in a runtime launch has no stack of its own and inherits the launch's.
+TraceData& stackTrace(TraceBuilder& b) {
+  b.defineStack(1, {"launch_site", "train_step", "main"});
+  b.defineStack(2, {"other_site", "main"});
+  b.push(7, 0, 0, 0, "step");
+  b.launch(7, test::kCudaLaunchKernel, 1, 100, 300, "k1", 1);
+  b.launch(7, test::kCuLaunchKernel, 2, 150, 250, nullptr);
+  b.launch(7, test::kCudaLaunchKernel, 3, 400, 500, "k1", 1);
+  b.launch(7, test::kCudaLaunchKernel, 4, 600, 700, "k2", 2);
+  b.api(7, test::kCudaDeviceSynchronize, 5, 800, 900, 0, 2);
+  b.pop(7, 1000, 0);
+  return b.finish(1000);
+}
+
+TEST_CASE("folded stacks: call stacks root first between NVTX and API frames, three weights", "[folded][stacks]") {
+  TraceBuilder b;
+  TraceData& d = stackTrace(b);
+  // GPU work: two kernels of the first launch site (linked through CUPTI's API records by
+  // correlation, same thread, overlapping), one of the second.
+  d.apiActivity = {{100, 300, 7, 11}, {400, 500, 7, 12}, {600, 700, 7, 13}};
+  DeviceEvent k;
+  k.kind = DeviceKind::Kernel;
+  k.correlation = 11, k.start = 1000, k.end = 4000;
+  d.device.push_back(k);
+  k.correlation = 12, k.start = 5000, k.end = 6000;
+  d.device.push_back(k);
+  k.correlation = 13, k.start = 7000, k.end = 9500;
+  d.device.push_back(k);
+  const auto folded = foldStacks(d);
+  const std::string site1 = "step;main;train_step;launch_site;cudaLaunchKernel;k1";
+  const std::string site2 = "step;main;other_site";
+  std::map<std::string, std::tuple<uint64_t, uint64_t, uint64_t>> got;
+  for (const auto& [stack, w] : folded) got[stack] = {w.calls, w.hostNs, w.gpuNs};
+  const std::map<std::string, std::tuple<uint64_t, uint64_t, uint64_t>> expected{
+      {"step", {1, 1000 - 200 - 100 - 100 - 100, 0}},
+      {site1, {2, 100 + 100, 3000 + 1000}},
+      {site1 + ";cuLaunchKernel", {1, 100, 0}},
+      {site2 + ";cudaLaunchKernel;k2", {1, 100, 2500}},
+      {site2 + ";cudaDeviceSynchronize", {1, 100, 0}},
+  };
+  REQUIRE(got == expected);
+
+  Sink calls, gpu, host;
+  writeFolded(folded, FoldWeight::Calls, calls);
+  writeFolded(folded, FoldWeight::GpuTime, gpu);
+  writeFolded(folded, FoldWeight::HostTime, host);
+  REQUIRE(calls.text() == "step 1\n" + site2 + ";cudaDeviceSynchronize 1\n" + site2 + ";cudaLaunchKernel;k2 1\n" +
+                              site1 + " 2\n" + site1 + ";cuLaunchKernel 1\n");
+  REQUIRE(gpu.text() == site2 + ";cudaLaunchKernel;k2 3\n" + site1 + " 4\n");  // 2.5 us rounds to 3
+  REQUIRE(host.text().find("step 1\n") == 0);  // 0.5 us of self time rounds up
+
+  const auto noNvtx = foldStacks(d, FoldOptions{false});
+  REQUIRE(noNvtx.count("main;train_step;launch_site;cudaLaunchKernel;k1") == 1);
+  REQUIRE(noNvtx.count("step") == 0);
+  REQUIRE(noNvtx.size() == 4);
+}
+
+TEST_CASE("chrome trace: args.stack innermost first on the outermost call only", "[chrome][stacks]") {
+  TraceBuilder b;
+  const std::string text = chrome(stackTrace(b));
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  REQUIRE(parser.parse(text).get(doc) == simdjson::SUCCESS);
+  std::vector<std::string> stacks;
+  for (simdjson::dom::object e : doc["traceEvents"].get_array()) {
+    if (std::string_view(e["ph"]) != "X" || std::string_view(e["cat"]) == "nvtx") continue;
+    std::string joined = str(e["name"]) + ":";
+    simdjson::dom::array frames;
+    if (e["args"]["stack"].get(frames) == simdjson::SUCCESS)
+      for (std::string_view f : frames) joined += std::string(f) + "<";
+    stacks.push_back(joined);
+  }
+  REQUIRE(stacks == std::vector<std::string>{
+                        "cudaLaunchKernel:launch_site<train_step<main<",
+                        "cuLaunchKernel:",
+                        "cudaLaunchKernel:launch_site<train_step<main<",
+                        "cudaLaunchKernel:other_site<main<",
+                        "cudaDeviceSynchronize:other_site<main<",
+                    });
+  REQUIRE(uint64_t(doc["metadata"]["stacks"]["distinct"]) == 2);
 }
 
 TEST_CASE("folded file: sorted lines, one space, integer microseconds, zero weights kept", "[folded]") {

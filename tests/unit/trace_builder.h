@@ -3,6 +3,7 @@
 // folded tests run on exactly what a traced process would produce. Ticks are nanoseconds.
 
 #include <cstring>
+#include <initializer_list>
 #include <string>
 
 #include "collector/name_table.h"
@@ -30,20 +31,23 @@ class TraceBuilder {
 
   uint32_t name(const char* text) { return names_.intern(text); }
 
-  void api(uint32_t tid, uint16_t hook, uint64_t seq, uint64_t t0, uint64_t t1, int32_t result = 0) {
+  void api(uint32_t tid, uint16_t hook, uint64_t seq, uint64_t t0, uint64_t t1, int32_t result = 0,
+           uint32_t stack = 0) {
     Record r = base(RecordType::Api, seq, t0, t1);
     r.hook = hook;
     r.result = result;
+    r.handle.stack = stack;
     store_.decode(tid, tid, r, nullptr, 0);
   }
-  void launch(uint32_t tid, uint16_t hook, uint64_t seq, uint64_t t0, uint64_t t1, const char* kernel) {
+  void launch(uint32_t tid, uint16_t hook, uint64_t seq, uint64_t t0, uint64_t t1, const char* kernel,
+              uint32_t stack = 0) {
     Record r = base(RecordType::Api, seq, t0, t1);
     r.hook = hook;
+    r.launch.stack = stack;
     r.launch.kernelName = kernel ? name(kernel) : 0;
     r.launch.gridX = 4;
     r.launch.gridY = r.launch.gridZ = 1;
-    r.launch.blockX = 256;
-    r.launch.blockY = r.launch.blockZ = 1;
+    r.launch.block = LaunchPayload::packBlock(256, 1, 1);
     r.launch.stream = 0x10;
     store_.decode(tid, tid, r, nullptr, 0);
   }
@@ -89,6 +93,13 @@ class TraceBuilder {
     r.threadName.tid = named;
     r.threadName.length = static_cast<uint16_t>(text.size());
     store_.decode(tid, tid, r, text.data(), text.size());
+  }
+
+  // A resolved call stack, frames innermost first, as the drain would name them.
+  void defineStack(uint32_t id, std::initializer_list<const char*> frames) {
+    TraceData& d = store_.data();
+    if (d.stacks.size() <= id) d.stacks.resize(id + 1);
+    for (const char* f : frames) d.stacks[id].push_back(d.strings.intern(f));
   }
 
   TraceData& finish(uint64_t endTicks) {

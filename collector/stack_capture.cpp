@@ -1,0 +1,143 @@
+#include "collector/stack_capture.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <link.h>
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "collector/collector.h"
+
+extern "C" void* __libc_stack_end;  // exported by ld.so: top of the main thread's stack
+
+namespace cutrace::stacks {
+
+namespace detail {
+bool g_wanted[16] = {};
+}
+
+namespace {
+
+using UnwBacktrace = int (*)(void** buffer, int size);
+
+struct State {
+  StackTable table;
+  UnwBacktrace unwBacktrace = nullptr;
+  uint32_t depth = 0;
+  uintptr_t ownBegin = 0;  // the text of the library holding the collector: frames to skip
+  uintptr_t ownEnd = 0;
+  const char* unwinder = "off";
+};
+
+State g_state;
+
+int findOwnRange(struct dl_phdr_info* info, std::size_t, void* data) {
+  const auto self = reinterpret_cast<uintptr_t>(&findOwnRange);
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X)) continue;
+    const uintptr_t begin = info->dlpi_addr + ph.p_vaddr;
+    if (self >= begin && self < begin + ph.p_memsz) {
+      auto* s = static_cast<State*>(data);
+      s->ownBegin = begin;
+      s->ownEnd = begin + ph.p_memsz;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+// Frames of this library's own code (shim, HookCall, capture) sit on top of every stack.
+inline bool ownFrame(uint64_t pc) { return pc >= g_state.ownBegin && pc < g_state.ownEnd; }
+
+// Return addresses along the rbp chain, each frame checked to lie inside the thread's stack
+// and above the previous one, so a frame without a frame pointer ends the walk instead of
+// sending it into unmapped memory.
+__attribute__((noinline)) int framePointerWalk(const ThreadState* s, uint64_t* out, int max) {
+  auto fp = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+  const uintptr_t lo = fp;  // every caller's frame lies above the walk's own
+  int n = 0;
+  while (n < max) {
+    if (fp < lo || fp + 2 * sizeof(uintptr_t) > s->stackHi || (fp & 7) != 0) break;
+    const auto* frame = reinterpret_cast<const uintptr_t*>(fp);
+    const uintptr_t ret = frame[1];
+    const uintptr_t next = frame[0];
+    if (ret < 4096) break;
+    out[n++] = ret;
+    if (next <= fp) break;
+    fp = next;
+  }
+  return n;
+}
+
+}  // namespace
+
+void initialize(const Config& config) {
+  for (bool& w : detail::g_wanted) w = false;
+  if (config.stacks == StackMode::Off) return;
+  dl_iterate_phdr(findOwnRange, &g_state);
+  if (!g_state.table.reserve(config.maxStacks, uint64_t{config.maxStacks} * 24)) {
+    Collector::warnOnce("cutrace: could not reserve memory for call stacks; stacks off\n");
+    return;
+  }
+  g_state.depth = config.stackDepth;
+  if (config.unwinder != Unwinder::FramePointer) {
+    // RTLD_LOCAL keeps libunwind's _Unwind_* out of the global scope (see the header).
+    void* lib = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+    if (lib != nullptr) g_state.unwBacktrace = reinterpret_cast<UnwBacktrace>(dlsym(lib, "unw_backtrace"));
+    if (g_state.unwBacktrace == nullptr && config.unwinder == Unwinder::Libunwind)
+      Collector::warnOnce("cutrace: CUTRACE_UNWIND=libunwind but libunwind.so.8 could not be loaded; using frame pointers\n");
+  }
+  g_state.unwinder = g_state.unwBacktrace != nullptr ? "libunwind" : "frame-pointer";
+  const bool calls = config.stacks == StackMode::Calls;
+  for (ApiKind k : {ApiKind::Launch, ApiKind::Graph}) detail::g_wanted[static_cast<unsigned>(k)] = true;
+  for (ApiKind k : {ApiKind::Memcpy, ApiKind::Memset, ApiKind::Alloc, ApiKind::Free, ApiKind::HostAlloc,
+                    ApiKind::HostFree, ApiKind::Sync, ApiKind::Profiler, ApiKind::Teardown, ApiKind::Init})
+    detail::g_wanted[static_cast<unsigned>(k)] = calls;
+}
+
+void attachThread(ThreadState* s) {
+  uintptr_t hi = 0;
+  if (syscall(SYS_gettid) == getpid()) {
+    // pthread_getattr_np reads /proc/self/maps (and allocates) for the main thread.
+    hi = reinterpret_cast<uintptr_t>(__libc_stack_end);
+  } else {
+    pthread_attr_t attr;
+    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+      void* base = nullptr;
+      std::size_t size = 0;
+      if (pthread_attr_getstack(&attr, &base, &size) == 0) hi = reinterpret_cast<uintptr_t>(base) + size;
+      pthread_attr_destroy(&attr);
+    }
+  }
+  s->stackHi = hi;
+}
+
+// Not inline in the hook: keeps the shim small; the stack buffer lives only here.
+uint32_t capture(ThreadState* s) {
+  const int savedErrno = errno;  // libunwind probes memory with syscalls that may fail
+  uint64_t raw[kMaxStackDepth + 16];
+  const int max = static_cast<int>(g_state.depth) + 16;  // room for our own frames on top
+  const int n = g_state.unwBacktrace != nullptr ? g_state.unwBacktrace(reinterpret_cast<void**>(raw), max)
+                                                 : framePointerWalk(s, raw, max);
+  int skip = 0;
+  while (skip < n && ownFrame(raw[skip])) ++skip;
+  uint32_t depth = n > skip ? static_cast<uint32_t>(n - skip) : 0;
+  if (depth > g_state.depth) depth = g_state.depth;
+  uint32_t id = 0;
+  if (depth != 0) {
+    const uint64_t* frames = raw + skip;
+    const uint64_t hash = hashFrames(frames, depth);
+    id = g_state.table.find(hash);
+    if (__builtin_expect(id == 0, 0)) id = g_state.table.insert(hash, frames, depth);
+  }
+  errno = savedErrno;
+  return id;
+}
+
+StackTable& table() { return g_state.table; }
+const char* unwinderName() { return g_state.unwinder; }
+const char* pythonStatus() { return "not built"; }
+
+}  // namespace cutrace::stacks

@@ -1,0 +1,48 @@
+#pragma once
+// Call stacks at CUDA calls: captured on the calling thread, interned in the process's
+// StackTable (collector/stack_table.h), stored as an id in the call's record. Symbolization
+// happens off the hot path (collector/symbolizer.h).
+//
+// Unwinders, chosen once by CUTRACE_UNWIND:
+// - libunwind's unw_backtrace, with libunwind.so.8 loaded privately (dlopen RTLD_LOCAL) and
+//   called through a pointer: linked normally, its _Unwind_* symbols would take over the C++
+//   exception unwinding of the whole process (DESIGN.md pitfalls);
+// - a frame-pointer walk bounded by the thread's stack, which stops where code has no frame
+//   pointers (most distribution libraries) but costs a few nanoseconds.
+// auto: libunwind when it loads, else the frame-pointer walk.
+
+#include <cstdint>
+
+#include "collector/config.h"
+#include "collector/stack_table.h"
+#include "collector/trace_data.h"
+
+namespace cutrace {
+
+struct ThreadState;
+
+namespace stacks {
+
+namespace detail {
+extern bool g_wanted[16];  // by ApiKind; written once by initialize() before recording starts
+}
+
+// Off the hot path, once per process (from Collector::initialize).
+void initialize(const Config& config);
+
+// Whether a call of this kind captures a stack (when it is the outermost recorded call).
+inline bool wanted(ApiKind kind) { return detail::g_wanted[static_cast<unsigned>(kind) & 15]; }
+
+// Hot path: the interned id of the calling thread's stack below the preload, 0 when none or
+// when the table is full.
+uint32_t capture(ThreadState* s);
+
+// The thread's stack bounds for the frame-pointer walk (slow path, at thread attach).
+void attachThread(ThreadState* s);
+
+StackTable& table();
+const char* unwinderName();  // "libunwind", "frame-pointer" or "off"
+const char* pythonStatus();   // what Python frame support found in this process
+
+}  // namespace stacks
+}  // namespace cutrace

@@ -1,0 +1,84 @@
+#pragma once
+// Call stacks interned once per process: a hook hashes the frames it captured and gets a 32-bit
+// id; a stack seen before costs its hash and one probe (no lock, no allocation). Only the first
+// sight of a stack copies its frames.
+//
+// Concurrency: any thread may find() or insert() at any time; ids are published with release
+// order after their frames are written, so frames(id) is complete for every id a reader got
+// from find()/insert(), and for every id frames() reports a non-zero depth for. The memory is
+// reserved once by reserve() (before recording starts) and never moves or shrinks; a full table
+// answers 0 ("no stack") and counts the overflow.
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace cutrace {
+
+// A frame is a native return address, or a Python frame interned by collector/python_frames.h
+// tagged with the top bit (user-space addresses never have it set).
+inline constexpr uint64_t kPythonFrameTag = uint64_t{1} << 63;
+inline constexpr uint64_t kPythonEntryBit = uint64_t{1} << 62;
+inline constexpr uint32_t kMaxStackDepth = 128;
+
+inline uint64_t hashFrames(const uint64_t* frames, uint32_t depth) {
+  uint64_t h = 0x9e3779b97f4a7c15ull ^ depth;
+  for (uint32_t i = 0; i < depth; ++i) {
+    h ^= frames[i];
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 29;
+  }
+  h ^= h >> 32;
+  return h != 0 ? h : 1;  // 0 marks an empty slot
+}
+
+class StackTable {
+ public:
+  struct Frames {
+    const uint64_t* frames = nullptr;  // innermost first
+    uint32_t depth = 0;
+  };
+
+  // Reserves address space for `maxStacks` stacks and `maxFrames` frames in all. Pages are
+  // touched as stacks arrive. Call once, before any other member.
+  bool reserve(uint32_t maxStacks, uint64_t maxFrames);
+  bool reserved() const { return slots_ != nullptr; }
+
+  // The id of the stack with this hash, 0 when it was never inserted.
+  uint32_t find(uint64_t hash) const;
+  // Inserts a stack (frames innermost first); returns its id, the existing id when another
+  // thread inserted the same hash first, 0 when the table is full.
+  uint32_t insert(uint64_t hash, const uint64_t* frames, uint32_t depth);
+
+  // Highest id handed out so far; ids are 1..size(). An id whose insertion is still running
+  // has depth 0 here.
+  uint32_t size() const;
+  Frames frames(uint32_t id) const;
+  uint64_t overflowed() const { return overflowed_.load(std::memory_order_relaxed); }
+
+ private:
+  struct Slot {
+    std::atomic<uint64_t> hash;
+    std::atomic<uint32_t> id;  // 0 while the inserting thread copies the frames
+    uint32_t pad;
+  };
+  struct Entry {
+    uint64_t offset;
+    std::atomic<uint32_t> depth;  // written last (release)
+    uint32_t pad;
+  };
+  static constexpr uint32_t kFullId = UINT32_MAX;  // slot claimed but nothing could be stored
+  static constexpr uint32_t kMaxProbes = 64;
+
+  Slot* slots_ = nullptr;
+  Entry* entries_ = nullptr;
+  uint64_t* frames_ = nullptr;
+  uint64_t slotMask_ = 0;
+  uint32_t maxStacks_ = 0;
+  uint64_t maxFrames_ = 0;
+  std::atomic<uint32_t> nextId_{0};
+  std::atomic<uint64_t> nextFrame_{0};
+  std::atomic<uint64_t> overflowed_{0};
+};
+
+}  // namespace cutrace

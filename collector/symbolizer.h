@@ -1,0 +1,52 @@
+#pragma once
+// Return addresses to names, off the hot path (the drain thread and the final flush).
+//
+// Names come from the ELF symbol tables (.symtab, else .dynsym) of every object mapped in the
+// process, read from the files on disk, demangled, cached per address. The module list is
+// re-read whenever an address falls outside every known module, so objects loaded later with
+// dlopen are found; the drain resolves new stacks every pass, so an object unloaded before exit
+// is usually still named. Frames of stripped code fall back to `module+0xoffset`.
+//
+// Not thread-safe: one thread at a time (the collector's drain mutex).
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace cutrace {
+
+class Symbolizer {
+ public:
+  Symbolizer();
+  ~Symbolizer();
+  Symbolizer(const Symbolizer&) = delete;
+  Symbolizer& operator=(const Symbolizer&) = delete;
+
+  // The frame of a return address: "function" (demangled) when a symbol covers the call site,
+  // else "module+0xoffset", else "[unknown]".
+  const std::string& frameName(uint64_t returnAddress);
+
+  struct ElfSymbols;
+
+ private:
+  struct Module {
+    uint64_t begin = 0;  // lowest and highest address of its loaded segments
+    uint64_t end = 0;
+    uint64_t bias = 0;  // dlpi_addr: symbol values are relative to it
+    std::string path;
+    std::string shortName;
+    std::shared_ptr<ElfSymbols> symbols;  // loaded on first use
+  };
+  void refreshModules();
+  Module* moduleOf(uint64_t pc);
+
+  std::vector<Module> modules_;  // sorted by begin
+  std::unordered_map<std::string, std::shared_ptr<ElfSymbols>> files_;
+  std::unordered_map<uint64_t, std::string> cache_;
+};
+
+}  // namespace cutrace

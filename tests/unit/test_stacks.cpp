@@ -1,0 +1,116 @@
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "collector/stack_table.h"
+#include "collector/symbolizer.h"
+
+using namespace cutrace;
+
+namespace {
+
+std::vector<uint64_t> stackNumber(uint32_t n) {
+  // Stacks differ in length and in one frame in the middle, like call sites of one program.
+  std::vector<uint64_t> frames;
+  for (uint32_t i = 0; i < 4 + n % 13; ++i) frames.push_back(0x400000 + i * 0x40 + (i == 2 ? n * 8 : 0));
+  return frames;
+}
+
+}  // namespace
+
+TEST_CASE("stack table: same stack same id, frames read back exactly", "[stacks]") {
+  StackTable t;
+  REQUIRE(t.reserve(64, 64 * 24));
+  const std::vector<uint64_t> a{1, 2, 3}, b{1, 2, 4}, c{1, 2};
+  const uint32_t ia = t.insert(hashFrames(a.data(), 3), a.data(), 3);
+  const uint32_t ib = t.insert(hashFrames(b.data(), 3), b.data(), 3);
+  const uint32_t ic = t.insert(hashFrames(c.data(), 2), c.data(), 2);
+  REQUIRE(std::set<uint32_t>{ia, ib, ic} == std::set<uint32_t>{1, 2, 3});
+  REQUIRE(t.find(hashFrames(a.data(), 3)) == ia);
+  REQUIRE(t.insert(hashFrames(a.data(), 3), a.data(), 3) == ia);
+  REQUIRE(t.find(hashFrames(a.data(), 2)) == ic);  // {1,2} is c
+  const StackTable::Frames f = t.frames(ib);
+  REQUIRE(std::vector<uint64_t>(f.frames, f.frames + f.depth) == b);
+  REQUIRE(t.size() == 3);
+  REQUIRE(t.frames(4).depth == 0);
+  REQUIRE(t.overflowed() == 0);
+}
+
+TEST_CASE("stack table: full table answers 0 and counts, never corrupts", "[stacks]") {
+  StackTable t;
+  REQUIRE(t.reserve(8, 1000));
+  uint32_t stored = 0;
+  for (uint32_t n = 0; n < 20; ++n) {
+    const auto s = stackNumber(n);
+    if (t.insert(hashFrames(s.data(), static_cast<uint32_t>(s.size())), s.data(), static_cast<uint32_t>(s.size())) != 0)
+      ++stored;
+  }
+  REQUIRE(stored == 8);
+  REQUIRE(t.overflowed() == 12);
+  for (uint32_t id = 1; id <= 8; ++id) REQUIRE(t.frames(id).depth >= 4);
+}
+
+TEST_CASE("stack table: 8 threads interning overlapping stacks agree on every id", "[stacks]") {
+  StackTable t;
+  constexpr uint32_t kStacks = 500;
+  REQUIRE(t.reserve(1024, 1024 * 24));
+  std::vector<std::vector<uint32_t>> ids(8, std::vector<uint32_t>(kStacks));
+  std::atomic<bool> go{false};
+  std::vector<std::thread> threads;
+  for (int th = 0; th < 8; ++th) {
+    threads.emplace_back([&, th] {
+      while (!go.load()) {
+      }
+      for (int round = 0; round < 20; ++round) {
+        for (uint32_t k = 0; k < kStacks; ++k) {
+          const uint32_t n = (k * 7 + static_cast<uint32_t>(th) * 131) % kStacks;  // each thread its own order
+          const auto s = stackNumber(n);
+          const uint64_t h = hashFrames(s.data(), static_cast<uint32_t>(s.size()));
+          uint32_t id = t.find(h);
+          if (id == 0) id = t.insert(h, s.data(), static_cast<uint32_t>(s.size()));
+          if (round == 0) ids[th][n] = id;
+          else if (ids[th][n] == 0) ids[th][n] = id;  // a bounded wait may answer 0 once
+        }
+      }
+    });
+  }
+  go.store(true);
+  for (auto& th : threads) th.join();
+  REQUIRE(t.size() == kStacks);
+  REQUIRE(t.overflowed() == 0);
+  std::set<uint32_t> distinct;
+  for (uint32_t n = 0; n < kStacks; ++n) {
+    for (int th = 0; th < 8; ++th) REQUIRE(ids[th][n] == ids[0][n]);
+    REQUIRE(ids[0][n] != 0);
+    distinct.insert(ids[0][n]);
+    const StackTable::Frames f = t.frames(ids[0][n]);
+    REQUIRE(std::vector<uint64_t>(f.frames, f.frames + f.depth) == stackNumber(n));
+  }
+  REQUIRE(distinct.size() == kStacks);
+}
+
+extern "C" __attribute__((noinline)) void* cutraceTestKnownFunction() {
+  asm volatile("");
+  return __builtin_return_address(0);
+}
+
+namespace ns {
+__attribute__((noinline)) void* knownMember(int) {
+  asm volatile("");
+  return reinterpret_cast<void*>(&knownMember);
+}
+}  // namespace ns
+
+TEST_CASE("symbolizer: functions of the executable and of libc, demangled; unknown addresses", "[stacks]") {
+  Symbolizer s;
+  // A return address one byte past the function's start lies inside it.
+  const auto known = reinterpret_cast<uint64_t>(&cutraceTestKnownFunction) + 1;
+  REQUIRE(s.frameName(known) == "cutraceTestKnownFunction");
+  REQUIRE(s.frameName(reinterpret_cast<uint64_t>(ns::knownMember(0)) + 1) == "ns::knownMember(int)");
+  REQUIRE(s.frameName(reinterpret_cast<uint64_t>(&getpid) + 1) == "getpid");
+  REQUIRE(s.frameName(0x10) == "[unknown]");
+}
