@@ -3,11 +3,12 @@
 // figure is (median traced - median bare) / events per call.
 //
 //   bench_events --libtrace PATH [--runs N] [--calls N]      (driver: spawns the workers)
-//   bench_events --worker CASE --calls N                     (one timed loop; prints ns/call)
+//   bench_events --worker LOOP --calls N [--depth D]         (one timed loop; prints ns/call)
 //
 // Cases: driver-sync (cuCtxSynchronize: 1 event), runtime-sync (cudaStreamSynchronize: the
 // runtime call and the driver call it makes, 2 events), launch (a kernel launch through the
-// runtime: 2 events, kernel name looked up), nvtx (push+pop: 1 range).
+// runtime: 2 events, kernel name looked up), nvtx (push+pop: 1 range); the d20-* cases make the
+// driver call 20 frames below main, traced without stacks and with each unwinder.
 // Calls come in bursts with pauses in between, so the default ring is emptied in time and never
 // drops (checked: the bench fails if a traced run reports a drop); the drain thread runs as in a
 // real process: its cost shows in "cpu ns/event", the traced thread's in "wall ns/event".
@@ -35,9 +36,33 @@ namespace {
 
 struct Case {
   const char* name;
+  const char* loop;  // the worker's loop
   int eventsPerCall;
+  int depth;              // frames of this program between main and the CUDA call
+  const char* tracedEnv;  // extra setting for the traced run, or nullptr
 };
-constexpr Case kCases[] = {{"driver-sync", 1}, {"runtime-sync", 2}, {"launch", 2}, {"nvtx", 1}};
+// The depth-20 cases isolate the cost of a 20-frame stack, interned (every call after the first
+// has the same stack): the same loop traced with and without stacks, per unwinder.
+constexpr Case kCases[] = {
+    {"driver-sync", "driver-sync", 1, 0, nullptr},
+    {"runtime-sync", "runtime-sync", 2, 0, nullptr},
+    {"launch", "launch", 2, 0, nullptr},
+    {"nvtx", "nvtx", 1, 0, nullptr},
+    {"d20-nostack", "driver-sync", 1, 20, "CUTRACE_STACKS=off"},
+    {"d20-libunwind", "driver-sync", 1, 20, "CUTRACE_UNWIND=libunwind"},
+    {"d20-fp", "driver-sync", 1, 20, "CUTRACE_UNWIND=fp"},
+};
+
+// Calls `f` under `depth` more frames of this program.
+template <typename F>
+__attribute__((noinline)) void nested(int depth, F& f) {
+  if (depth <= 0) {
+    f();
+  } else {
+    nested(depth - 1, f);
+  }
+  asm volatile("");  // no tail call: each level keeps its frame
+}
 
 extern "C" void __cudaRegisterFunction(void**, const char*, char*, const char*, int, uint3*, uint3*, dim3*, dim3*,
                                        int*);
@@ -53,7 +78,7 @@ double cpuSeconds() {
          static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
 }
 
-int worker(const std::string& which, long calls) {
+int worker(const std::string& which, long calls, int depth) {
   // Registration as nvcc-generated code does it (a fat binary wrapper around a fatbin header,
   // which is all the stand-in looks at), so launches resolve a kernel name.
   static const unsigned long long fatbinHeader[2] = {0xba55ed50ull, 0};
@@ -94,13 +119,14 @@ int worker(const std::string& which, long calls) {
     fprintf(stderr, "unknown case %s\n", which.c_str());
     return 2;
   }
-  burst(kBurst);  // first-call costs: thread ring, kernel name lookup
+  auto timedBurst = [&] { burst(kBurst); };
+  nested(depth, timedBurst);  // first-call costs: thread ring, kernel name lookup, the stack
   usleep(5000);
   double wallNs = 0;
   const double c0 = cpuSeconds();
   for (long done = 0; done < calls; done += kBurst) {
     const auto t0 = std::chrono::steady_clock::now();
-    burst(kBurst);
+    nested(depth, timedBurst);
     wallNs += std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
     usleep(3000);
   }
@@ -113,7 +139,8 @@ int worker(const std::string& which, long calls) {
 // Runs one worker; returns {wall ns/call, cpu ns/call}.
 bool runWorker(const char* self, const Case& c, long calls, const std::string& preload, double& wall, double& cpu) {
   std::string callsArg = std::to_string(calls);
-  const char* argv[] = {self, "--worker", c.name, "--calls", callsArg.c_str(), nullptr};
+  std::string depthArg = std::to_string(c.depth);
+  const char* argv[] = {self, "--worker", c.loop, "--calls", callsArg.c_str(), "--depth", depthArg.c_str(), nullptr};
   std::vector<std::string> envStore;
   for (char** e = environ; *e; ++e) {
     if (strncmp(*e, "LD_PRELOAD=", 11) == 0 || strncmp(*e, "CUTRACE_", 8) == 0) continue;
@@ -125,6 +152,7 @@ bool runWorker(const char* self, const Case& c, long calls, const std::string& p
     envStore.push_back("CUTRACE_OUTPUT=" + std::string(getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp") +
                        "/cutrace-bench-out");
     envStore.push_back("CUTRACE_LOG=info");  // the summary line says how many were dropped
+    if (c.tracedEnv != nullptr) envStore.push_back(c.tracedEnv);
   }
   std::vector<char*> env;
   for (auto& s : envStore) env.push_back(s.data());
@@ -174,18 +202,20 @@ int main(int argc, char** argv) {
   std::string libtrace, workerCase;
   long calls = 100000;
   int runs = 7;
+  int depth = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--libtrace" && i + 1 < argc) libtrace = argv[++i];
     else if (a == "--worker" && i + 1 < argc) workerCase = argv[++i];
     else if (a == "--calls" && i + 1 < argc) calls = atol(argv[++i]);
     else if (a == "--runs" && i + 1 < argc) runs = atoi(argv[++i]);
+    else if (a == "--depth" && i + 1 < argc) depth = atoi(argv[++i]);
     else {
       fprintf(stderr, "usage: bench_events --libtrace PATH [--runs N] [--calls N]\n");
       return 2;
     }
   }
-  if (!workerCase.empty()) return worker(workerCase, calls);
+  if (!workerCase.empty()) return worker(workerCase, calls, depth);
   if (libtrace.empty()) {
     fprintf(stderr, "bench_events: --libtrace PATH is required\n");
     return 2;
@@ -198,6 +228,7 @@ int main(int argc, char** argv) {
   printf("cutrace bench_events: %d runs x %ld calls per case, medians, stand-in CUDA libraries\n", runs, calls);
   printf("%-14s %8s %10s %10s %8s %16s %16s\n", "case", "events", "bare ns", "traced ns", "ratio", "wall ns/event",
          "cpu ns/event");
+  std::vector<double> tracedWallByCase, tracedCpuByCase;
   for (const Case& c : kCases) {
     std::vector<double> bareWall, bareCpu, tracedWall, tracedCpu;
     for (int r = 0; r < runs; ++r) {  // interleaved so drift hits both alike
@@ -213,6 +244,12 @@ int main(int argc, char** argv) {
     const double bc = median(bareCpu), tc = median(tracedCpu);
     printf("%-14s %8d %10.1f %10.1f %8.2f %16.1f %16.1f\n", c.name, c.eventsPerCall, bw, tw, tw / bw,
            (tw - bw) / c.eventsPerCall, (tc - bc) / c.eventsPerCall);
+    tracedWallByCase.push_back(tw);
+    tracedCpuByCase.push_back(tc);
   }
+  const std::size_t noStack = 4;
+  for (std::size_t i = noStack + 1; i < tracedWallByCase.size(); ++i)
+    printf("stack of 20 frames, interned, %s: %.1f ns/event on the traced thread (%.1f ns cpu)\n",
+           kCases[i].tracedEnv, tracedWallByCase[i] - tracedWallByCase[noStack], tracedCpuByCase[i] - tracedCpuByCase[noStack]);
   return 0;
 }

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "collector/collector.h"
+#include "collector/python_frames.h"
 
 extern "C" void* __libc_stack_end;  // exported by ld.so: top of the main thread's stack
 
@@ -28,7 +29,11 @@ struct State {
   uintptr_t ownBegin = 0;  // the text of the library holding the collector: frames to skip
   uintptr_t ownEnd = 0;
   const char* unwinder = "off";
+  bool python = false;
+  const char* pythonStatus = "off";
 };
+
+constexpr int kMaxPythonFrames = 96;
 
 State g_state;
 
@@ -90,6 +95,12 @@ void initialize(const Config& config) {
       Collector::warnOnce("cutrace: CUTRACE_UNWIND=libunwind but libunwind.so.8 could not be loaded; using frame pointers\n");
   }
   g_state.unwinder = g_state.unwBacktrace != nullptr ? "libunwind" : "frame-pointer";
+  if (config.python) {
+    g_state.python = python::initialize();
+    g_state.pythonStatus = python::status();
+  } else {
+    g_state.pythonStatus = "off (CUTRACE_PYTHON=off)";
+  }
   const bool calls = config.stacks == StackMode::Calls;
   for (ApiKind k : {ApiKind::Launch, ApiKind::Graph}) detail::g_wanted[static_cast<unsigned>(k)] = true;
   for (ApiKind k : {ApiKind::Memcpy, ApiKind::Memset, ApiKind::Alloc, ApiKind::Free, ApiKind::HostAlloc,
@@ -114,10 +125,13 @@ void attachThread(ThreadState* s) {
   s->stackHi = hi;
 }
 
-// Not inline in the hook: keeps the shim small; the stack buffer lives only here.
+// Not inline in the hook: keeps the shim small; the stack buffers live only here.
+// A stack is native return addresses (innermost first) followed by the thread's Python frames
+// (innermost first). The hash covers the Python frames as captured (code object, instruction,
+// entry flag); only a stack seen for the first time pays for interning its Python frames.
 uint32_t capture(ThreadState* s) {
   const int savedErrno = errno;  // libunwind probes memory with syscalls that may fail
-  uint64_t raw[kMaxStackDepth + 16];
+  uint64_t raw[kMaxStackDepth + 16 + 2 * kMaxPythonFrames];
   const int max = static_cast<int>(g_state.depth) + 16;  // room for our own frames on top
   const int n = g_state.unwBacktrace != nullptr ? g_state.unwBacktrace(reinterpret_cast<void**>(raw), max)
                                                  : framePointerWalk(s, raw, max);
@@ -125,12 +139,25 @@ uint32_t capture(ThreadState* s) {
   while (skip < n && ownFrame(raw[skip])) ++skip;
   uint32_t depth = n > skip ? static_cast<uint32_t>(n - skip) : 0;
   if (depth > g_state.depth) depth = g_state.depth;
+  uint64_t* frames = raw + skip;
+  python::RawFrame py[kMaxPythonFrames];
+  const int pyCount = g_state.python ? python::captureRaw(py, kMaxPythonFrames) : 0;
+  uint32_t hashed = depth;
+  for (int i = 0; i < pyCount; ++i) {
+    frames[hashed++] = py[i].code;
+    frames[hashed++] = uint64_t{py[i].instr} << 1 | (py[i].entry & 1);
+  }
   uint32_t id = 0;
-  if (depth != 0) {
-    const uint64_t* frames = raw + skip;
-    const uint64_t hash = hashFrames(frames, depth);
+  if (hashed != 0) {
+    const uint64_t hash = hashFrames(frames, hashed);
     id = g_state.table.find(hash);
-    if (__builtin_expect(id == 0, 0)) id = g_state.table.insert(hash, frames, depth);
+    if (__builtin_expect(id == 0, 0)) {
+      for (int i = 0; i < pyCount; ++i) {
+        const uint32_t frameId = python::internFrame(py[i]);
+        frames[depth + static_cast<uint32_t>(i)] = kPythonFrameTag | (py[i].entry ? kPythonEntryBit : 0) | frameId;
+      }
+      id = g_state.table.insert(hash, frames, depth + static_cast<uint32_t>(pyCount));
+    }
   }
   errno = savedErrno;
   return id;
@@ -138,6 +165,6 @@ uint32_t capture(ThreadState* s) {
 
 StackTable& table() { return g_state.table; }
 const char* unwinderName() { return g_state.unwinder; }
-const char* pythonStatus() { return "not built"; }
+const char* pythonStatus() { return g_state.pythonStatus; }
 
 }  // namespace cutrace::stacks

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "collector/collector.h"
+#include "collector/python_frames.h"
 #include "collector/stack_table.h"
 #include "collector/symbolizer.h"
 
@@ -268,9 +269,13 @@ void Store::finalize(uint64_t endTicks) {
 
 namespace {
 
-std::string frameName(uint64_t frame, Symbolizer& symbolizer) {
-  if (frame & kPythonFrameTag) return "[python]";
-  return symbolizer.frameName(frame);
+std::string pythonFrameName(uint64_t frame) {
+  python::FrameInfo info;
+  const auto id = static_cast<uint32_t>(frame);
+  if (id == 0 || !python::describe(id, info)) return "[python]";
+  std::string name = info.function + " (" + info.file;
+  if (info.line > 0) name += ":" + std::to_string(info.line);
+  return name + ")";
 }
 
 }  // namespace
@@ -286,7 +291,27 @@ void Store::resolveStacks(const StackTable& table, Symbolizer& symbolizer) {
     if (f.depth == 0) break;
     std::vector<uint32_t>& names = data_.stacks[id];
     names.reserve(f.depth);
-    for (uint32_t i = 0; i < f.depth; ++i) names.push_back(data_.strings.intern(frameName(f.frames[i], symbolizer)));
+    // Python frames follow the native ones. Each native _PyEval_EvalFrameDefault frame ran one
+    // group of them: the frames up to and including the next one flagged as its entry. Groups
+    // left over (the native walk stopped early) go at the root end.
+    uint32_t python = 0;
+    while (python < f.depth && !(f.frames[python] & kPythonFrameTag)) ++python;
+    const uint32_t nativeEnd = python;
+    for (uint32_t i = 0; i < nativeEnd; ++i) {
+      const std::string& native = symbolizer.frameName(f.frames[i]);
+      if (native == "_PyEval_EvalFrameDefault" && python < f.depth) {
+        for (; python < f.depth; ++python) {
+          names.push_back(data_.strings.intern(pythonFrameName(f.frames[python])));
+          if (f.frames[python] & kPythonEntryBit) {
+            ++python;
+            break;
+          }
+        }
+        continue;
+      }
+      names.push_back(data_.strings.intern(native));
+    }
+    for (; python < f.depth; ++python) names.push_back(data_.strings.intern(pythonFrameName(f.frames[python])));
     stacksResolved_ = id;
   }
 }

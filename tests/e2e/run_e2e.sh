@@ -28,6 +28,9 @@ while [ $# -gt 0 ]; do
   esac
 done
 
+# A program that is not on this machine (an optional interpreter) skips the test.
+[ -e "$1" ] || command -v "$1" >/dev/null || { echo "skip [$name]: $1 not found"; exit 77; }
+
 work=$(mktemp -d "${TMPDIR:-/tmp}/cutrace-e2e-$name.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 

@@ -2,7 +2,7 @@
 // summary of it for end-to-end tests to compare with an expected file.
 //
 //   trace_check TRACE.json [--folded FILE] [--thread-ids FILE] [--allow-drops]
-//               [--view launches] [--expect-linked] [--stacks]
+//               [--view launches] [--expect-linked] [--stacks] [--python-frames FILE]
 //
 // Checks (any failure prints "FAIL: ..." on stderr and exits 1):
 // - the file parses as JSON (simdjson) with traceEvents and metadata;
@@ -21,11 +21,13 @@
 // The summary lists per thread (threads ordered by name, then content) the event tree with
 // names and the deterministic args (kernel, grid, block, bytes, kind, result); --stacks adds
 // each event's args.stack. Stacks (there and in the folded list) leave out frames that differ
-// between machines: libc start-up and thread entry, and frames named only module+0xoffset.
+// between machines: libc start-up and thread entry, and frames named only module+0xoffset;
+// --python-frames FILE keeps, of the call-stack frames, only the Python frames of that script.
 
 #include <simdjson.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -110,6 +112,29 @@ bool machineSpecificFrame(const std::string& f) {
 }
 
 bool listStacks = false;
+std::string pythonFile;  // --python-frames FILE: stacks keep only Python frames of FILE
+
+// "function (path:line)" -> "function (file:line)" when path's file name is pythonFile.
+bool keepPythonFrame(const std::string& frame, std::string& shown) {
+  if (frame.empty() || frame.back() != ')') return false;
+  const std::size_t open = frame.rfind(" (");
+  const std::size_t colon = frame.rfind(':');
+  if (open == std::string::npos || colon == std::string::npos || colon < open) return false;
+  std::string path = frame.substr(open + 2, colon - open - 2);
+  const std::size_t slash = path.rfind('/');
+  if (slash != std::string::npos) path = path.substr(slash + 1);
+  if (path != pythonFile) return false;
+  shown = frame.substr(0, open) + " (" + path + frame.substr(colon, std::string::npos);
+  return true;
+}
+
+// A frame as summaries show it, or false when it is left out.
+bool shownFrame(const std::string& frame, std::string& shown) {
+  if (!pythonFile.empty()) return keepPythonFrame(frame, shown);
+  if (machineSpecificFrame(frame)) return false;
+  shown = frame;
+  return true;
+}
 
 std::string renderStack(simdjson::dom::object args) {
   simdjson::dom::array frames;
@@ -119,8 +144,9 @@ std::string renderStack(simdjson::dom::object args) {
     std::string_view name;
     if (f.get(name)) fail("args.stack holds a non-string");
     if (name.empty()) fail("empty frame in args.stack");
-    if (machineSpecificFrame(std::string(name))) continue;
-    out += (out.empty() ? "" : "<") + printable(std::string(name));
+    std::string shown;
+    if (!shownFrame(std::string(name), shown)) continue;
+    out += (out.empty() ? "" : "<") + printable(shown);
   }
   return out;
 }
@@ -209,7 +235,14 @@ std::string withoutMachineFrames(const std::string& stack) {
   for (;;) {
     const std::size_t semi = stack.find(';', from);
     const std::string frame = stack.substr(from, semi == std::string::npos ? std::string::npos : semi - from);
-    if (!machineSpecificFrame(frame)) kept += (kept.empty() ? "" : ";") + frame;
+    std::string shown;
+    // API and NVTX frames stay when only Python frames of the script are kept.
+    const bool python = frame.size() > 1 && frame.back() == ')' && frame.find(".py:") != std::string::npos;
+    // With --python-frames, CUDA API frames stay and the interpreter's native frames go.
+    const bool api = frame.rfind("cu", 0) == 0 && frame.size() > 2 && (std::isupper(static_cast<unsigned char>(frame[2])) || frame.rfind("cuda", 0) == 0);
+    if (!pythonFile.empty() && !python) shown = api ? frame : "";
+    else shownFrame(frame, shown);
+    if (!shown.empty()) kept += (kept.empty() ? "" : ";") + shown;
     if (semi == std::string::npos) break;
     from = semi + 1;
   }
@@ -252,6 +285,7 @@ int main(int argc, char** argv) {
     else if (a == "--view" && i + 1 < argc) view = argv[++i];
     else if (a == "--expect-linked") expectLinked = true;
     else if (a == "--stacks") listStacks = true;
+    else if (a == "--python-frames" && i + 1 < argc) pythonFile = argv[++i];
     else fail("unknown argument " + a);
   }
 

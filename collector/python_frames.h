@@ -1,0 +1,48 @@
+#pragma once
+// Python frames at CUDA calls: reads the calling thread's CPython 3.10-3.13 frame chain from
+// inside a hook, without the GIL and without linking libpython. Struct offsets are hard-coded
+// per minor version (python_frames.cpp says where each comes from); any interpreter the module
+// does not recognise (other version, debug, free-threaded) leaves it off with a reason.
+
+#include <cstdint>
+#include <string>
+
+namespace cutrace::python {
+
+// Once, off the hot path (may allocate, call dlsym and mmap); idempotent and thread-safe.
+// Returns whether frames can be read in this process. Frames are returned only once the
+// interpreter is initialised, so calling this before Python starts (a preload constructor) works.
+bool initialize();
+
+// One line for trace metadata: "CPython 3.11.7: frames on", "not a Python process", ...
+const char* status();
+
+// What the stack hash covers: cheap to capture.
+struct RawFrame {
+  uint64_t code;   // code object address
+  uint32_t instr;  // byte offset of the current instruction in the code; kNotStarted before the first
+  uint32_t entry;  // 1 = outermost Python frame of its C-level _PyEval_EvalFrameDefault call
+};
+inline constexpr uint32_t kNotStarted = 0xffffffffu;
+
+// HOT PATH (no allocation, lock, syscall or GIL): the calling thread's frames, innermost first.
+// Returns 0 when there are none, the process is not Python, or initialize() did not succeed.
+int captureRaw(RawFrame* out, int max);
+
+// Hot path, but only the first time a stack is seen. `f` must come from captureRaw on this thread
+// with its frames still live (the frame holds a reference to its code object, so the code is
+// alive). Copies the code's names and line table once per code object into a preallocated arena
+// (lock-free). Returns an id > 0 for (code, instr), or 0 when the arena or a table is full or the
+// frame is not readable (counted by internFailures()).
+uint32_t internFrame(const RawFrame& f);
+uint64_t internFailures();
+
+// Off the hot path; uses only the copied data, so it works after Python has finalised.
+struct FrameInfo {
+  std::string function;  // 3.11+: qualified name (Class.method); 3.10: co_name
+  std::string file;
+  int line = 0;          // 0 when the instruction has no line
+};
+bool describe(uint32_t id, FrameInfo& out);
+
+}  // namespace cutrace::python

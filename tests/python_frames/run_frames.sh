@@ -1,0 +1,16 @@
+#!/bin/sh
+# run_frames.sh VERSION SCRIPT LIB: runs SCRIPT under that interpreter; 77 (skip) when absent.
+version=$1; shift
+if [ "$version" = system ]; then
+  interp=/usr/bin/python3
+else
+  interp=
+  for candidate in /root/.pyenv/versions/"$version".*/bin/python3; do
+    [ -x "$candidate" ] && interp=$candidate
+  done
+fi
+if [ -z "$interp" ] || [ ! -x "$interp" ]; then
+  echo "no python $version interpreter: skipped"
+  exit 77
+fi
+exec "$interp" "$@"
