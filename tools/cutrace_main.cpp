@@ -1,0 +1,57 @@
+// The `cutrace` command: one table of subcommands drives dispatch and the help text.
+
+#include <cstdio>
+#include <cstring>
+#include <string_view>
+
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "tools/commands.h"
+
+namespace {
+
+struct Subcommand {
+  const char* name;
+  int (*run)(int, char**);
+  const char* summary;
+};
+
+constexpr Subcommand kSubcommands[] = {
+    {"report", cutrace::tools::reportCommand, "tables by CUDA API, kernel and NVTX range from traces"},
+    {"diff", cutrace::tools::diffCommand, "compare two traces or reports; exit 1 past a threshold"},
+    {"flame", cutrace::tools::flameCommand, "render folded stacks as an SVG flamegraph"},
+};
+
+void usage(std::FILE* out) {
+  std::fprintf(out, "usage: cutrace <command> [options] ...\n\ncommands:\n");
+  for (const Subcommand& c : kSubcommands) std::fprintf(out, "  %-8s %s\n", c.name, c.summary);
+  std::fprintf(out, "\n'cutrace <command> --help' describes each command.\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Diagnostics go to stderr: stdout carries what subcommands produce (tables, SVG).
+  spdlog::set_default_logger(spdlog::stderr_logger_st("cutrace"));
+  spdlog::set_pattern("cutrace: %l: %v");
+  if (argc < 2) {
+    usage(stderr);
+    return cutrace::tools::kExitUsage;
+  }
+  const std::string_view name = argv[1];
+  if (name == "--help" || name == "-h" || name == "help") {
+    usage(stdout);
+    return cutrace::tools::kExitOk;
+  }
+  if (name == "--version") {
+    std::printf("cutrace %s\n", CUTRACE_VERSION);
+    return cutrace::tools::kExitOk;
+  }
+  for (const Subcommand& c : kSubcommands) {
+    if (name == c.name) return c.run(argc - 1, argv + 1);
+  }
+  spdlog::error("unknown command '{}'", name);
+  usage(stderr);
+  return cutrace::tools::kExitUsage;
+}

@@ -1,0 +1,214 @@
+// `cutrace report`: torch.profiler-style tables (key_averages) from cutrace traces.
+//
+// JSON schema (--format json), version 1; times are integer nanoseconds (ts/dur rounded):
+//   {"tool":"cutrace-report","version":1,"inputs":[path...],"processes":N,"wall_ns":N,
+//    "gpu_busy_ns":N,"kernel_source":"device"|"launch","note":string|null,
+//    "sections":{                       // only the sections asked for with --by
+//      "api":[{"name","layer":"runtime"|"driver","calls","total_ns","self_ns","avg_ns",
+//              "min_ns","max_ns","percent"}],          // percent of wall, null when wall is 0
+//      "kernel":[{"name","launches","host_total_ns","calls","total_ns","avg_ns","min_ns",
+//                 "max_ns","percent"}],  // GPU figures, null without device events
+//      "nvtx":[{"name","calls","total_ns","self_ns","avg_ns","min_ns","max_ns"}]}}
+// avg = total / calls rounded to nearest.
+#include <charconv>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "tools/commands.h"
+#include "tools/report_model.h"
+
+namespace cutrace::tools {
+namespace {
+
+constexpr const char* kUsage = R"(usage: cutrace report [options] TRACE...
+
+Tables by CUDA API, kernel and NVTX range from cutrace Chrome traces; several traces are
+several processes, aggregated by name.
+
+options:
+  --by api|kernel|nvtx|all   which tables (default all)
+  --sort total|self|calls|avg|min|max|name
+                             order, descending (name ascending); ties by name (default total)
+  --limit N                  at most N rows per table
+  --format table|csv|json    output format (default table)
+  -o FILE                    write to FILE instead of stdout
+
+Tables: times are 3 decimals of us, ms or s; csv and json give integer nanoseconds.
+  api     calls, total, self (minus nested CUDA calls on the same thread), avg, min, max,
+          % of wall (sum over processes of first-to-last event)
+  kernel  launches and host launch time; with device (CUPTI) events the GPU executions,
+          GPU total/avg/min/max and % of GPU busy time (union of kernel intervals per device)
+  nvtx    calls, total, self (minus nested ranges), avg, min, max
+csv: one table, columns section,name,layer,calls,total_ns,self_ns,avg_ns,min_ns,max_ns,
+     percent,launches,host_total_ns (empty where a column does not apply).
+exit: 0 ok, 2 usage, 3 unreadable or malformed input, 4 output not written.
+)";
+
+constexpr const char* kTitles[] = {"By CUDA API", "By kernel", "By NVTX range"};
+
+std::string pct(double p) { return p < 0 ? "-" : fmt::format("{:.2f}", p); }
+
+bool gpuColumns(const Row& r) { return r.calls > 0; }
+
+std::string renderTables(const Report& rep, const std::vector<Section>& sections) {
+  std::string out;
+  for (const Section s : sections) {
+    const auto& rows = rep.sections[static_cast<std::size_t>(s)];
+    std::vector<std::string> header;
+    std::vector<std::vector<std::string>> cells;
+    if (s == Section::Api) {
+      out += fmt::format("{} (wall {} over {} process{})\n", kTitles[0], formatDuration(rep.wallNs), rep.processes,
+                         rep.processes == 1 ? "" : "es");
+      header = {"Name", "Layer", "Calls", "Total", "Self", "Avg", "Min", "Max", "% Wall"};
+      for (const Row& r : rows) {
+        cells.push_back({r.name, r.layer, std::to_string(r.calls), formatDuration(r.totalNs), formatDuration(r.selfNs),
+                         formatDuration(r.avgNs()), formatDuration(r.minNs), formatDuration(r.maxNs), pct(r.percent)});
+      }
+    } else if (s == Section::Kernel) {
+      out += rep.deviceKernels ? fmt::format("{} (GPU busy {})\n", kTitles[1], formatDuration(rep.gpuBusyNs))
+                               : fmt::format("{}\n", kTitles[1]);
+      header = {"Name", "Launches", "Host total", "GPU calls", "GPU total", "GPU avg", "GPU min", "GPU max", "% GPU busy"};
+      for (const Row& r : rows) {
+        const bool gpu = gpuColumns(r);
+        cells.push_back({r.name, std::to_string(r.launches), formatDuration(r.hostNs), gpu ? std::to_string(r.calls) : "-",
+                         gpu ? formatDuration(r.totalNs) : "-", gpu ? formatDuration(r.avgNs()) : "-",
+                         gpu ? formatDuration(r.minNs) : "-", gpu ? formatDuration(r.maxNs) : "-", pct(r.percent)});
+      }
+    } else {
+      out += fmt::format("{}\n", kTitles[2]);
+      header = {"Name", "Calls", "Total", "Self", "Avg", "Min", "Max"};
+      for (const Row& r : rows) {
+        cells.push_back({r.name, std::to_string(r.calls), formatDuration(r.totalNs), formatDuration(r.selfNs),
+                         formatDuration(r.avgNs()), formatDuration(r.minNs), formatDuration(r.maxNs)});
+      }
+    }
+    out += cells.empty() ? "(none)\n" : renderTable(header, cells);
+    if (s == Section::Kernel && !rep.deviceKernels) {
+      out += "note: no device kernel events (GPU times need CUPTI and a GPU); kernels listed by host launch";
+      out += rep.cuptiNote.empty() ? "\n" : fmt::format(" ({})\n", rep.cuptiNote);
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+std::string renderCsv(const Report& rep, const std::vector<Section>& sections) {
+  std::string out = "section,name,layer,calls,total_ns,self_ns,avg_ns,min_ns,max_ns,percent,launches,host_total_ns\n";
+  for (const Section s : sections) {
+    const char* key = kSectionKeys[static_cast<std::size_t>(s)];
+    for (const Row& r : rep.sections[static_cast<std::size_t>(s)]) {
+      const std::string percent = r.percent < 0 ? "" : fmt::format("{:.2f}", r.percent);
+      if (s == Section::Kernel) {
+        const bool gpu = gpuColumns(r);
+        out += gpu ? fmt::format("{},{},,{},{},,{},{},{},{},{},{}\n", key, csvField(r.name), r.calls, r.totalNs, r.avgNs(),
+                                 r.minNs, r.maxNs, percent, r.launches, r.hostNs)
+                   : fmt::format("{},{},,,,,,,,,{},{}\n", key, csvField(r.name), r.launches, r.hostNs);
+      } else {
+        out += fmt::format("{},{},{},{},{},{},{},{},{},{},,\n", key, csvField(r.name), r.layer, r.calls, r.totalNs,
+                           r.selfNs, r.avgNs(), r.minNs, r.maxNs, s == Section::Api ? percent : "");
+      }
+    }
+  }
+  return out;
+}
+
+std::string renderJson(const Report& rep, const std::vector<Section>& sections, const std::vector<std::string>& inputs) {
+  std::string out = "{\"tool\":\"cutrace-report\",\"version\":1,\"inputs\":[";
+  for (std::size_t i = 0; i < inputs.size(); ++i) out += (i ? "," : "") + jsonString(inputs[i]);
+  out += fmt::format("],\"processes\":{},\"wall_ns\":{},\"gpu_busy_ns\":{},\"kernel_source\":\"{}\",\"note\":{},\"sections\":{{",
+                     rep.processes, rep.wallNs, rep.gpuBusyNs, rep.deviceKernels ? "device" : "launch",
+                     rep.cuptiNote.empty() ? "null" : jsonString(rep.cuptiNote));
+  for (std::size_t si = 0; si < sections.size(); ++si) {
+    const Section s = sections[si];
+    out += fmt::format("{}\n\"{}\":[", si ? "]," : "", kSectionKeys[static_cast<std::size_t>(s)]);
+    const auto& rows = rep.sections[static_cast<std::size_t>(s)];
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const Row& r = rows[i];
+      const std::string percent = r.percent < 0 ? "null" : fmt::format("{:.2f}", r.percent);
+      out += i ? ",\n{" : "\n{";
+      out += "\"name\":" + jsonString(r.name);
+      if (s == Section::Kernel) {
+        out += fmt::format(",\"launches\":{},\"host_total_ns\":{}", r.launches, r.hostNs);
+        if (gpuColumns(r)) {
+          out += fmt::format(",\"calls\":{},\"total_ns\":{},\"avg_ns\":{},\"min_ns\":{},\"max_ns\":{},\"percent\":{}}}", r.calls,
+                             r.totalNs, r.avgNs(), r.minNs, r.maxNs, percent);
+        } else {
+          out += ",\"calls\":null,\"total_ns\":null,\"avg_ns\":null,\"min_ns\":null,\"max_ns\":null,\"percent\":null}";
+        }
+        continue;
+      }
+      if (s == Section::Api) out += ",\"layer\":" + jsonString(r.layer);
+      out += fmt::format(",\"calls\":{},\"total_ns\":{},\"self_ns\":{},\"avg_ns\":{},\"min_ns\":{},\"max_ns\":{}", r.calls,
+                         r.totalNs, r.selfNs, r.avgNs(), r.minNs, r.maxNs);
+      out += s == Section::Api ? fmt::format(",\"percent\":{}}}", percent) : "}";
+    }
+  }
+  out += sections.empty() ? "}}\n" : "]}}\n";
+  return out;
+}
+
+}  // namespace
+
+int reportCommand(int argc, char** argv) {
+  Options opts;
+  std::string error;
+  if (!parseOptions(argc, argv, {"--by", "--sort", "--limit", "--format", "-o", "--output"}, opts, error)) {
+    spdlog::error("report: {} (see 'cutrace report --help')", error);
+    return kExitUsage;
+  }
+  if (opts.help) {
+    std::fputs(kUsage, stdout);
+    return kExitOk;
+  }
+  std::vector<Section> sections = {Section::Api, Section::Kernel, Section::Nvtx};
+  SortKey sort = SortKey::Total;
+  std::size_t limit = SIZE_MAX;
+  std::string format = "table", output;
+  for (const auto& [name, value] : opts.values) {
+    bool ok = true;
+    if (name == "--by") {
+      ok = parseSections(value, sections);
+    } else if (name == "--sort") {
+      ok = parseSortKey(value, sort);
+    } else if (name == "--limit") {
+      const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), limit);
+      ok = ec == std::errc() && end == value.data() + value.size();
+    } else if (name == "--format") {
+      format = value;
+      ok = format == "table" || format == "csv" || format == "json";
+    } else {
+      output = value;
+    }
+    if (!ok) {
+      spdlog::error("report: bad value '{}' for {} (see 'cutrace report --help')", value, name);
+      return kExitUsage;
+    }
+  }
+  if (opts.positional.empty()) {
+    spdlog::error("report: no trace given (see 'cutrace report --help')");
+    return kExitUsage;
+  }
+  Report rep;
+  if (!readTraces(opts.positional, rep, error)) {
+    spdlog::error("{}", error);
+    return kExitBadInput;
+  }
+  for (auto& rows : rep.sections) {
+    const bool kernel = &rows == &rep.sections[static_cast<std::size_t>(Section::Kernel)];
+    sortRows(rows, sort, !kernel || rep.deviceKernels);
+    if (rows.size() > limit) rows.resize(limit);
+  }
+  const std::string text = format == "json"  ? renderJson(rep, sections, opts.positional)
+                           : format == "csv" ? renderCsv(rep, sections)
+                                             : renderTables(rep, sections);
+  if (!writeOutput(output, text)) {
+    spdlog::error("report: cannot write {}", output.empty() ? "to stdout" : output);
+    return kExitOutput;
+  }
+  return kExitOk;
+}
+
+}  // namespace cutrace::tools

@@ -1,0 +1,788 @@
+#include "tools/report_model.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <tuple>
+#include <unordered_map>
+#include <utility>
+
+#include <fmt/format.h>
+#include <simdjson.h>
+#include <spdlog/spdlog.h>
+
+namespace cutrace::tools {
+namespace {
+
+namespace od = simdjson::ondemand;
+
+constexpr int64_t kDeviceTidBase = int64_t{1} << 30;
+constexpr uint64_t kProgressBytes = 100ull << 20;
+// |ts| beyond this (about 31 years in us) cannot come from a trace; it would overflow ns.
+constexpr double kMaxMicros = 1e15;
+
+struct Span {
+  int64_t start;
+  int64_t end;
+  uint32_t name;
+  uint32_t track;  // host thread, or device for kernel spans
+  uint8_t rank;    // among equal intervals the outer one first: runtime before driver
+};
+
+struct NameHash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+};
+
+struct Names {
+  std::unordered_map<std::string, uint32_t, NameHash, std::equal_to<>> ids;
+  std::vector<std::string> names;
+  uint32_t intern(std::string_view name) {
+    if (const auto it = ids.find(name); it != ids.end()) return it->second;
+    const auto id = static_cast<uint32_t>(names.size());
+    ids.emplace(std::string(name), id);
+    names.emplace_back(name);
+    return id;
+  }
+};
+
+struct Launches {
+  uint64_t count = 0;
+  int64_t totalNs = 0, minNs = 0, maxNs = 0;
+};
+
+struct Event {
+  std::string_view ph, cat, name, kernel;
+  double ts = 0, dur = 0;
+  int64_t pid = 0, tid = 0;
+  bool hasTs = false, hasDur = false, hasTid = false, hasName = false;
+};
+
+// document::at_end() is newer than the simdjson 3.0 we build against; past the last token the
+// location is out of bounds.
+bool atEnd(od::document& doc) {
+  const char* at = nullptr;
+  return doc.current_location().get(at) == simdjson::OUT_OF_BOUNDS;
+}
+
+int64_t toNs(double micros) { return std::llround(micros * 1000.0); }
+
+class Aggregator {
+ public:
+  // Parses one document (the parser's current one) as a trace.
+  bool addTrace(od::document& doc, const std::string& path, const simdjson::padded_string& text, std::string& error) {
+    file_ = fileCount_++;
+    path_ = &path;
+    base_ = text.data();
+    bytes_ = text.size();
+    od::json_type type;
+    if (auto e = doc.type().get(type)) return fail(error, "not JSON", e);
+    bool sawEvents = false;
+    if (type == od::json_type::array) {
+      od::array events;
+      if (auto e = doc.get_array().get(events)) return fail(error, "malformed or truncated JSON", e);
+      if (!readEvents(events, error)) return false;
+      sawEvents = true;
+    } else if (type == od::json_type::object) {
+      od::object top;
+      if (auto e = doc.get_object().get(top)) return fail(error, "malformed or truncated JSON", e);
+      for (auto fieldResult : top) {
+        od::field field;
+        std::string_view key;
+        if (auto e = std::move(fieldResult).get(field)) return fail(error, "malformed JSON", e);
+        if (auto e = field.unescaped_key().get(key)) return fail(error, "malformed JSON", e);
+        if (key == "traceEvents") {
+          od::array events;
+          if (auto e = field.value().get_array().get(events)) return fail(error, "'traceEvents' is not an array", e);
+          if (!readEvents(events, error)) return false;
+          sawEvents = true;
+        } else if (key == "metadata") {
+          if (!readMetadata(field.value(), error)) return false;
+        }
+      }
+    } else {
+      error = fmt::format("{}: not a cutrace trace (neither an object with 'traceEvents' nor an array)", path);
+      return false;
+    }
+    if (!atEnd(doc)) {
+      error = fmt::format("{}: unexpected content after the JSON document", path);
+      return false;
+    }
+    if (!sawEvents) {
+      error = fmt::format("{}: no 'traceEvents' array: not a cutrace trace", path);
+      return false;
+    }
+    return true;
+  }
+
+  void finish(Report& out) {
+    out.wallNs = 0;
+    for (const auto& [key, span] : processes_) out.wallNs += span.second - span.first;
+    out.processes = static_cast<uint32_t>(processes_.size());
+    if (out.cuptiNote.empty()) out.cuptiNote = cuptiNote_;
+    out.sections[0] = nested(api_, apiNames_, true);
+    out.sections[2] = nested(nvtx_, nvtxNames_, false);
+    for (Row& r : out.sections[0]) {
+      if (out.wallNs > 0) r.percent = 100.0 * static_cast<double>(r.totalNs) / static_cast<double>(out.wallNs);
+    }
+    out.deviceKernels = !kernels_.empty();
+    out.gpuBusyNs = kernelRows(out.sections[1]);
+  }
+
+ private:
+  bool fail(std::string& error, std::string_view what, simdjson::error_code e) const {
+    error = fmt::format("{}: {}: {}", *path_, what, simdjson::error_message(e));
+    return false;
+  }
+
+  bool readEvents(od::array& events, std::string& error) {
+    uint64_t index = 0;
+    uint64_t nextReport = bytes_ / 4;
+    for (auto eventResult : events) {
+      od::value value;
+      if (auto e = std::move(eventResult).get(value)) return fail(error, fmt::format("event {}", index), e);
+      if (bytes_ >= kProgressBytes && (index & 0xffff) == 0) progress(value, nextReport);
+      Event ev;
+      if (!readEvent(value, index, ev, error)) return false;
+      if (!addEvent(ev, index, error)) return false;
+      ++index;
+    }
+    return true;
+  }
+
+  void progress(od::value& value, uint64_t& nextReport) const {
+    const char* at = nullptr;
+    if (value.current_location().get(at) || at == nullptr) return;
+    const auto offset = static_cast<uint64_t>(at - base_);
+    if (offset < nextReport) return;
+    spdlog::info("reading {}: {}% of {} MB", *path_, offset * 100 / bytes_, bytes_ >> 20);
+    nextReport += bytes_ / 4;
+  }
+
+  bool readEvent(od::value& value, uint64_t index, Event& ev, std::string& error) const {
+    od::object obj;
+    if (auto e = value.get_object().get(obj)) return fail(error, fmt::format("event {} is not an object", index), e);
+    for (auto fieldResult : obj) {
+      od::field field;
+      std::string_view key;
+      if (auto e = std::move(fieldResult).get(field)) return fail(error, fmt::format("event {}", index), e);
+      if (auto e = field.unescaped_key().get(key)) return fail(error, fmt::format("event {}", index), e);
+      simdjson::error_code e = simdjson::SUCCESS;
+      if (key == "ph") {
+        e = field.value().get_string().get(ev.ph);
+      } else if (key == "cat") {
+        e = field.value().get_string().get(ev.cat);
+      } else if (key == "name") {
+        e = field.value().get_string().get(ev.name);
+        ev.hasName = true;
+      } else if (key == "ts") {
+        e = field.value().get_double().get(ev.ts);
+        ev.hasTs = true;
+      } else if (key == "dur") {
+        e = field.value().get_double().get(ev.dur);
+        ev.hasDur = true;
+      } else if (key == "pid") {
+        e = field.value().get_int64().get(ev.pid);
+      } else if (key == "tid") {
+        e = field.value().get_int64().get(ev.tid);
+        ev.hasTid = true;
+      } else if (key == "args") {
+        od::object args;
+        if ((e = field.value().get_object().get(args)) == simdjson::SUCCESS) {
+          for (auto argResult : args) {
+            od::field arg;
+            std::string_view argKey;
+            if ((e = std::move(argResult).get(arg)) || (e = arg.unescaped_key().get(argKey))) break;
+            if (argKey == "kernel" && (e = arg.value().get_string().get(ev.kernel))) {
+              key = "args.kernel";
+              break;
+            }
+          }
+        }
+      }
+      if (e == simdjson::INCORRECT_TYPE || e == simdjson::NUMBER_OUT_OF_RANGE) {
+        const bool text = key == "ph" || key == "cat" || key == "name" || key == "args.kernel";
+        error = fmt::format("{}: event {}: '{}' is not {}", *path_, index, key,
+                            text ? "a string" : key == "args" ? "an object" : key == "ts" || key == "dur" ? "a number" : "an integer");
+        return false;
+      }
+      if (e) return fail(error, fmt::format("event {}: field '{}'", index, key), e);
+    }
+    return true;
+  }
+
+  bool addEvent(const Event& ev, uint64_t index, std::string& error) {
+    if (ev.ph == "M") return true;
+    if (ev.hasTs && !(std::fabs(ev.ts) < kMaxMicros)) {
+      error = fmt::format("{}: event {}: 'ts' out of range", *path_, index);
+      return false;
+    }
+    if (ev.ph != "X") {
+      if (ev.hasTs) touchProcess(ev.pid, toNs(ev.ts), toNs(ev.ts));
+      return true;
+    }
+    const char* missing = !ev.hasName ? "name" : !ev.hasTs ? "ts" : !ev.hasDur ? "dur" : !ev.hasTid ? "tid" : nullptr;
+    if (missing != nullptr) {
+      error = fmt::format("{}: event {}: complete ('X') event without '{}'", *path_, index, missing);
+      return false;
+    }
+    if (!(ev.dur >= 0 && ev.dur < kMaxMicros)) {
+      error = fmt::format("{}: event {}: 'dur' negative or out of range", *path_, index);
+      return false;
+    }
+    const int64_t start = toNs(ev.ts);
+    const int64_t end = start + toNs(ev.dur);
+    touchProcess(ev.pid, start, end);
+    const bool runtime = ev.cat == "cuda_runtime";
+    if (runtime || ev.cat == "cuda_driver") {
+      const uint32_t name = apiNames_.intern(ev.name);
+      if (apiLayer_.size() < apiNames_.names.size()) apiLayer_.push_back(runtime ? "runtime" : "driver");
+      api_.push_back({start, end, name, thread(ev.pid, ev.tid), static_cast<uint8_t>(runtime ? 0 : 1)});
+      if (!ev.kernel.empty()) {
+        const uint32_t k = kernelNames_.intern(ev.kernel);
+        if (launches_.size() <= k) launches_.resize(k + 1);
+        Launches& l = launches_[k];
+        const int64_t dur = end - start;
+        l.minNs = l.count == 0 ? dur : std::min(l.minNs, dur);
+        l.maxNs = l.count == 0 ? dur : std::max(l.maxNs, dur);
+        l.totalNs += dur;
+        ++l.count;
+      }
+    } else if (ev.cat == "nvtx") {
+      nvtx_.push_back({start, end, nvtxNames_.intern(ev.name), thread(ev.pid, ev.tid), 0});
+    } else if (ev.cat == "kernel") {
+      // Device tracks encode the device above bit 22 of the offset from 2^30 (one per stream).
+      const int64_t device = ev.tid >= kDeviceTidBase ? (ev.tid - kDeviceTidBase) >> 22 : -1;
+      kernels_.push_back({start, end, kernelNames_.intern(ev.name), thread(ev.pid, -1 - device), 0});
+    }
+    return true;
+  }
+
+  bool readMetadata(od::value value, std::string& error) {
+    od::object meta;
+    if (auto e = value.get_object().get(meta)) return fail(error, "'metadata' is not an object", e);
+    for (auto fieldResult : meta) {
+      od::field field;
+      std::string_view key;
+      if (auto e = std::move(fieldResult).get(field)) return fail(error, "metadata", e);
+      if (auto e = field.unescaped_key().get(key)) return fail(error, "metadata", e);
+      if (key != "cupti") continue;
+      od::object cupti;
+      if (field.value().get_object().get(cupti)) continue;  // informational only
+      std::string_view state, reason;
+      for (auto cfResult : cupti) {
+        od::field cf;
+        std::string_view ck;
+        if (auto e = std::move(cfResult).get(cf)) return fail(error, "metadata.cupti", e);
+        if (auto e = cf.unescaped_key().get(ck)) return fail(error, "metadata.cupti", e);
+        if (ck == "state" && cf.value().get_string().get(state)) state = {};
+        if (ck == "reason" && cf.value().get_string().get(reason)) reason = {};
+      }
+      if (cuptiNote_.empty() && !state.empty() && state != "on") {
+        cuptiNote_ = reason.empty() ? fmt::format("CUPTI {}", state) : fmt::format("CUPTI {}: {}", state, reason);
+      }
+    }
+    return true;
+  }
+
+  void touchProcess(int64_t pid, int64_t start, int64_t end) {
+    auto [it, added] = processes_.try_emplace({file_, pid}, start, end);
+    if (!added) {
+      it->second.first = std::min(it->second.first, start);
+      it->second.second = std::max(it->second.second, end);
+    }
+  }
+
+  uint32_t thread(int64_t pid, int64_t tid) {
+    const auto key = std::make_tuple(file_, pid, tid);
+    if (lastThread_ != threads_.end() && lastThread_->first == key) return lastThread_->second;
+    lastThread_ = threads_.try_emplace(key, static_cast<uint32_t>(threads_.size())).first;
+    return lastThread_->second;
+  }
+
+  // Self time: on each thread, an interval starting inside another is its child (calls and
+  // push/pop ranges nest by construction), so a stack over start order finds direct parents.
+  std::vector<Row> nested(std::vector<Span>& spans, const Names& names, bool withLayer) {
+    std::stable_sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) {
+      return std::tie(a.track, a.start, b.end, a.rank) < std::tie(b.track, b.start, a.end, b.rank);
+    });
+    std::vector<int64_t> childNs(spans.size(), 0);
+    std::vector<std::size_t> stack;
+    for (std::size_t i = 0; i < spans.size(); ++i) {
+      if (i > 0 && spans[i].track != spans[i - 1].track) stack.clear();
+      while (!stack.empty() && spans[stack.back()].end <= spans[i].start) stack.pop_back();
+      if (!stack.empty()) childNs[stack.back()] += spans[i].end - spans[i].start;
+      stack.push_back(i);
+    }
+    std::vector<Row> rows(names.names.size());
+    for (std::size_t n = 0; n < rows.size(); ++n) {
+      rows[n].name = names.names[n];
+      if (withLayer) rows[n].layer = apiLayer_[n];
+    }
+    for (std::size_t i = 0; i < spans.size(); ++i) {
+      Row& r = rows[spans[i].name];
+      const int64_t dur = spans[i].end - spans[i].start;
+      r.minNs = r.calls == 0 ? dur : std::min(r.minNs, dur);
+      r.maxNs = r.calls == 0 ? dur : std::max(r.maxNs, dur);
+      r.totalNs += dur;
+      r.selfNs += std::max<int64_t>(0, dur - childNs[i]);
+      ++r.calls;
+    }
+    return rows;
+  }
+
+  int64_t kernelRows(std::vector<Row>& rows) {
+    rows.assign(kernelNames_.names.size(), Row{});
+    for (std::size_t n = 0; n < rows.size(); ++n) {
+      rows[n].name = kernelNames_.names[n];
+      if (n < launches_.size()) {
+        rows[n].launches = launches_[n].count;
+        rows[n].hostNs = launches_[n].totalNs;
+        rows[n].hostMinNs = launches_[n].minNs;
+        rows[n].hostMaxNs = launches_[n].maxNs;
+      }
+    }
+    std::sort(kernels_.begin(), kernels_.end(),
+              [](const Span& a, const Span& b) { return std::tie(a.track, a.start, a.end) < std::tie(b.track, b.start, b.end); });
+    int64_t busy = 0;
+    int64_t coveredTo = 0;
+    for (std::size_t i = 0; i < kernels_.size(); ++i) {
+      const Span& k = kernels_[i];
+      if (i == 0 || k.track != kernels_[i - 1].track) coveredTo = k.start;
+      if (k.end > coveredTo) {
+        busy += k.end - std::max(k.start, coveredTo);
+        coveredTo = k.end;
+      }
+      Row& r = rows[k.name];
+      const int64_t dur = k.end - k.start;
+      r.minNs = r.calls == 0 ? dur : std::min(r.minNs, dur);
+      r.maxNs = r.calls == 0 ? dur : std::max(r.maxNs, dur);
+      r.totalNs += dur;
+      ++r.calls;
+    }
+    for (Row& r : rows) {
+      r.selfNs = r.totalNs;
+      if (r.calls > 0 && busy > 0) r.percent = 100.0 * static_cast<double>(r.totalNs) / static_cast<double>(busy);
+    }
+    return busy;
+  }
+
+ private:
+  const char* base_ = nullptr;
+  uint32_t fileCount_ = 0;
+  uint32_t file_ = 0;
+  const std::string* path_ = nullptr;
+  uint64_t bytes_ = 0;
+  Names apiNames_, nvtxNames_, kernelNames_;
+  std::vector<const char*> apiLayer_;
+  std::vector<Span> api_, nvtx_, kernels_;
+  std::vector<Launches> launches_;
+  std::map<std::pair<uint32_t, int64_t>, std::pair<int64_t, int64_t>> processes_;
+  std::map<std::tuple<uint32_t, int64_t, int64_t>, uint32_t> threads_;
+  std::map<std::tuple<uint32_t, int64_t, int64_t>, uint32_t>::iterator lastThread_ = threads_.end();
+  std::string cuptiNote_;
+};
+
+// simdjson's on-demand skipping never recurses, so nesting cannot crash it; traces nest about
+// 5 deep, and refusing anything past this keeps hostile input a clear error.
+constexpr int kMaxDepth = 64;
+
+bool tooDeep(std::string_view text) {
+  int depth = 0;
+  bool inString = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (inString) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        inString = false;
+      }
+    } else if (c == '"') {
+      inString = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxDepth) return true;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return false;
+}
+
+bool load(const std::string& path, simdjson::padded_string& text, std::string& error) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) {
+    error = fmt::format("{}: cannot open: {}", path, std::strerror(errno));
+    return false;
+  }
+  std::fclose(f);
+  if (auto e = simdjson::padded_string::load(path).get(text)) {
+    error = fmt::format("{}: cannot read: {}", path, simdjson::error_message(e));
+    return false;
+  }
+  if (tooDeep(text)) {
+    error = fmt::format("{}: JSON nested deeper than {} levels: not a cutrace trace", path, kMaxDepth);
+    return false;
+  }
+  return true;
+}
+
+bool parseTrace(od::parser& parser, simdjson::padded_string& text, Aggregator& agg, const std::string& path, std::string& error) {
+  od::document doc;
+  if (auto e = parser.iterate(text).get(doc)) {
+    error = fmt::format("{}: not JSON: {}", path, simdjson::error_message(e));
+    return false;
+  }
+  if (text.size() >= kProgressBytes) spdlog::info("reading {} ({} MB)", path, text.size() >> 20);
+  return agg.addTrace(doc, path, text, error);
+}
+
+// A row of a report written by `cutrace report --format json`; null numbers read as 0.
+bool readReportRow(od::value value, Row& row) {
+  od::object obj;
+  if (value.get_object().get(obj)) return false;
+  bool named = false;
+  for (auto fieldResult : obj) {
+    od::field field;
+    std::string_view key;
+    if (std::move(fieldResult).get(field) || field.unescaped_key().get(key)) return false;
+    od::value v = field.value();
+    bool isNull = false;
+    if (v.is_null().get(isNull)) return false;
+    if (isNull) continue;
+    std::string_view s;
+    int64_t* target = nullptr;
+    if (key == "name") {
+      if (v.get_string().get(s)) return false;
+      row.name = s;
+      named = true;
+    } else if (key == "layer") {
+      if (v.get_string().get(s)) return false;
+      row.layer = s;
+    } else if (key == "calls" || key == "launches") {
+      uint64_t n = 0;
+      if (v.get_uint64().get(n)) return false;
+      (key == "calls" ? row.calls : row.launches) = n;
+    } else if (key == "total_ns") {
+      target = &row.totalNs;
+    } else if (key == "self_ns") {
+      target = &row.selfNs;
+    } else if (key == "min_ns") {
+      target = &row.minNs;
+    } else if (key == "max_ns") {
+      target = &row.maxNs;
+    } else if (key == "host_total_ns") {
+      target = &row.hostNs;
+    } else if (key == "percent") {
+      if (v.get_double().get(row.percent)) return false;
+    }
+    if (target != nullptr && v.get_int64().get(*target)) return false;
+  }
+  return named;
+}
+
+bool readReport(od::document& doc, const std::string& path, Report& out, std::string& error) {
+  od::object top;
+  if (doc.get_object().get(top)) {
+    error = fmt::format("{}: malformed report", path);
+    return false;
+  }
+  bool sawSections = false;
+  for (auto fieldResult : top) {
+    od::field field;
+    std::string_view key;
+    if (std::move(fieldResult).get(field) || field.unescaped_key().get(key)) {
+      error = fmt::format("{}: malformed report JSON", path);
+      return false;
+    }
+    if (key == "kernel_source") {
+      std::string_view source;
+      if (field.value().get_string().get(source)) {
+        error = fmt::format("{}: report: 'kernel_source' is not a string", path);
+        return false;
+      }
+      out.deviceKernels = source == "device";
+    } else if (key == "sections") {
+      od::object sections;
+      if (field.value().get_object().get(sections)) {
+        error = fmt::format("{}: report: 'sections' is not an object", path);
+        return false;
+      }
+      sawSections = true;
+      out.present = {false, false, false};
+      for (auto sectionResult : sections) {
+        od::field sf;
+        std::string_view name;
+        if (std::move(sectionResult).get(sf) || sf.unescaped_key().get(name)) {
+          error = fmt::format("{}: malformed report JSON", path);
+          return false;
+        }
+        const auto it = std::find_if(kSectionKeys.begin(), kSectionKeys.end(), [&](const char* k) { return name == k; });
+        if (it == kSectionKeys.end()) continue;
+        const auto section = static_cast<Section>(it - kSectionKeys.begin());
+        out.present[static_cast<std::size_t>(section)] = true;
+        od::array rows;
+        if (sf.value().get_array().get(rows)) {
+          error = fmt::format("{}: report: section '{}' is not an array", path, name);
+          return false;
+        }
+        for (auto rowResult : rows) {
+          od::value v;
+          Row row;
+          if (std::move(rowResult).get(v) || !readReportRow(v, row)) {
+            error = fmt::format("{}: report: malformed row in section '{}'", path, name);
+            return false;
+          }
+          out.sections[static_cast<std::size_t>(section)].push_back(std::move(row));
+        }
+      }
+    }
+  }
+  if (!atEnd(doc) || !sawSections) {
+    error = fmt::format("{}: malformed report (no 'sections' or trailing content)", path);
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool readTraces(const std::vector<std::string>& paths, Report& out, std::string& error) {
+  od::parser parser;
+  Aggregator agg;
+  for (const std::string& path : paths) {
+    simdjson::padded_string text;
+    if (!load(path, text, error) || !parseTrace(parser, text, agg, path, error)) return false;
+  }
+  agg.finish(out);
+  return true;
+}
+
+bool readTraceOrReport(const std::string& path, Report& out, std::string& error) {
+  simdjson::padded_string text;
+  if (!load(path, text, error)) return false;
+  od::parser parser;
+  od::document doc;
+  if (auto e = parser.iterate(text).get(doc)) {
+    error = fmt::format("{}: not JSON: {}", path, simdjson::error_message(e));
+    return false;
+  }
+  od::json_type type;
+  if (doc.type().get(type) == simdjson::SUCCESS && type == od::json_type::object) {
+    std::string_view tool;
+    if (doc.find_field_unordered("tool").get_string().get(tool) == simdjson::SUCCESS && tool == "cutrace-report") {
+      doc.rewind();
+      return readReport(doc, path, out, error);
+    }
+  }
+  Aggregator agg;
+  if (!parseTrace(parser, text, agg, path, error)) return false;
+  agg.finish(out);
+  return true;
+}
+
+bool parseSections(const std::string& by, std::vector<Section>& out) {
+  if (by == "all") {
+    out = {Section::Api, Section::Kernel, Section::Nvtx};
+    return true;
+  }
+  for (std::size_t i = 0; i < kSectionKeys.size(); ++i) {
+    if (by == kSectionKeys[i]) {
+      out = {static_cast<Section>(i)};
+      return true;
+    }
+  }
+  return false;
+}
+
+bool parseSortKey(std::string_view text, SortKey& key) {
+  static constexpr std::pair<std::string_view, SortKey> kKeys[] = {
+      {"total", SortKey::Total}, {"self", SortKey::Self}, {"calls", SortKey::Calls}, {"avg", SortKey::Avg},
+      {"min", SortKey::Min},     {"max", SortKey::Max},   {"name", SortKey::Name}};
+  for (const auto& [name, k] : kKeys) {
+    if (text == name) {
+      key = k;
+      return true;
+    }
+  }
+  return false;
+}
+
+void sortRows(std::vector<Row>& rows, SortKey key, bool deviceKernels) {
+  const auto value = [&](const Row& r) -> int64_t {
+    const bool host = r.calls == 0 && !deviceKernels;
+    switch (key) {
+      case SortKey::Total:
+        return host ? r.hostNs : r.totalNs;
+      case SortKey::Self:
+        return host ? r.hostNs : r.selfNs;
+      case SortKey::Calls:
+        return static_cast<int64_t>(host ? r.launches : r.calls);
+      case SortKey::Avg:
+        return host ? (r.launches == 0 ? 0 : r.hostNs / static_cast<int64_t>(r.launches)) : r.avgNs();
+      case SortKey::Min:
+        return host ? r.hostMinNs : r.minNs;
+      case SortKey::Max:
+        return host ? r.hostMaxNs : r.maxNs;
+      case SortKey::Name:
+        break;
+    }
+    return 0;
+  };
+  std::sort(rows.begin(), rows.end(), [&](const Row& a, const Row& b) {
+    if (key != SortKey::Name) {
+      const int64_t va = value(a), vb = value(b);
+      if (va != vb) return va > vb;
+    }
+    return a.name < b.name;
+  });
+}
+
+std::string formatDuration(int64_t ns) {
+  const double v = static_cast<double>(ns);
+  const double mag = std::fabs(v);
+  if (mag < 1e6) return fmt::format("{:.3f} us", v / 1e3);
+  if (mag < 1e9) return fmt::format("{:.3f} ms", v / 1e6);
+  return fmt::format("{:.3f} s", v / 1e9);
+}
+
+std::string jsonString(std::string_view s) {
+  std::string out = "\"";
+  for (const char c : s) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+std::string csvField(std::string_view s) {
+  if (s.find_first_of(",\"\n\r") == std::string_view::npos) return std::string(s);
+  std::string out = "\"";
+  for (const char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+namespace {
+constexpr std::size_t kMaxNameWidth = 72;
+
+// Display width in code points; names are UTF-8 (simdjson validated them).
+std::size_t width(std::string_view s) {
+  return static_cast<std::size_t>(std::count_if(s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xc0) != 0x80; }));
+}
+
+std::string cut(std::string_view s) {
+  if (width(s) <= kMaxNameWidth) return std::string(s);
+  std::size_t kept = 0, i = 0;
+  for (; i < s.size(); ++i) {
+    if ((static_cast<unsigned char>(s[i]) & 0xc0) != 0x80 && ++kept > kMaxNameWidth - 3) break;
+  }
+  return std::string(s.substr(0, i)) + "...";
+}
+}  // namespace
+
+std::string renderTable(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows) {
+  std::vector<std::vector<std::string>> cells;
+  cells.push_back(header);
+  for (const auto& r : rows) {
+    cells.push_back(r);
+    cells.back()[0] = cut(r[0]);
+  }
+  std::vector<std::size_t> widths(header.size(), 0);
+  for (const auto& r : cells) {
+    for (std::size_t c = 0; c < r.size(); ++c) widths[c] = std::max(widths[c], width(r[c]));
+  }
+  std::string out;
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    std::string line;
+    for (std::size_t c = 0; c < cells[i].size(); ++c) {
+      const std::string& cell = cells[i][c];
+      const std::string pad(widths[c] - width(cell), ' ');
+      if (c > 0) line += "  ";
+      line += c == 0 ? cell + pad : pad + cell;
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + "\n";
+    if (i == 0) {
+      std::size_t total = 0;
+      for (std::size_t w : widths) total += w;
+      out += std::string(total + 2 * (widths.size() - 1), '-') + "\n";
+    }
+  }
+  return out;
+}
+
+bool writeOutput(const std::string& path, const std::string& text) {
+  if (path.empty()) {
+    return std::fwrite(text.data(), 1, text.size(), stdout) == text.size() && std::fflush(stdout) == 0;
+  }
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  if (f == nullptr) return false;
+  const bool written = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  return std::fclose(f) == 0 && written;
+}
+
+bool parseOptions(int argc, char** argv, const std::vector<std::string_view>& withValue, Options& out, std::string& error) {
+  bool optionsDone = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    if (optionsDone || arg.size() < 2 || arg[0] != '-') {
+      out.positional.emplace_back(arg);
+      continue;
+    }
+    if (arg == "--") {
+      optionsDone = true;
+      continue;
+    }
+    if (arg == "--help" || arg == "-h") {
+      out.help = true;
+      continue;
+    }
+    std::string_view name = arg;
+    std::string value;
+    bool hasValue = false;
+    if (const auto eq = arg.find('='); arg.starts_with("--") && eq != std::string_view::npos) {
+      name = arg.substr(0, eq);
+      value = arg.substr(eq + 1);
+      hasValue = true;
+    }
+    if (std::find(withValue.begin(), withValue.end(), name) == withValue.end()) {
+      error = fmt::format("unknown option '{}'", name);
+      return false;
+    }
+    if (!hasValue) {
+      if (i + 1 >= argc) {
+        error = fmt::format("option '{}' needs a value", name);
+        return false;
+      }
+      value = argv[++i];
+    }
+    out.values.emplace_back(std::string(name), std::move(value));
+  }
+  return true;
+}
+
+}  // namespace cutrace::tools

@@ -1,0 +1,83 @@
+#pragma once
+// The model behind `cutrace report` and `cutrace diff`: cutrace Chrome traces read with
+// simdjson's on-demand parser (error codes only, so hostile input is a message, never a crash)
+// and aggregated into rows keyed by name; plus the output helpers both commands share.
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cutrace::tools {
+
+enum class Section { Api = 0, Kernel = 1, Nvtx = 2 };
+inline constexpr std::array<const char*, 3> kSectionKeys = {"api", "kernel", "nvtx"};
+
+struct Row {
+  std::string name;
+  std::string layer;  // api rows: "runtime" or "driver"
+  uint64_t calls = 0;  // kernel rows: executions seen on a GPU (0 without device events)
+  int64_t totalNs = 0;
+  int64_t selfNs = 0;  // minus nested children of the same kind on the same thread
+  int64_t minNs = 0;
+  int64_t maxNs = 0;
+  double percent = -1;  // api: of wall; kernel: of GPU busy time; <0 where it does not apply
+  // Kernel rows: host launch events (the one event of a launch carrying args.kernel).
+  uint64_t launches = 0;
+  int64_t hostNs = 0;
+  int64_t hostMinNs = 0;
+  int64_t hostMaxNs = 0;
+
+  int64_t avgNs() const { return calls == 0 ? 0 : (totalNs + static_cast<int64_t>(calls / 2)) / static_cast<int64_t>(calls); }
+};
+
+struct Report {
+  std::array<std::vector<Row>, 3> sections;
+  std::array<bool, 3> present = {true, true, true};  // a report written with --by holds fewer
+  bool deviceKernels = false;  // kernel rows come from device (CUPTI) events
+  int64_t wallNs = 0;          // sum over processes of first-to-last event span
+  int64_t gpuBusyNs = 0;       // sum over devices of the union of kernel intervals
+  uint32_t processes = 0;
+  std::string cuptiNote;       // the first input's CUPTI state and reason, when not "on"
+};
+
+// Reads cutrace traces (several files = several processes) into one report. False with a
+// message naming the file on unreadable or malformed input.
+bool readTraces(const std::vector<std::string>& paths, Report& out, std::string& error);
+
+// Reads either a trace or a `cutrace report --format json` output, told apart by content.
+bool readTraceOrReport(const std::string& path, Report& out, std::string& error);
+
+// "api", "kernel", "nvtx" or "all".
+bool parseSections(const std::string& by, std::vector<Section>& out);
+
+enum class SortKey { Total, Self, Calls, Avg, Min, Max, Name };
+bool parseSortKey(std::string_view text, SortKey& key);
+// By the key descending (name ascending), ties by name. Kernel rows without device events
+// sort by their host launch figures.
+void sortRows(std::vector<Row>& rows, SortKey key, bool deviceKernels);
+
+// Human time: 3 decimals of the largest unit among us, ms, s that keeps the value >= 1
+// (values under 1 ms print in us).
+std::string formatDuration(int64_t ns);
+std::string jsonString(std::string_view s);
+std::string csvField(std::string_view s);
+
+// A text table: first column left-aligned, the rest right-aligned; long names are cut.
+std::string renderTable(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows);
+
+// Writes to FILE, or stdout when path is empty. False when it could not be written.
+bool writeOutput(const std::string& path, const std::string& text);
+
+// Minimal option parsing shared by the subcommands: `--name value`, `--name=value`, `-o value`.
+struct Options {
+  std::vector<std::pair<std::string, std::string>> values;
+  std::vector<std::string> positional;
+  bool help = false;
+};
+// False (with a message) on an unknown option or a missing value. Every option named in
+// `withValue` takes a value; `--help`/`-h` set help.
+bool parseOptions(int argc, char** argv, const std::vector<std::string_view>& withValue, Options& out, std::string& error);
+
+}  // namespace cutrace::tools
