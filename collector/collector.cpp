@@ -16,6 +16,7 @@
 #include <mutex>
 #include <new>
 
+#include "collector/capture.h"
 #include "collector/cupti_session.h"
 #include "collector/stack_capture.h"
 #include "collector/store.h"
@@ -65,6 +66,10 @@ struct Globals {
   std::atomic<bool> drainStarted{false};
   pthread_t drainThread{};
   Store* store = nullptr;
+  pid_t pid = 0;  // the process these globals belong to (set at start and in a fork child)
+  // A terminating signal asks the drain thread to write the trace (signal handlers may not).
+  std::atomic<bool> finishRequested{false};
+  std::atomic<bool> finishDone{false};
   Symbolizer* symbolizer = nullptr;  // drain mutex
   ClockAnchor lastAnchor{};
 };
@@ -150,6 +155,7 @@ void drainPass() {
   Globals& gl = g();
   if (gl.store == nullptr) {
     gl.store = new Store(gl.names);
+    gl.store->setMemoryCap(gl.config.maxMemory);
     gl.store->data().hooks.assign(gl.hooks, gl.hooks + gl.hookCount);
   }
   for (ThreadState* s = gl.registry.load(std::memory_order_acquire); s; s = s->next) {
@@ -175,6 +181,12 @@ void* drainMain(void*) {
       gl.wake.wait_for(lock, std::chrono::milliseconds(gl.config.drainIntervalMs), [&] { return gl.stopDrain; });
       if (gl.stopDrain) break;
     }
+    if (gl.finishRequested.load()) {
+      Collector::finish();
+      gl.finishDone.store(true);
+      break;
+    }
+    capture::onTick();
     std::lock_guard<std::mutex> lock(gl.drainMutex);
     drainPass();
   }
@@ -229,6 +241,10 @@ void atforkChild() {
   new (&gl.wake) std::condition_variable();
   gl.stopDrain = false;
   gl.drainStarted.store(false);
+  gl.pid = getpid();
+  gl.finishRequested.store(false);
+  gl.finishDone.store(false);
+  Cupti::forgetAfterFork();
   delete gl.store;
   gl.store = nullptr;
   // Every inherited state is released, the forking thread's too: its next event attaches
@@ -241,6 +257,38 @@ void atforkChild() {
 
 void atExit() { Collector::finish(); }
 
+// SIGINT/SIGTERM with no handler of the program: the drain thread writes the trace (it can
+// allocate and lock; a handler cannot), the handler waits for it at most a few seconds, then
+// the signal is delivered again with its default action, so the process ends exactly as it
+// would have. Async-signal-safe: atomics, nanosleep, raise.
+void onTerminatingSignal(int sig) {
+  const int savedErrno = errno;
+  Globals& gl = g();
+  if (gl.drainStarted.load() && !gl.finished.load() && getpid() == gl.pid) {
+    gl.finishRequested.store(true);
+    for (int i = 0; i < 3000 && !gl.finishDone.load(); ++i) {
+      timespec ts{0, 1000000};
+      nanosleep(&ts, nullptr);
+    }
+  }
+  // SA_RESETHAND restored the default action; the signal is blocked while this runs, so it is
+  // delivered again as soon as the handler returns.
+  raise(sig);
+  errno = savedErrno;
+}
+
+void installSignalHandlers() {
+  for (int sig : {SIGINT, SIGTERM}) {
+    struct sigaction old {};
+    if (sigaction(sig, nullptr, &old) != 0 || old.sa_handler != SIG_DFL || (old.sa_flags & SA_SIGINFO)) continue;
+    struct sigaction sa {};
+    sa.sa_handler = onTerminatingSignal;
+    sa.sa_flags = SA_RESETHAND | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(sig, &sa, nullptr);
+  }
+}
+
 void fillProcessMeta(TraceMeta& meta) {
   meta.exe = program_invocation_short_name;
   meta.commandLine.clear();
@@ -249,6 +297,17 @@ void fillProcessMeta(TraceMeta& meta) {
   while (std::getline(cmdline, arg, '\0')) meta.commandLine.push_back(arg);
   char host[256] = {};
   if (gethostname(host, sizeof(host) - 1) == 0) meta.hostname = host;
+  // The launcher's rank, for file names and merging: the first of these that is a number.
+  meta.rank = -1;
+  for (const char* name : {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"}) {
+    const char* v = getenv(name);
+    if (v == nullptr || *v < '0' || *v > '9' || strlen(v) > 9) continue;
+    char* end = nullptr;
+    const long r = strtol(v, &end, 10);
+    if (*end != '\0') continue;
+    meta.rank = static_cast<int>(r);
+    break;
+  }
 }
 
 void resolveLibraryPath() {
@@ -323,10 +382,13 @@ void Collector::initialize(const HookDescriptor* hooks, std::size_t hookCount, W
     warnOnce("cutrace: could not reserve memory for names; tracing disabled\n");
   }
   if (gl.config.enabled) stacks::initialize(gl.config);
+  if (gl.config.enabled) capture::initialize(gl.config.capture, hooks, hookCount);
   if (gl.config.enabled) {
     pthread_key_create(&gl.exitKey, threadExit);
     pthread_atfork(atforkPrepare, atforkParent, atforkChild);
     atexit(atExit);
+    gl.pid = getpid();
+    installSignalHandlers();
   }
   detail::mode.store(gl.config.enabled ? Mode::On : Mode::Off, std::memory_order_release);
   gl.init.store(InitState::Done);
@@ -363,6 +425,12 @@ void Collector::disable(const char* why) {
   warnOnce(line);
 }
 
+void Collector::finishBeforeExit() {
+  Globals& gl = g();
+  if (gl.init.load() != InitState::Done || syscall(SYS_getpid) != gl.pid) return;
+  finish();
+}
+
 void Collector::finish() {
   Globals& gl = g();
   if (gl.init.load() != InitState::Done || !gl.config.enabled) return;
@@ -387,6 +455,7 @@ void Collector::finish() {
     meta.realtimeMinusMonotonicNs = Clock::realtimeMinusMonotonicNs();
     meta.ticks = TickConverter(Clock::startAnchor(), end, !Clock::usesTsc());
     fillProcessMeta(meta);
+    meta.capture = capture::describe();
     data.stackInfo.unwinder = stacks::unwinderName();
     data.stackInfo.python = stacks::pythonStatus();
     data.stackInfo.depth = gl.config.stacks == StackMode::Off ? 0 : gl.config.stackDepth;

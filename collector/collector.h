@@ -121,6 +121,11 @@ class Collector {
   // explicitly); later calls do nothing.
   static void finish();
 
+  // Ends tracing before the process ends without exit handlers (_exit, _Exit): writes the files
+  // like finish(), unless this is not the process that initialised (a vfork child shares the
+  // parent's memory and must not touch it).
+  static void finishBeforeExit();
+
   // Absolute path of the library that contains the collector (for NVTX_INJECTION64_PATH).
   static const char* libraryPath();
 

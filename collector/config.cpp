@@ -127,6 +127,89 @@ bool parsePython(const char* v, Config& c) {
 
 bool parseFoldedNvtx(const char* v, Config& c) { return parseBool(v, c.foldedNvtx); }
 
+// Digits with an optional fraction, in seconds -> milliseconds.
+bool parseSeconds(const char*& v, uint64_t& ms) {
+  if (*v < '0' || *v > '9') return false;
+  uint64_t whole = 0;
+  for (; *v >= '0' && *v <= '9'; ++v) {
+    if (whole > 1000000000) return false;
+    whole = whole * 10 + static_cast<uint64_t>(*v - '0');
+  }
+  uint64_t frac = 0, scale = 1000;
+  if (*v == '.') {
+    for (++v; *v >= '0' && *v <= '9'; ++v) {
+      if (scale > 1) frac += static_cast<uint64_t>(*v - '0') * (scale /= 10);
+    }
+  }
+  ms = whole * 1000 + frac;
+  return true;
+}
+
+bool parseCount(const char*& v, uint32_t& out) {
+  if (*v < '0' || *v > '9') return false;
+  uint64_t n = 0;
+  for (; *v >= '0' && *v <= '9'; ++v) {
+    n = n * 10 + static_cast<uint64_t>(*v - '0');
+    if (n > 1000000000) return false;
+  }
+  out = static_cast<uint32_t>(n);
+  return true;
+}
+
+bool copyName(const char* v, char (&out)[128]) {
+  const std::size_t len = strlen(v);
+  if (len == 0 || len >= sizeof(out)) return false;
+  memcpy(out, v, len + 1);
+  return true;
+}
+
+bool parseCapture(const char* v, Config& c) {
+  CaptureSpec s;
+  if (!strcmp(v, "all")) {
+    s.mode = CaptureMode::All;
+  } else if (!strcmp(v, "cuda-profiler-api")) {
+    s.mode = CaptureMode::ProfilerApi;
+  } else if (!strcmp(v, "signal")) {
+    s.mode = CaptureMode::Signal;
+  } else if (!strncmp(v, "nvtx:", 5)) {
+    s.mode = CaptureMode::Nvtx;
+    if (!copyName(v + 5, s.name)) return false;
+  } else if (!strncmp(v, "time:", 5)) {
+    s.mode = CaptureMode::Time;
+    const char* p = v + 5;
+    if (!parseSeconds(p, s.delayMs)) return false;
+    if (*p == ',') {
+      ++p;
+      if (!parseSeconds(p, s.durationMs) || s.durationMs == 0) return false;
+    }
+    if (*p != '\0') return false;
+  } else if (!strncmp(v, "schedule:", 9)) {
+    s.mode = CaptureMode::Schedule;
+    const char* p = v + 9;
+    if (!parseCount(p, s.wait) || *p++ != ',' || !parseCount(p, s.warmup) || *p++ != ',' || !parseCount(p, s.active) ||
+        *p++ != ',' || !parseCount(p, s.repeat) || s.active == 0)
+      return false;
+    if (*p == ':') {
+      if (!copyName(p + 1, s.name)) return false;
+    } else if (*p != '\0') {
+      return false;
+    } else {
+      memcpy(s.name, "ProfilerStep#", sizeof("ProfilerStep#"));
+    }
+  } else {
+    return false;
+  }
+  c.capture = s;
+  return true;
+}
+
+bool parseMaxMemory(const char* v, Config& c) {
+  uint64_t n = 0;
+  if (!parseSize(v, n) || n < (1u << 20)) return false;
+  c.maxMemory = n;
+  return true;
+}
+
 struct Entry {
   ConfigVariable doc;
   Parser parse;
@@ -145,6 +228,9 @@ constexpr Entry kEntries[] = {
     {{"CUTRACE_STACK_DEPTH", "1 to 128", "frames kept per stack, innermost first (default 32)"}, parseStackDepth},
     {{"CUTRACE_UNWIND", "auto|libunwind|fp", "stack unwinder (default auto: libunwind.so.8 when present, else frame pointers)"}, parseUnwind},
     {{"CUTRACE_PYTHON", "auto|off", "Python frames in stacks when the process is CPython 3.10 to 3.13 (default auto)"}, parsePython},
+    {{"CUTRACE_MAX_MEMORY", "a size of at least 1M", "cap on the events kept per process; past it the newest are dropped and counted (default 2G)"}, parseMaxMemory},
+    {{"CUTRACE_CAPTURE", "all|cuda-profiler-api|nvtx:NAME|time:DELAY[,DURATION]|schedule:W,U,A,R[:MARKER]|signal",
+      "when to record (default all); see the README"}, parseCapture},
     {{"CUTRACE_FOLDED_NVTX", "1|0|on|off", "NVTX ranges as frames in the folded stacks (default 1)"}, parseFoldedNvtx},
 };
 

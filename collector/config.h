@@ -17,6 +17,16 @@ enum class LogLevel : uint8_t { Off, Error, Warn, Info, Debug };
 enum class StackMode : uint8_t { Off, Launches, Calls };
 enum class Unwinder : uint8_t { Auto, Libunwind, FramePointer };
 
+// CUTRACE_CAPTURE: when events are recorded (collector/capture.h).
+enum class CaptureMode : uint8_t { All, ProfilerApi, Nvtx, Time, Schedule, Signal };
+struct CaptureSpec {
+  CaptureMode mode = CaptureMode::All;
+  char name[128] = {};          // Nvtx: the range; Schedule: the step marker prefix
+  uint64_t delayMs = 0;         // Time
+  uint64_t durationMs = 0;      // Time; 0 = until the end
+  uint32_t wait = 0, warmup = 0, active = 0, repeat = 0;  // Schedule, as torch.profiler.schedule
+};
+
 struct Config {
   bool enabled = true;
   bool nvtx = true;
@@ -31,6 +41,8 @@ struct Config {
   uint32_t maxStacks = 1u << 16;  // distinct stacks per process; more are counted, not stored
   bool python = true;             // Python frames in stacks when the process is CPython
   bool foldedNvtx = true;         // NVTX ranges as frames in the folded outputs
+  CaptureSpec capture;
+  uint64_t maxMemory = 2ull << 30;  // cap on stored events per process; newer ones are dropped
   char outputDir[PATH_MAX] = "cutrace-out";
 };
 

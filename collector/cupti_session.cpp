@@ -346,6 +346,20 @@ void Cupti::flush() {
   s.api.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 }
 
+void Cupti::forgetAfterFork() {
+  State& s = st();
+  if (!s.started.load()) return;
+  s.on.store(false, std::memory_order_release);
+  // Only the forking thread exists: a mutex another thread held at the fork is rebuilt.
+  new (&s.mutex) std::mutex();
+  s.device.clear();
+  s.apiActivity.clear();
+  s.kernels = 0;
+  s.dropped = 0;
+  s.stateName = "off";
+  s.reason = "forked child: CUPTI does not survive fork";
+}
+
 void Cupti::collect(TraceData& data, const NameTable& names) {
   State& s = st();
   std::lock_guard<std::mutex> lock(s.mutex);

@@ -109,7 +109,7 @@ void Store::consume(ThreadState& s, bool retired) {
   }
   ring.release(i);
   ThreadTrack& thread = data_.threads[t.index];
-  thread.dropped = s.dropped.load(std::memory_order_relaxed);
+  thread.dropped = s.dropped.load(std::memory_order_relaxed) + thread.capped;
   thread.lostEnds = s.lostEnds.load(std::memory_order_relaxed);
   // The owner wrote its final name before it published Retired (collector.cpp, threadExit);
   // before that the name is the owner's to change, so it is only read here.

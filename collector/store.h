@@ -40,6 +40,8 @@ class Store {
 
   TraceData& data() { return data_; }
   uint64_t recordsSeen() const { return recordsSeen_; }
+  // At most this many bytes of stored events (0 = no cap).
+  void setMemoryCap(uint64_t bytes) { eventBudget_ = bytes / sizeof(Event); }
 
  private:
   struct OpenRange {
@@ -60,7 +62,17 @@ class Store {
   uint32_t nameFromTable(uint32_t id);
   uint32_t nvtxName(const Record& r, const char* text, std::size_t textLen, uint8_t& flags);
   void closeLost(Track& t, std::vector<OpenRange>& stack, uint32_t minDepth, uint64_t at);
-  void emit(std::size_t trackIndex, const Event& e) { data_.threads[trackIndex].events.push_back(e); }
+  // Past the memory cap the newest events are dropped and counted on their thread.
+  void emit(std::size_t trackIndex, const Event& e) {
+    ThreadTrack& t = data_.threads[trackIndex];
+    if (eventBudget_ != 0 && eventsStored_ >= eventBudget_) {
+      ++t.capped;
+      ++t.dropped;
+      return;
+    }
+    ++eventsStored_;
+    t.events.push_back(e);
+  }
 
   const NameTable& names_;
   TraceData data_;
@@ -72,6 +84,8 @@ class Store {
   std::string textBuffer_;
   uint64_t recordsSeen_ = 0;
   uint32_t stacksResolved_ = 0;
+  uint64_t eventBudget_ = 0;
+  uint64_t eventsStored_ = 0;
 };
 
 }  // namespace cutrace

@@ -194,7 +194,8 @@ struct ThreadTrack {
   uint32_t pthreadLow = 0;  // CUPTI names threads this way unless told to use tids
   std::string name;
   BlockList<Event> events;
-  uint64_t dropped = 0;   // events lost to a full ring (seq numbers never seen)
+  uint64_t dropped = 0;   // events lost: a full ring, or the memory cap (seq numbers never seen)
+  uint64_t capped = 0;    // of those, dropped by the store at the memory cap
   uint64_t lostEnds = 0;  // NVTX pops/ends lost to a full ring
 };
 
@@ -217,6 +218,8 @@ struct TraceMeta {
   std::vector<std::string> commandLine;
   std::string hostname;
   uint32_t pid = 0;
+  int rank = -1;  // RANK, OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID; -1 when none
+  std::string capture = "all";  // CUTRACE_CAPTURE as understood
   std::string clockSource;         // "tsc" or "clock_monotonic"
   uint64_t originMonotonicNs = 0;  // trace ts 0
   int64_t realtimeMinusMonotonicNs = 0;

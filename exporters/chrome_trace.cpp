@@ -421,6 +421,10 @@ class ChromeWriter {
     out_.putUint(m.pid);
     out_.put(",\"hostname\":");
     putJsonString(out_, m.hostname);
+    if (m.rank >= 0) {
+      out_.put(",\"rank\":");
+      out_.putUint(static_cast<uint64_t>(m.rank));
+    }
     out_.put(",\"command_line\":[");
     for (std::size_t i = 0; i < m.commandLine.size(); ++i) {
       if (i) out_.put(',');
@@ -451,7 +455,9 @@ class ChromeWriter {
     for (const HostLink& l : links_) linked += l.thread >= 0;
     out_.put(",\"linked_to_host\":");
     out_.putUint(linked);
-    out_.put("},\"stacks\":{\"unwinder\":");
+    out_.put("},\"capture\":");
+    putJsonString(out_, m.capture);
+    out_.put(",\"stacks\":{\"unwinder\":");
     putJsonString(out_, data_.stackInfo.unwinder);
     out_.put(",\"python\":");
     putJsonString(out_, data_.stackInfo.python);

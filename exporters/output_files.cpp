@@ -66,7 +66,8 @@ OutputResult writeOutputFiles(const TraceData& data, const char* directory, cons
     result.error = "cannot open " + dir + ": " + strerror(errno);
     return result;
   }
-  const std::string base = safeFileStem(data.meta.exe) + "-" + std::to_string(data.meta.pid);
+  std::string base = safeFileStem(data.meta.exe) + "-" + std::to_string(data.meta.pid);
+  if (data.meta.rank >= 0) base += "-rank" + std::to_string(data.meta.rank);
   int traceFd = -1, foldedFd = -1;
   std::string stem;
   for (int attempt = 0; attempt < 100 && traceFd < 0; ++attempt) {

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "collector/capture.h"
 #include "collector/collector.h"
 #include "collector/stack_capture.h"
 
@@ -87,8 +88,9 @@ class HookCall {
   HookCall(HookId id, ApiKind kind) {
     if (kind == ApiKind::Lookup || kind == ApiKind::Register) return;  // bookkeeping, not events
     if (!hookRecording()) return;
+    if (kind == ApiKind::Profiler) capture::onProfilerCall(static_cast<uint16_t>(id));
     ThreadState* s = currentThread();
-    if (s == nullptr) return;
+    if (s == nullptr || !capture::on()) return;
     if (__builtin_expect(!g_deviceTracingStarted.load(std::memory_order_relaxed), 0)) startDeviceTracing();
     s_ = s;
     r_.type = RecordType::Api;

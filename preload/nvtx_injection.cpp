@@ -16,6 +16,7 @@
 #include <cstring>
 #include <cwchar>
 
+#include "collector/capture.h"
 #include "preload/hook_support.h"
 
 namespace cutrace {
@@ -154,7 +155,9 @@ int push(uint32_t domain, uint32_t category, const Message& m) {
   if (s == nullptr) return 0;
   const uint16_t depth = s->nvtxDepth[domain];
   if (depth < UINT16_MAX) s->nvtxDepth[domain] = static_cast<uint16_t>(depth + 1);
-  appendNvtx(s, RecordType::NvtxPush, s->nextSeq++, domain, category, depth, 0, m);
+  // Depth is kept while paused, so pops after a capture window starts still pair correctly.
+  if (capture::watchesNvtx()) capture::onNvtxPush(m.registered ? nullptr : m.text, m.length, s->tid, depth);
+  if (capture::on()) appendNvtx(s, RecordType::NvtxPush, s->nextSeq++, domain, category, depth, 0, m);
   return depth;
 }
 
@@ -163,11 +166,13 @@ int pop(uint32_t domain) {
   if (s == nullptr) return 0;
   if (s->nvtxDepth[domain] == 0) return -1;  // NVTX: a pop without a push is an error
   const uint16_t depth = --s->nvtxDepth[domain];
-  appendNvtx(s, RecordType::NvtxPop, 0, domain, 0, depth, 0, Message{});
+  if (capture::on()) appendNvtx(s, RecordType::NvtxPop, 0, domain, 0, depth, 0, Message{});
+  if (capture::watchesNvtx()) capture::onNvtxPop(s->tid, depth);
   return depth;
 }
 
 void mark(uint32_t domain, uint32_t category, const Message& m) {
+  if (!capture::on()) return;
   if (ThreadState* s = nvtxThread()) appendNvtx(s, RecordType::NvtxMark, s->nextSeq++, domain, category, 0, 0, m);
 }
 
@@ -175,11 +180,13 @@ std::atomic<uint64_t> nextRangeId{1};
 
 nvtxRangeId_t start(uint32_t domain, uint32_t category, const Message& m) {
   const uint64_t id = nextRangeId.fetch_add(1, std::memory_order_relaxed);
+  if (!capture::on()) return id;
   if (ThreadState* s = nvtxThread()) appendNvtx(s, RecordType::NvtxStart, s->nextSeq++, domain, category, 0, id, m);
   return id;
 }
 
 void end(nvtxRangeId_t id) {
+  if (!capture::on()) return;
   if (ThreadState* s = nvtxThread()) appendNvtx(s, RecordType::NvtxEnd, 0, 0, 0, 0, id, Message{});
 }
 

@@ -11,7 +11,9 @@
 // - per thread, X events nest properly and seq grows strictly in timeline order;
 // - one launch, one kernel: no event carrying args.kernel lies inside another that does, and
 //   every launch API that is not nested in another launch carries one;
-// - metadata.dropped_events is 0 unless --allow-drops;
+// - metadata.dropped_events is 0 unless --allow-drops (then the summary is only what does not
+//   depend on timing); on every thread the gaps in args.seq equal metadata.threads[].dropped;
+// - metadata.rank, when present, is in the file name as -rank<R>;
 // - the folded file has sorted, distinct "frame;...;frame N" lines with integer weights;
 // - --thread-ids: each "name tid" line names a thread that is in the trace with that tid;
 // - device tracks (CUPTI): kernel/memcpy/memset X events; every flow "f" has its "s"; with
@@ -445,8 +447,45 @@ int main(int argc, char** argv) {
     if (flows.size() < deviceCounts["kernel"]) fail("some kernels have no flow from their launch");
   }
 
+  // Every sequence number a thread used and did not deliver was counted as dropped: the gaps
+  // in seq equal metadata.threads[].dropped (the tests end each thread with an event that
+  // fits, so no drop hides after the last seq).
+  simdjson::dom::array metaThreads;
+  if (meta["threads"].get(metaThreads)) fail("metadata.threads missing");
+  uint64_t droppedThreads = 0;
+  for (simdjson::dom::object mt : metaThreads) {
+    int64_t tid = 0;
+    uint64_t threadDropped = 0;
+    if (mt["tid"].get(tid) || mt["dropped"].get(threadDropped)) fail("metadata.threads entry without tid/dropped");
+    auto it = threads.find(tid);
+    if (it == threads.end()) continue;
+    std::set<uint64_t> seqs;
+    for (const Ev& ev : it->second.events) seqs.insert(ev.seq);
+    const uint64_t gaps = seqs.empty() ? 0 : *seqs.rbegin() + 1 - seqs.size();
+    if (gaps != threadDropped)
+      fail("thread " + std::to_string(tid) + ": " + std::to_string(gaps) + " gaps in seq but " +
+           std::to_string(threadDropped) + " dropped");
+    droppedThreads += threadDropped > 0;
+  }
+
   std::ostringstream summary;
   summary << "process " << processName << "\n";
+  int64_t rank = -1;
+  if (meta["rank"].get(rank) == simdjson::SUCCESS) {
+    const std::string file = argv[1];
+    if (file.find("-rank" + std::to_string(rank) + ".trace.json") == std::string::npos)
+      fail("metadata.rank " + std::to_string(rank) + " but the file is " + file);
+    summary << "rank " << rank << "\n";
+  }
+  std::string_view capture;
+  if (meta["capture"].get(capture) == simdjson::SUCCESS && capture != "all") summary << "capture " << capture << "\n";
+  if (allowDrops) {
+    // What was dropped depends on timing: only the drop-independent facts are summarised.
+    summary << "threads " << threads.size() << ", " << (droppedThreads > 0 ? "some" : "none")
+            << " dropped, seq gaps equal dropped on every thread\n";
+    std::cout << summary.str();
+    return 0;
+  }
   std::string_view cuptiState;
   if (meta["cupti"]["state"].get(cuptiState) == simdjson::SUCCESS) summary << "cupti " << cuptiState << "\n";
   if (!launchesView) summary << "threads " << ordered.size() << " events " << total << " launches " << launches << "\n";

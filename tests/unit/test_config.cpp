@@ -61,7 +61,9 @@ TEST_CASE("a bad value disables tracing with one line naming it", "[config]") {
                        "CUTRACE_CLOCK=rdtsc",   "CUTRACE_NVTX=maybe",      "CUTRACE_OUTPUT=",
                        "CUTRACE_CUPTI=yes",     "CUTRACE_STACKS=all",      "CUTRACE_STACK_DEPTH=0",
                        "CUTRACE_STACK_DEPTH=129", "CUTRACE_UNWIND=gcc",    "CUTRACE_PYTHON=on",
-                       "CUTRACE_FOLDED_NVTX=x"};
+                       "CUTRACE_FOLDED_NVTX=x",  "CUTRACE_MAX_MEMORY=10K", "CUTRACE_CAPTURE=nvtx:",
+                       "CUTRACE_CAPTURE=sometimes", "CUTRACE_CAPTURE=time:x", "CUTRACE_CAPTURE=time:1,0",
+                       "CUTRACE_CAPTURE=schedule:1,1,0,1", "CUTRACE_CAPTURE=schedule:1,1,2", "CUTRACE_CAPTURE=schedule:1,1,2,1:"};
   for (const char* entry : bad) {
     INFO(entry);
     ConfigError error;
@@ -97,9 +99,29 @@ TEST_CASE("control bytes in a bad value never reach stderr raw", "[config]") {
 }
 
 TEST_CASE("the documented variable table matches what the parser accepts", "[config]") {
-  REQUIRE(configVariableCount() == 13);
+  REQUIRE(configVariableCount() == 15);
   for (std::size_t i = 0; i < configVariableCount(); ++i) {
     const std::string name = configVariable(i).name;
     REQUIRE(name.rfind("CUTRACE_", 0) == 0);
   }
+}
+
+TEST_CASE("capture specifications", "[config]") {
+  ConfigError error;
+  Config c = parse({"CUTRACE_CAPTURE=schedule:1,2,3,4"}, error);
+  REQUIRE_FALSE(error.failed());
+  REQUIRE(c.capture.mode == CaptureMode::Schedule);
+  REQUIRE((c.capture.wait == 1 && c.capture.warmup == 2 && c.capture.active == 3 && c.capture.repeat == 4));
+  REQUIRE(std::string(c.capture.name) == "ProfilerStep#");
+  c = parse({"CUTRACE_CAPTURE=schedule:0,0,1,0:step "}, error);
+  REQUIRE(std::string(c.capture.name) == "step ");
+  c = parse({"CUTRACE_CAPTURE=time:1.5,0.25"}, error);
+  REQUIRE((c.capture.mode == CaptureMode::Time && c.capture.delayMs == 1500 && c.capture.durationMs == 250));
+  c = parse({"CUTRACE_CAPTURE=time:2"}, error);
+  REQUIRE((c.capture.delayMs == 2000 && c.capture.durationMs == 0));
+  c = parse({"CUTRACE_CAPTURE=nvtx:train step"}, error);
+  REQUIRE((c.capture.mode == CaptureMode::Nvtx && std::string(c.capture.name) == "train step"));
+  c = parse({"CUTRACE_CAPTURE=cuda-profiler-api", "CUTRACE_MAX_MEMORY=64M"}, error);
+  REQUIRE((c.capture.mode == CaptureMode::ProfilerApi && c.maxMemory == (64u << 20)));
+  REQUIRE_FALSE(error.failed());
 }

@@ -1,0 +1,115 @@
+// Ends of a process image that skip atexit handlers and destructors: _exit/_Exit (Python's
+// os._exit, multiprocessing and DataLoader workers, children after fork) and the exec family
+// (launchers, shells). The collector writes the trace first; then the call proceeds as glibc
+// would have made it. After exec the new image loads the preload again (LD_PRELOAD is
+// inherited) and is traced under its own name. A failed exec leaves this image untraced from
+// then on.
+//
+// glibc's execv/execvp/execl* reach execve internally, not through the PLT, so each entry point
+// is interposed on its own; the variadic ones gather their arguments into an array first.
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "collector/collector.h"
+
+namespace {
+
+template <typename F>
+F nextFunction(const char* name) {
+  return reinterpret_cast<F>(dlsym(RTLD_NEXT, name));
+}
+
+constexpr int kMaxListArgs = 4096;
+
+}  // namespace
+
+extern "C" {
+
+extern char** environ;
+
+__attribute__((visibility("default"), noreturn)) void _exit(int status) {
+  cutrace::Collector::finishBeforeExit();
+  for (;;) syscall(SYS_exit_group, status);
+}
+
+__attribute__((visibility("default"), noreturn)) void _Exit(int status) {
+  cutrace::Collector::finishBeforeExit();
+  for (;;) syscall(SYS_exit_group, status);
+}
+
+__attribute__((visibility("default"))) int execve(const char* path, char* const argv[], char* const envp[]) {
+  static auto real = nextFunction<int (*)(const char*, char* const*, char* const*)>("execve");
+  cutrace::Collector::finishBeforeExit();
+  return real(path, argv, envp);
+}
+
+__attribute__((visibility("default"))) int execv(const char* path, char* const argv[]) {
+  static auto real = nextFunction<int (*)(const char*, char* const*)>("execv");
+  cutrace::Collector::finishBeforeExit();
+  return real(path, argv);
+}
+
+__attribute__((visibility("default"))) int execvp(const char* file, char* const argv[]) {
+  static auto real = nextFunction<int (*)(const char*, char* const*)>("execvp");
+  cutrace::Collector::finishBeforeExit();
+  return real(file, argv);
+}
+
+__attribute__((visibility("default"))) int execvpe(const char* file, char* const argv[], char* const envp[]) {
+  static auto real = nextFunction<int (*)(const char*, char* const*, char* const*)>("execvpe");
+  cutrace::Collector::finishBeforeExit();
+  return real(file, argv, envp);
+}
+
+__attribute__((visibility("default"))) int fexecve(int fd, char* const argv[], char* const envp[]) {
+  static auto real = nextFunction<int (*)(int, char* const*, char* const*)>("fexecve");
+  cutrace::Collector::finishBeforeExit();
+  return real(fd, argv, envp);
+}
+
+// execl, execlp, execle: the argument list, NULL-terminated (execle: then the environment).
+#define CUTRACE_GATHER_ARGS(first, argv, ap)            \
+  char* argv[kMaxListArgs + 1];                         \
+  int argc_ = 0;                                        \
+  argv[argc_++] = const_cast<char*>(first);             \
+  while (argv[argc_ - 1] != nullptr) {                  \
+    if (argc_ > kMaxListArgs) {                         \
+      va_end(ap);                                       \
+      errno = E2BIG;                                    \
+      return -1;                                        \
+    }                                                   \
+    argv[argc_++] = va_arg(ap, char*);                  \
+  }
+
+__attribute__((visibility("default"))) int execl(const char* path, const char* arg, ...) {
+  va_list ap;
+  va_start(ap, arg);
+  CUTRACE_GATHER_ARGS(arg, argv, ap)
+  va_end(ap);
+  return execv(path, argv);
+}
+
+__attribute__((visibility("default"))) int execlp(const char* file, const char* arg, ...) {
+  va_list ap;
+  va_start(ap, arg);
+  CUTRACE_GATHER_ARGS(arg, argv, ap)
+  va_end(ap);
+  return execvp(file, argv);
+}
+
+__attribute__((visibility("default"))) int execle(const char* path, const char* arg, ...) {
+  va_list ap;
+  va_start(ap, arg);
+  CUTRACE_GATHER_ARGS(arg, argv, ap)
+  char* const* envp = va_arg(ap, char* const*);
+  va_end(ap);
+  return execve(path, argv, envp);
+}
+
+#undef CUTRACE_GATHER_ARGS
+
+}  // extern "C"

@@ -1,0 +1,135 @@
+// Process lifecycle and capture control, one scenario per argument:
+//   exit-child    a forked child works longer than the drain interval and ends in _exit
+//   sigterm       the process is killed by SIGTERM (no handler of its own)
+//   stress        64 threads on tiny rings: drops are counted and match the gaps in seq
+//   capture       calls inside and outside cudaProfilerStart/Stop, an NVTX range "focus",
+//                 and ten "ProfilerStep#N" steps: which are kept depends on CUTRACE_CAPTURE
+//   usr2, timed   capture by SIGUSR2 and by time
+//   exec          execs this program again with "capture" (the new image is traced under
+//                 its own name)
+#include <cuda_profiler_api.h>
+#include <cuda_runtime_api.h>
+#include <nvtx3/nvToolsExt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+void calls(int n) {
+  for (int i = 0; i < n; ++i) cudaDeviceSynchronize();
+}
+
+int exitChild() {
+  calls(1);
+  fflush(stdout);
+  const pid_t child = fork();
+  if (child == 0) {
+    nvtxRangePushA("child");
+    calls(2);
+    usleep(150 * 1000);  // several drain intervals
+    calls(3);
+    nvtxRangePop();
+    _exit(5);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  printf("child exit %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+  return 0;
+}
+
+int sigterm() {
+  nvtxRangePushA("doomed");
+  calls(4);
+  fflush(stdout);
+  raise(SIGTERM);
+  calls(100);  // never reached
+  return 0;
+}
+
+int stress() {
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 64; ++t) {
+    threads.emplace_back([] {
+      // Far more than a 16 KiB ring holds between drain passes: some are dropped.
+      for (int i = 0; i < 3000; ++i) cudaStreamSynchronize(nullptr);
+      // After the ring drained, one last call always fits: no drop hides after the last seq.
+      usleep(200 * 1000);
+      cudaStreamSynchronize(nullptr);
+    });
+  }
+  for (auto& t : threads) t.join();
+  printf("stress done\n");
+  return 0;
+}
+
+int capture() {
+  calls(1);  // before anything: only "all" keeps it
+  cudaProfilerStart();
+  calls(2);
+  cudaProfilerStop();
+  nvtxRangePushA("focus");
+  calls(3);
+  nvtxRangePop();
+  for (int step = 0; step < 10; ++step) {
+    const std::string name = "ProfilerStep#" + std::to_string(step);
+    nvtxRangePushA(name.c_str());
+    calls(1);
+    nvtxRangePop();
+  }
+  printf("capture done\n");
+  return 0;
+}
+
+// SIGUSR2 toggles recording under CUTRACE_CAPTURE=signal: only the middle calls are kept.
+// (Untraced, SIGUSR2 would end the process: the bare run of the e2e harness does not send it.)
+int usr2() {
+  const bool traced = getenv("LD_PRELOAD") != nullptr;
+  calls(1);
+  if (traced) raise(SIGUSR2);
+  calls(2);
+  if (traced) raise(SIGUSR2);
+  calls(3);
+  printf("usr2 done\n");
+  return 0;
+}
+
+// Under CUTRACE_CAPTURE=time:0.2 the first call (at once) is not kept, the later two are.
+int timed() {
+  calls(1);
+  usleep(500 * 1000);
+  calls(2);
+  printf("timed done\n");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string what = argc > 1 ? argv[1] : "";
+  if (what == "exit-child") return exitChild();
+  if (what == "sigterm") return sigterm();
+  if (what == "stress") return stress();
+  if (what == "capture") return capture();
+  if (what == "usr2") return usr2();
+  if (what == "timed") return timed();
+  if (what == "exec") {
+    calls(1);
+    fflush(stdout);
+    char self[] = "/proc/self/exe";
+    char arg[] = "capture";
+    char* args[] = {argv[0], arg, nullptr};
+    execv(self, args);
+    perror("execv");
+    return 1;
+  }
+  fprintf(stderr, "usage: lifecycle exit-child|sigterm|stress|capture|exec\n");
+  return 2;
+}
