@@ -5,6 +5,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "exporters/torch_ops.h"
 #include "exporters/trace_view.h"
 
 namespace cutrace {
@@ -21,11 +22,13 @@ class ChromeWriter {
     out_.put("{\"traceEvents\":[\n");
     writeNames();
     links_ = linkDeviceToHost(data_);
+    torch_ = linkTorchOps(data_, links_);
     for (const ThreadTrack& t : data_.threads) {
       for (uint32_t i : timelineOrder(t)) writeEvent(t, t.events[i]);
     }
     writeDevice();
     writeFlows();
+    writeTorchFlows();
     writeMemoryCounters();
     out_.put("],\n\"displayTimeUnit\":\"ns\",\n\"metadata\":");
     writeMetadata();
@@ -151,6 +154,19 @@ class ChromeWriter {
         out_.putUint(d.bytes);
       }
       if (links_[i].thread < 0) out_.put(",\"unlinked\":true");
+      const EventRef op = torch_.opOfDevice[i];
+      if (op.thread >= 0) {
+        TorchOp parsed;
+        const Event& range = data_.threads[static_cast<std::size_t>(op.thread)].events[op.event];
+        if (parseTorchRange(data_.strings.get(range.name), parsed)) {
+          out_.put(",\"op\":");
+          putJsonString(out_, parsed.name);
+          if (parsed.hasOpId) {
+            out_.put(",\"op_id\":");
+            out_.putUint(parsed.opId);
+          }
+        }
+      }
       out_.put("}}");
     }
   }
@@ -180,6 +196,46 @@ class ChromeWriter {
         out_.putMicros(end ? data_.monotonicToTraceNs(d.start) : data_.toTraceNs(host.start) + 1);
         out_.put('}');
       }
+    }
+  }
+
+  // PyTorch (emit_nvtx): forward op -> backward function, and op -> the device work it caused.
+  // Ids live above CUPTI's 32-bit correlation ids so every flow id stays unique.
+  void writeTorchFlows() {
+    uint64_t id = uint64_t{1} << 40;
+    auto flow = [&](const char* cat, const char* name, uint64_t tid0, int64_t ts0, uint64_t tid1, int64_t ts1) {
+      for (int end = 0; end < 2; ++end) {
+        sep();
+        out_.put(end ? "{\"ph\":\"f\",\"bp\":\"e\"" : "{\"ph\":\"s\"");
+        out_.put(",\"cat\":\"");
+        out_.put(cat);
+        out_.put("\",\"name\":\"");
+        out_.put(name);
+        out_.put("\",\"id\":");
+        out_.putUint(id);
+        out_.put(",\"pid\":");
+        out_.putUint(data_.meta.pid);
+        out_.put(",\"tid\":");
+        out_.putUint(end ? tid1 : tid0);
+        out_.put(",\"ts\":");
+        out_.putMicros(end ? ts1 : ts0);
+        out_.put('}');
+      }
+      ++id;
+    };
+    for (const auto& [from, to] : torch_.forwardToBackward) {
+      const ThreadTrack& ft = data_.threads[static_cast<std::size_t>(from.thread)];
+      const ThreadTrack& bt = data_.threads[static_cast<std::size_t>(to.thread)];
+      flow("autograd", "forward->backward", ft.tid, data_.toTraceNs(ft.events[from.event].start), bt.tid,
+           data_.toTraceNs(bt.events[to.event].start));
+    }
+    for (std::size_t i = 0; i < torch_.opOfDevice.size(); ++i) {
+      const EventRef op = torch_.opOfDevice[i];
+      if (op.thread < 0) continue;
+      const ThreadTrack& t = data_.threads[static_cast<std::size_t>(op.thread)];
+      const DeviceEvent& d = data_.device[i];
+      flow("op", "op->device", t.tid, data_.toTraceNs(t.events[op.event].start), deviceTrackId(d.device, d.stream),
+           data_.monotonicToTraceNs(d.start));
     }
   }
 
@@ -266,6 +322,24 @@ class ChromeWriter {
       else out_.putUint(e.category);
     }
     flagArgs(e);
+  }
+
+  void torchArgs(const TorchOp& op) {
+    if (op.hasSeq) {
+      out_.put(op.stashed ? ",\"stashed_seq\":" : ",\"op_seq\":");
+      out_.putUint(op.seq);
+    }
+    if (op.hasOpId) {
+      out_.put(",\"op_id\":");
+      out_.putUint(op.opId);
+    }
+    for (const auto& [key, list] : {std::pair{",\"sizes\":", op.sizes}, std::pair{",\"input_op_ids\":", op.inputOpIds}}) {
+      if (list.empty()) continue;
+      out_.put(key);
+      if (isIntegerList(list)) out_.put(list);
+      else putJsonString(out_, list);
+    }
+    if (op.backward) out_.put(",\"backward\":true");
   }
 
   void dims(const char* key, uint32_t x, uint32_t y, uint32_t z) {
@@ -373,13 +447,18 @@ class ChromeWriter {
         out_.put("}}");
         break;
       }
-      case EventKind::NvtxRange:
-        head("X", "nvtx", data_.strings.get(e.name), t.tid);
+      case EventKind::NvtxRange: {
+        // A PyTorch op range shows its op name; the fields of its message become args.
+        TorchOp op;
+        const bool torch = parseTorchRange(data_.strings.get(e.name), op);
+        head("X", "nvtx", torch ? op.name : std::string_view(data_.strings.get(e.name)), t.tid);
         times(e, true);
         argsOpen(e);
+        if (torch) torchArgs(op);
         nvtxArgs(e);
         out_.put("}}");
         break;
+      }
       case EventKind::NvtxMark:
         head("i", "nvtx", data_.strings.get(e.name), t.tid);
         out_.put(",\"s\":\"t\"");
@@ -492,6 +571,7 @@ class ChromeWriter {
   Sink& out_;
   Demangler demangle_;
   std::vector<HostLink> links_;
+  TorchLinks torch_;
   bool first_ = true;
 };
 

@@ -3,6 +3,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "exporters/torch_ops.h"
 #include "exporters/trace_view.h"
 
 namespace cutrace {
@@ -83,7 +84,10 @@ std::map<std::string, FoldWeights> foldStacks(const TraceData& data, const FoldO
       if (!stack.empty()) stack.back().childNs += ns;
       const bool insideApi = !stack.empty() && stack.back().api;
       if (e.kind == EventKind::NvtxRange) {
-        appendFrame(path, data.strings.get(e.name));
+        // PyTorch op ranges fold by op name: their seq, op_id and sizes differ every call.
+        TorchOp op;
+        const std::string& text = data.strings.get(e.name);
+        appendFrame(path, parseTorchRange(text, op) ? op.name : std::string_view(text));
       } else {
         const uint32_t stackId = stackIdOf(e);
         if (!insideApi && stackId != 0 && stackId < data.stacks.size()) {

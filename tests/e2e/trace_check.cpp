@@ -176,6 +176,13 @@ std::string renderArgs(simdjson::dom::object args, bool& hasKernel) {
     if (args[key].get(n) == simdjson::SUCCESS) out << " " << key << "=" << n;
   }
   if (args["kind"].get(v) == simdjson::SUCCESS) out << " kind=" << str(v);
+  for (const char* key : {"op_seq", "stashed_seq", "op_id"}) {
+    uint64_t n;
+    if (args[key].get(n) == simdjson::SUCCESS) out << " " << key << "=" << n;
+  }
+  for (const char* key : {"sizes", "input_op_ids"})
+    if (args[key].get(v) == simdjson::SUCCESS) out << " " << key << "=" << simdjson::to_string(v);
+  if (args["backward"].get(v) == simdjson::SUCCESS) out << " backward";
   if (args["domain"].get(v) == simdjson::SUCCESS) out << " domain=" << str(v);
   if (args["category"].get(v) == simdjson::SUCCESS) {
     if (v.is_string()) out << " category=" << str(v);
@@ -304,7 +311,8 @@ int main(int argc, char** argv) {
   std::map<int64_t, Thread> threads;
   std::map<std::string, std::size_t> deviceCounts;
   std::set<int64_t> deviceTids;
-  std::map<uint64_t, std::pair<int, int>> flows;  // id -> (starts, finishes)
+  std::map<uint64_t, std::pair<int, int>> flows;
+  std::map<uint64_t, std::pair<std::pair<int64_t, int64_t>, std::pair<int64_t, int64_t>>> hostFlows;  // id -> (starts, finishes)
   std::size_t counterEvents = 0;
   std::map<int64_t, std::string> threadNames;
   std::string processName;
@@ -332,6 +340,11 @@ int main(int argc, char** argv) {
       if (e["id"].get(id)) fail("flow event without a numeric id");
       if (ph == "s") ++flows[id].first;
       else ++flows[id].second;
+      // Host-to-host flows (PyTorch forward -> backward) are listed by the slices they join.
+      const std::string cat = str(e["cat"]);
+      double ts = 0;
+      if (cat == "autograd" && e["ts"].get(ts) == simdjson::SUCCESS)
+        (ph == "s" ? hostFlows[id].first : hostFlows[id].second) = {tid, toNs(ts)};
       continue;
     }
     if (tid >= (int64_t{1} << 30)) {  // a GPU stream track
@@ -370,6 +383,16 @@ int main(int argc, char** argv) {
     if (!threadNames.count(tid)) fail("GPU track " + std::to_string(tid) + " has no thread_name");
   for (const auto& [id, ends] : flows)
     if (ends.first != 1 || ends.second != 1) fail("flow " + std::to_string(id) + " is not one s and one f");
+  std::multiset<std::string> autogradFlows;
+  auto sliceAt = [&](std::pair<int64_t, int64_t> at) {
+    auto t = threads.find(at.first);
+    if (t != threads.end())
+      for (const Ev& ev : t->second.events)
+        if (ev.ph == "X" && ev.ts == at.second) return printable(ev.name);
+    fail("flow end at no slice start");
+    return std::string();
+  };
+  for (const auto& [id, ends] : hostFlows) autogradFlows.insert(sliceAt(ends.first) + " -> " + sliceAt(ends.second));
 
   uint64_t dropped = 0;
   if (meta["dropped_events"].get(dropped)) fail("metadata.dropped_events missing");
@@ -496,6 +519,7 @@ int main(int argc, char** argv) {
     summary << " flows " << flows.size() << " counters " << (counterEvents > 0 ? "yes" : "no") << "\n";
   }
   for (const Thread* t : ordered) summary << "thread " << t->name << "\n" << t->rendered;
+  for (const std::string& f : autogradFlows) summary << "autograd flow " << f << "\n";
   if (!foldedPath.empty()) checkFolded(foldedPath, summary, !launchesView);
   std::cout << summary.str();
   return 0;

@@ -1,0 +1,159 @@
+#include <catch2/catch.hpp>
+#include <simdjson.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "exporters/chrome_trace.h"
+#include "exporters/folded.h"
+#include "exporters/torch_ops.h"
+#include "trace_builder.h"
+
+using namespace cutrace;
+using test::TraceBuilder;
+
+TEST_CASE("PyTorch range names as measured on 2.11 parse into fields", "[torch]") {
+  TorchOp op;
+  REQUIRE(parseTorchRange("aten::addmm, seq = 1459, op_id = 4986, sizes = [[256], [2048, 256], [256, 256], [], []], "
+                          "input_op_ids = [4980, 4981, 0]",
+                          op));
+  REQUIRE(op.name == "aten::addmm");
+  REQUIRE((op.hasSeq && op.seq == 1459 && !op.stashed && op.hasOpId && op.opId == 4986 && !op.backward));
+  REQUIRE(op.sizes == "[[256], [2048, 256], [256, 256], [], []]");
+  REQUIRE(op.inputOpIds == "[4980, 4981, 0]");
+
+  REQUIRE(parseTorchRange("AddBackward0, seq = 3612, op_id = 30908, sizes = [[16, 128, 256]], input_op_ids = []", op));
+  REQUIRE((op.name == "AddBackward0" && op.seq == 3612 && op.opId == 30908 && op.backward));
+  REQUIRE(op.sizes == "[[16, 128, 256]]");
+
+  REQUIRE(parseTorchRange("autograd::engine::evaluate_function: AddBackward0, op_id = 1995", op));
+  REQUIRE((op.name == "autograd::engine::evaluate_function: AddBackward0" && !op.hasSeq && op.opId == 1995 && op.backward));
+
+  REQUIRE(parseTorchRange("MulBackward0, stashed seq = 77", op));  // older releases
+  REQUIRE((op.name == "MulBackward0" && op.stashed && op.seq == 77 && op.backward));
+  REQUIRE(parseTorchRange("aten::mul, seq = 12", op));
+  REQUIRE((op.seq == 12 && !op.backward && op.sizes.empty()));
+  REQUIRE(parseTorchRange("aten::empty, sizes = [[2, 3]]", op));
+  REQUIRE((!op.hasSeq && op.sizes == "[[2, 3]]"));
+}
+
+TEST_CASE("names that are not PyTorch's stay unparsed", "[torch]") {
+  TorchOp op;
+  for (const char* name : {"step", "forward", "a, b = c", "load batch, 3 items", "aten::mul, seq = x", ", seq = 3", "seq = 4",
+                           "copy, seqs = 4", ""}) {
+    INFO(name);
+    REQUIRE_FALSE(parseTorchRange(name, op));
+  }
+}
+
+TEST_CASE("backward functions and integer lists", "[torch]") {
+  REQUIRE(isBackwardFunction("AddmmBackward0"));
+  REQUIRE(isBackwardFunction("NativeLayerNormBackward"));
+  REQUIRE(isBackwardFunction("torch::autograd::AccumulateGrad"));
+  REQUIRE(isBackwardFunction("autograd::engine::evaluate_function: MulBackward0"));
+  REQUIRE_FALSE(isBackwardFunction("aten::add"));
+  REQUIRE_FALSE(isBackwardFunction("Backwardish"));
+  REQUIRE(isIntegerList("[[256], [2048, 256], [], []]"));
+  REQUIRE(isIntegerList("[]"));
+  REQUIRE(isIntegerList("[-1, 3]"));
+  REQUIRE_FALSE(isIntegerList("[[1, 2]"));
+  REQUIRE_FALSE(isIntegerList("[1,]"));
+  REQUIRE_FALSE(isIntegerList("[a]"));
+  REQUIRE_FALSE(isIntegerList("5"));
+}
+
+namespace {
+
+// Thread 1 runs forward ops; thread 2 is the autograd engine's thread.
+TraceData& torchTrace(TraceBuilder& b) {
+  // linear -> addmm share seq 10 (the composite op and the op that made the node); the
+  // launch inside addmm made the kernel with correlation 5.
+  b.push(1, 0, 0, 0, "aten::linear, seq = 10, op_id = 1");
+  b.push(1, 1, 10, 1, "aten::addmm, seq = 10, op_id = 2, sizes = [[256], [2, 256], [256, 256]], input_op_ids = [0, 0, 0]");
+  b.launch(1, test::kCudaLaunchKernel, 2, 20, 40, "gemm");
+  b.pop(1, 50, 1);
+  b.pop(1, 60, 0);
+  b.push(1, 3, 70, 0, "aten::mul, seq = 11, op_id = 3");  // its backward uses the old spelling
+  b.pop(1, 80, 0);
+  b.push(1, 4, 90, 0, "aten::relu, seq = 12, op_id = 4");  // seq 12 appears on two threads: ambiguous
+  b.pop(1, 95, 0);
+  b.push(2, 0, 100, 0, "autograd::engine::evaluate_function: AddmmBackward0, op_id = 9");
+  b.push(2, 1, 110, 1, "AddmmBackward0, seq = 10, op_id = 10, sizes = [[2, 256]]");
+  // create_graph=True: an op run inside a backward function numbers a double-backward node.
+  b.push(2, 2, 120, 2, "aten::mm, seq = 40, op_id = 11");
+  b.pop(2, 130, 2);
+  b.pop(2, 140, 1);
+  b.pop(2, 150, 0);
+  b.push(2, 3, 160, 0, "MulBackward0, stashed seq = 11");
+  b.pop(2, 170, 0);
+  b.push(2, 4, 175, 0, "aten::relu, seq = 12, op_id = 12");
+  b.pop(2, 178, 0);
+  b.push(2, 5, 180, 0, "ReluBackward0, seq = 12");
+  b.pop(2, 185, 0);
+  b.push(2, 6, 190, 0, "MmBackward0, seq = 40, op_id = 13");
+  b.pop(2, 200, 0);
+  b.threadName(2, 2, "pt_autograd_0");
+  TraceData& d = b.finish(300);
+  d.apiActivity = {{20, 40, 1, 5}};
+  DeviceEvent k;
+  k.kind = DeviceKind::Kernel;
+  k.correlation = 5;
+  k.start = 1000;
+  k.end = 3000;
+  d.device.push_back(k);
+  return d;
+}
+
+std::string nameOf(const TraceData& d, EventRef r) {
+  TorchOp op;
+  const std::string& text = d.strings.get(d.threads[static_cast<std::size_t>(r.thread)].events[r.event].name);
+  return parseTorchRange(text, op) ? std::string(op.name) : text;
+}
+
+}  // namespace
+
+TEST_CASE("forward ops link to the backward function with their number, unambiguous ones only", "[torch]") {
+  TraceBuilder b;
+  const TraceData& d = torchTrace(b);
+  const TorchLinks links = linkTorchOps(d, linkDeviceToHost(d));
+  std::set<std::string> pairs;
+  for (const auto& [from, to] : links.forwardToBackward) pairs.insert(nameOf(d, from) + " -> " + nameOf(d, to));
+  REQUIRE(pairs == std::set<std::string>{"aten::addmm -> AddmmBackward0", "aten::mul -> MulBackward0",
+                                         "aten::mm -> MmBackward0"});
+  REQUIRE(links.opOfDevice.size() == 1);
+  REQUIRE(nameOf(d, links.opOfDevice[0]) == "aten::addmm");
+}
+
+TEST_CASE("chrome trace: op names, op args, autograd and op flows; folded by op name", "[torch][chrome]") {
+  TraceBuilder b;
+  const TraceData& d = torchTrace(b);
+  Sink out;
+  writeChromeTrace(d, out);
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  REQUIRE(parser.parse(out.text()).get(doc) == simdjson::SUCCESS);
+  int autograd = 0, opFlows = 0;
+  bool sawAddmm = false, sawKernelOp = false;
+  for (simdjson::dom::object e : doc["traceEvents"].get_array()) {
+    const std::string_view ph = e["ph"], cat = e["cat"].is_string() ? std::string_view(e["cat"]) : std::string_view();
+    if (ph == "s" && cat == "autograd") ++autograd;
+    if (ph == "s" && cat == "op") ++opFlows;
+    if (ph == "X" && cat == "nvtx" && std::string_view(e["name"]) == "aten::addmm") {
+      sawAddmm = true;
+      REQUIRE(uint64_t(e["args"]["op_seq"]) == 10);
+      REQUIRE(uint64_t(e["args"]["op_id"]) == 2);
+      REQUIRE(simdjson::to_string(e["args"]["sizes"]) == "[[256],[2,256],[256,256]]");
+    }
+    if (ph == "X" && cat == "kernel") {
+      sawKernelOp = std::string_view(e["args"]["op"]) == "aten::addmm" && uint64_t(e["args"]["op_id"]) == 2;
+    }
+  }
+  REQUIRE(autograd == 3);
+  REQUIRE(opFlows == 1);
+  REQUIRE(sawAddmm);
+  REQUIRE(sawKernelOp);
+  const auto folded = foldStacks(d);
+  REQUIRE(folded.count("aten::linear;aten::addmm;cudaLaunchKernel;gemm") == 1);
+  REQUIRE(folded.at("aten::linear;aten::addmm;cudaLaunchKernel;gemm").gpuNs == 2000);
+}
