@@ -33,7 +33,7 @@ constexpr std::size_t kBufferBytes = 4u << 20;
   X(cuptiGetResultString) X(cuptiSubscribe) X(cuptiUnsubscribe) X(cuptiSetThreadIdType)       \
   X(cuptiActivityRegisterCallbacks) X(cuptiActivityEnable) X(cuptiActivityEnableDriverApi)    \
   X(cuptiActivityFlushAll) X(cuptiActivityFlushPeriod) X(cuptiActivityGetNextRecord)          \
-  X(cuptiActivityGetNumDroppedRecords) X(cuptiGetTimestamp)
+  X(cuptiActivityGetNumDroppedRecords) X(cuptiGetTimestamp) X(cuptiActivityDisable) X(cuptiFinalize)
 
 struct Api {
 #define CUTRACE_CUPTI_FIELD(name) decltype(&::name) name = nullptr;
@@ -59,10 +59,8 @@ struct State {
   std::vector<PendingDevice> device;
   std::vector<ApiActivity> apiActivity;
   std::unordered_set<uint8_t*> ownBuffers;
-  CUpti_BuffersCallbackRequestFunc programRequest = nullptr;
-  CUpti_BuffersCallbackCompleteFunc programComplete = nullptr;
-  bool yielded = false;   // the program's callbacks are registered: its session owns the records
-  unsigned yields = 0;
+  bool programRegistered = false;  // the program registered CUPTI buffers of its own
+  bool handedOver = false;  // CUPTI was handed to the program's own profiler
   uint64_t dropped = 0;
   uint64_t kernels = 0;
   std::string stateName = "off";
@@ -161,7 +159,7 @@ PendingDevice pending(const R* r, DeviceKind kind, const Mono& mono) {
   return p;
 }
 
-void CUPTIAPI bufferCompleted(CUcontext ctx, uint32_t streamId, uint8_t* buffer, size_t size, size_t validSize) {
+void CUPTIAPI bufferCompleted(CUcontext ctx, uint32_t streamId, uint8_t* buffer, size_t, size_t validSize) {
   ReentrancyGuard guard;  // CUPTI's thread: anything it does is not the program's activity
   State& s = st();
   std::vector<PendingDevice> device;
@@ -216,7 +214,6 @@ void CUPTIAPI bufferCompleted(CUcontext ctx, uint32_t streamId, uint8_t* buffer,
     s.api.cuptiActivityGetNumDroppedRecords(ctx, streamId, &dropped);
 
   bool own = false;
-  CUpti_BuffersCallbackCompleteFunc programComplete = nullptr;
   {
     std::lock_guard<std::mutex> lock(s.mutex);
     s.device.insert(s.device.end(), device.begin(), device.end());
@@ -224,15 +221,8 @@ void CUPTIAPI bufferCompleted(CUcontext ctx, uint32_t streamId, uint8_t* buffer,
     s.dropped += dropped;
     s.kernels += kernels;
     own = s.ownBuffers.erase(buffer) != 0;
-    programComplete = s.programComplete;
   }
-  if (own) {
-    free(buffer);
-  } else if (programComplete != nullptr) {
-    // A buffer the program's allocator gave CUPTI during its session, completing after cutrace
-    // took the callbacks back: it is the program's.
-    programComplete(ctx, streamId, buffer, size, validSize);
-  }
+  if (own) free(buffer);
 }
 
 // (Re)applies what cutrace records: device kinds and the API records used for linking.
@@ -307,21 +297,15 @@ void startOnce(CuptiMode mode, const CuptiApiFilter& filter) {
   bool programFirst = false;
   {
     std::lock_guard<std::mutex> lock(s.mutex);
-    // The program registered its callbacks before CUDA started: its session goes first.
-    programFirst = s.programRequest != nullptr;
-    if (programFirst) {
-      s.yielded = true;
-      ++s.yields;
-    }
+    programFirst = s.programRegistered;
   }
-  if (!programFirst) {
-    const CUptiResult r = s.api.cuptiActivityRegisterCallbacks(bufferRequested, bufferCompleted);
-    if (r != CUPTI_SUCCESS) return unavailable(std::string("cuptiActivityRegisterCallbacks: ") + resultString(r), false);
-  }
+  // The program's own profiler registered its buffers before CUDA started: CUPTI is its own.
+  if (programFirst) return unavailable("CUPTI is in use by the program's own profiler, which started first", true);
+  const CUptiResult r = s.api.cuptiActivityRegisterCallbacks(bufferRequested, bufferCompleted);
+  if (r != CUPTI_SUCCESS) return unavailable(std::string("cuptiActivityRegisterCallbacks: ") + resultString(r), false);
   why.clear();
   if (!enableOurs(why)) return unavailable(why, false);
   s.api.cuptiActivityFlushPeriod(200);  // buffers reach the collector continuously
-  if (programFirst) why = "yielded CUPTI to the program's own profiler, which started first; cutrace takes it back when that session ends";
   setState("on", why);
   s.on.store(true, std::memory_order_release);
   atexit(flushAtExit);  // registered after the CUDA runtime's teardown handler, so it runs first
@@ -383,60 +367,47 @@ void Cupti::collect(TraceData& data, const NameTable& names) {
   data.cupti.kernels = s.kernels;
 }
 
-bool Cupti::programRegistersCallbacks(void* request, void* complete, int*) {
+bool Cupti::programRegistersCallbacks(void*, void*, int*) {
   State& s = st();
   {
     std::lock_guard<std::mutex> lock(s.mutex);
-    s.programRequest = reinterpret_cast<CUpti_BuffersCallbackRequestFunc>(request);
-    s.programComplete = reinterpret_cast<CUpti_BuffersCallbackCompleteFunc>(complete);
+    s.programRegistered = true;
   }
   if (!s.on.load(std::memory_order_acquire)) return false;
-  // The program's profiler gets CUPTI as it would without cutrace: everything recorded so far is
-  // delivered to cutrace first, then the program's callbacks replace ours (the real registration
-  // follows in the preload) until the program ends its session.
-  // Known gap, measured on an H100 with torch.profiler (PyTorch 2.11): once cutrace's activity
-  // session was on, torch.profiler still received no CUDA records, whatever cutrace left out
-  // (subscriber probe, flush period, thread id type, API records). Until that is understood the
-  // user is told, never left with a silently empty profile.
-  Collector::warnOnce("cutrace: the program started its own CUPTI profiler (e.g. torch.profiler) while cutrace's "
-                      "device timeline is on; that profiler may record no CUDA activity. Rerun with CUTRACE_CUPTI=off "
-                      "to give it CUPTI\n");
+  // The program starts its own profiler (torch.profiler) while cutrace's session is on. Sharing
+  // CUPTI's activity session with it was measured not to work (torch.profiler got no CUDA
+  // records whatever cutrace left out), so cutrace hands CUPTI over: its records so far are
+  // flushed to it, its kinds disabled, and CUPTI finalized, so the program's registration (which
+  // follows in the preload) attaches CUPTI afresh, as if cutrace had never used it. The device
+  // timeline ends there; host calls, NVTX and stacks stay traced.
+  Collector::warnOnce("cutrace: the program started its own CUPTI profiler (e.g. torch.profiler); cutrace hands "
+                      "CUPTI over to it: the device timeline ends here, host calls stay traced\n");
   ReentrancyGuard guard;
   s.api.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  for (CUpti_ActivityKind kind : kDeviceKinds) s.api.cuptiActivityDisable(kind);
+  for (uint32_t cbid : s.driverCbids) s.api.cuptiActivityEnableDriverApi(cbid, 0);
+  s.on.store(false, std::memory_order_release);
+  s.api.cuptiFinalize();
   std::lock_guard<std::mutex> lock(s.mutex);
-  if (!s.yielded) ++s.yields;
-  s.yielded = true;
-  s.reason = "yielded CUPTI to the program's own profiler for " + std::to_string(s.yields) +
-             " session(s): device work in those windows is in its profile, not here";
+  s.handedOver = true;
+  s.reason = "handed CUPTI over to the program's own profiler after " + std::to_string(s.device.size()) +
+             " device records; later device work is in that profiler's output";
   return false;
 }
 
-void Cupti::programDisabled(int kind) {
+void Cupti::programDisabled(int) {
   State& s = st();
   if (!s.on.load(std::memory_order_acquire)) return;
+  // The program switched a kind off without a profiling session of its own (it never
+  // registered buffers): what cutrace records stays on.
   ReentrancyGuard guard;
-  bool endOfSession = false;
-  {
-    std::lock_guard<std::mutex> lock(s.mutex);
-    endOfSession = s.yielded && (kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || kind == CUPTI_ACTIVITY_KIND_KERNEL);
-  }
-  if (endOfSession) {
-    // The program's callbacks get every record of its session, then CUPTI is cutrace's again.
-    s.api.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-    s.api.cuptiActivityRegisterCallbacks(bufferRequested, bufferCompleted);
-    std::lock_guard<std::mutex> lock(s.mutex);
-    s.yielded = false;
-  }
   std::string error;
-  enableOurs(error);  // a program's disable must not switch off what cutrace records
+  enableOurs(error);
 }
 
 bool Cupti::programFinalizing() {
-  // cuptiFinalize would tear down cutrace's session too: while cutrace is on it is skipped and
-  // treated as the end of the program's session.
-  if (!st().on.load(std::memory_order_acquire)) return false;
-  programDisabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-  return true;
+  // cuptiFinalize would tear down cutrace's session: while cutrace holds CUPTI it is skipped.
+  return st().on.load(std::memory_order_acquire);
 }
 
 }  // namespace cutrace

@@ -51,7 +51,11 @@ class Cupti {
   // Moves what the buffers delivered into `data` (device events, API records, state).
   static void collect(TraceData& data, const class NameTable& names);
 
-  // The program's own CUPTI calls, as interposed by the preload (see the header comment).
+  // The program's own CUPTI calls, as interposed by the preload. When the program registers
+  // activity buffers of its own (torch.profiler starting) while cutrace's session is on,
+  // cutrace hands CUPTI over: flushes and disables what it recorded, finalizes CUPTI, and
+  // the program's registration then attaches it afresh; cutrace stays host-only from then on.
+  // If the program registered first, cutrace never starts its session (host-only).
   // Returns true when the call must not reach CUPTI (never today: registration always does).
   static bool programRegistersCallbacks(void* request, void* complete, int* result);
   static void programDisabled(int kind);

@@ -1,7 +1,7 @@
 // The program's own CUPTI use (torch.profiler, a custom tool) meets cutrace's activity session
-// here: three CUPTI entry points are interposed so cutrace can share the activity buffers and
-// keep its device timeline through the program's profiling session (collector/cupti_session.h).
-// Everything else of CUPTI is the program's alone.
+// here: three CUPTI entry points are interposed so cutrace can hand CUPTI over to the program's
+// profiler when it starts (collector/cupti_session.h). Everything else of CUPTI is the
+// program's alone.
 
 #include <cupti.h>
 #include <dlfcn.h>
