@@ -48,6 +48,8 @@ struct Globals {
   const HookDescriptor* hooks = nullptr;
   std::size_t hookCount = 0;
   Collector::Writer writer = nullptr;
+  const Collector::Journal* journal = nullptr;
+  bool journalMeta = false;  // the store's metadata is filled for the journal (drain mutex)
   struct Counter {
     std::atomic<const char*> name{nullptr};
     std::atomic<uint64_t> value{0};
@@ -151,6 +153,8 @@ ThreadState* newState() {
   return s;
 }
 
+void fillProcessMeta(TraceMeta& meta);
+
 void drainPass() {
   Globals& gl = g();
   if (gl.store == nullptr) {
@@ -169,6 +173,19 @@ void drainPass() {
     gl.store->resolveStacks(stacks::table(), *gl.symbolizer);
   }
   gl.lastAnchor = Clock::sampleAnchor();
+  if (gl.journal != nullptr && gl.config.journal && gl.store->data().eventCount() > 0) {
+    TraceMeta& meta = gl.store->data().meta;
+    if (!gl.journalMeta) {
+      fillProcessMeta(meta);
+      meta.pid = static_cast<uint32_t>(getpid());
+      meta.capture = capture::describe();
+      meta.clockSource = Clock::sourceName();
+      meta.originMonotonicNs = Clock::startAnchor().monotonicNs;
+      meta.realtimeMinusMonotonicNs = Clock::realtimeMinusMonotonicNs();
+      gl.journalMeta = true;
+    }
+    gl.journal->append(gl.store->data(), gl.config, Clock::startAnchor(), gl.lastAnchor, !Clock::usesTsc());
+  }
 }
 
 void* drainMain(void*) {
@@ -247,6 +264,8 @@ void atforkChild() {
   Cupti::forgetAfterFork();
   delete gl.store;
   gl.store = nullptr;
+  gl.journalMeta = false;
+  if (gl.journal != nullptr) gl.journal->forget();
   // Every inherited state is released, the forking thread's too: its next event attaches
   // afresh, which also starts the child's drain thread. Nothing starts a thread here, so a child
   // that records nothing (a shell running a command) never gets one.
@@ -351,7 +370,7 @@ ThreadState* attachThread() {
 
 }  // namespace detail
 
-void Collector::initialize(const HookDescriptor* hooks, std::size_t hookCount, Writer writer) {
+void Collector::initialize(const HookDescriptor* hooks, std::size_t hookCount, Writer writer, const Journal* journal) {
   Globals& gl = g();
   InitState expected = InitState::NotStarted;
   if (!gl.init.compare_exchange_strong(expected, InitState::Running)) {
@@ -365,6 +384,7 @@ void Collector::initialize(const HookDescriptor* hooks, std::size_t hookCount, W
   gl.hooks = hooks;
   gl.hookCount = hookCount;
   gl.writer = writer;
+  gl.journal = journal;
   resolveLibraryPath();
   ConfigError error;
   gl.config = parseConfig(environ, error);

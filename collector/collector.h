@@ -112,7 +112,14 @@ class Collector {
   // safe to call from any thread or hook; the hook table must outlive the process.
   // `writer` turns the collected trace into files at the end (exporters/output_files.h).
   using Writer = void (*)(TraceData& data, const Config& config);
-  static void initialize(const HookDescriptor* hooks, std::size_t hookCount, Writer writer);
+  // The journal (exporters/journal.h), fed by the drain thread so a killed process leaves its
+  // events on disk. `append` runs under the drain mutex; `forget` in a forked child.
+  struct Journal {
+    void (*append)(const TraceData& data, const Config& config, ClockAnchor start, ClockAnchor last, bool ticksAreNs);
+    void (*forget)();
+  };
+  static void initialize(const HookDescriptor* hooks, std::size_t hookCount, Writer writer,
+                         const Journal* journal = nullptr);
   static bool initialized();
   static const Config& config();
   static NameTable& names();

@@ -87,7 +87,12 @@ void initialize(const Config& config) {
     return;
   }
   g_state.depth = config.stackDepth;
-  if (config.unwinder != Unwinder::FramePointer) {
+  // Under ThreadSanitizer libunwind crashes at thread exit: its per-thread cache destructor
+  // locks a mutex after TSan has torn the thread's state down. Frame pointers only, then.
+  const bool tsan = dlsym(RTLD_DEFAULT, "__tsan_init") != nullptr;
+  if (tsan && config.unwinder == Unwinder::Libunwind)
+    Collector::warnOnce("cutrace: CUTRACE_UNWIND=libunwind is not usable under ThreadSanitizer; using frame pointers\n");
+  if (config.unwinder != Unwinder::FramePointer && !tsan) {
     // RTLD_LOCAL keeps libunwind's _Unwind_* out of the global scope (see the header).
     void* lib = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
     if (lib != nullptr) g_state.unwBacktrace = reinterpret_cast<UnwBacktrace>(dlsym(lib, "unw_backtrace"));

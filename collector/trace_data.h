@@ -14,6 +14,7 @@
 #include <sys/mman.h>
 #include <string>
 #include <string_view>
+#include <deque>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -231,6 +232,7 @@ struct TraceMeta {
 struct TraceData {
   TraceMeta meta;
   std::vector<HookDescriptor> hooks;
+  std::deque<std::string> hookNames;  // storage for hooks[].displayName when read from a file
   std::vector<ThreadTrack> threads;
   StringPool strings;
   std::unordered_map<uint64_t, uint32_t> categoryNames;  // (domain << 32 | category) -> string

@@ -6,9 +6,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <spdlog/sinks/stdout_sinks.h>
-#include <spdlog/spdlog.h>
-
 #include "exporters/chrome_trace.h"
 #include "exporters/folded.h"
 
@@ -17,8 +14,6 @@
 #endif
 
 namespace cutrace {
-
-namespace {
 
 bool makeDirectories(const std::string& path, std::string& error) {
   std::string partial;
@@ -44,7 +39,11 @@ int createExclusive(int dirfd, const std::string& name) {
   return openat(dirfd, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 }
 
-}  // namespace
+std::string outputStem(const TraceMeta& meta) {
+  std::string base = safeFileStem(meta.exe) + "-" + std::to_string(meta.pid);
+  if (meta.rank >= 0) base += "-rank" + std::to_string(meta.rank);
+  return base;
+}
 
 std::string safeFileStem(const std::string& exe) {
   std::string out;
@@ -66,8 +65,7 @@ OutputResult writeOutputFiles(const TraceData& data, const char* directory, cons
     result.error = "cannot open " + dir + ": " + strerror(errno);
     return result;
   }
-  std::string base = safeFileStem(data.meta.exe) + "-" + std::to_string(data.meta.pid);
-  if (data.meta.rank >= 0) base += "-rank" + std::to_string(data.meta.rank);
+  const std::string base = outputStem(data.meta);
   int traceFd = -1, foldedFd = -1;
   std::string stem;
   for (int attempt = 0; attempt < 100 && traceFd < 0; ++attempt) {
@@ -128,26 +126,6 @@ OutputResult writeOutputFiles(const TraceData& data, const char* directory, cons
   if (!ok) result.error = std::string("write error in ") + dir;
   result.ok = ok;
   return result;
-}
-
-void writeOutputsAndReport(TraceData& data, const Config& config) {
-  data.meta.version = CUTRACE_VERSION;
-  const OutputResult r = writeOutputFiles(data, config.outputDir, FoldOptions{config.foldedNvtx});
-  if (config.log == LogLevel::Off) return;
-  auto sink = std::make_shared<spdlog::sinks::stderr_sink_st>();
-  spdlog::logger log("cutrace", sink);
-  log.set_pattern("cutrace: %v");
-  log.set_level(static_cast<spdlog::level::level_enum>(
-      config.log == LogLevel::Debug ? spdlog::level::debug
-      : config.log == LogLevel::Info ? spdlog::level::info
-      : config.log == LogLevel::Warn ? spdlog::level::warn
-                                     : spdlog::level::err));
-  if (!r.ok) {
-    log.error("could not write the trace: {}", r.error);
-    return;
-  }
-  log.info("wrote {} and {}, {} events, {} dropped", r.tracePath, r.foldedPath, data.eventCount(),
-           data.droppedEvents());
 }
 
 }  // namespace cutrace

@@ -23,10 +23,14 @@ struct OutputResult {
 
 OutputResult writeOutputFiles(const TraceData& data, const char* directory, const FoldOptions& fold = {});
 
-// Collector::Writer: writes the files and reports on stderr according to config.log.
-void writeOutputsAndReport(TraceData& data, const Config& config);
 
 // "<exe>" reduced to [A-Za-z0-9._-] so it is always a safe file name.
 std::string safeFileStem(const std::string& exe);
+// "<exe>-<pid>[-rank<R>]": the stem of a process's files.
+std::string outputStem(const TraceMeta& meta);
+// mkdir -p; false with a message.
+bool makeDirectories(const std::string& path, std::string& error);
+// openat(O_WRONLY|O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC, 0644).
+int createExclusive(int dirfd, const std::string& name);
 
 }  // namespace cutrace

@@ -4,14 +4,57 @@
 
 #include <stdlib.h>
 
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "exporters/journal.h"
 #include "exporters/output_files.h"
 #include "preload/hook_support.h"
 
+#ifndef CUTRACE_VERSION
+#define CUTRACE_VERSION "unknown"
+#endif
+
 namespace cutrace {
 
-void initializePreload() { Collector::initialize(kHookDescriptors, kHookCount, writeOutputsAndReport); }
-
 namespace {
+
+// Used by the drain thread under the collector's drain mutex, then by the final write.
+JournalWriter& journal() {
+  static JournalWriter* j = new JournalWriter();  // never destroyed: used at exit
+  return *j;
+}
+
+void appendJournal(const TraceData& data, const Config& config, ClockAnchor start, ClockAnchor last, bool ticksAreNs) {
+  journal().append(data, config.outputDir, start, last, ticksAreNs);
+}
+
+void forgetJournal() { journal().forget(); }
+
+const Collector::Journal kJournal{appendJournal, forgetJournal};
+
+// Collector::Writer: the files, then one line on stderr (config.log decides).
+void writeOutputsAndReport(TraceData& data, const Config& config) {
+  data.meta.version = CUTRACE_VERSION;
+  const OutputResult r = writeOutputFiles(data, config.outputDir, FoldOptions{config.foldedNvtx});
+  if (r.ok) journal().discard();  // the trace holds everything the journal did
+  if (config.log == LogLevel::Off) return;
+  auto sink = std::make_shared<spdlog::sinks::stderr_sink_st>();
+  spdlog::logger log("cutrace", sink);
+  log.set_pattern("cutrace: %v");
+  log.set_level(config.log == LogLevel::Debug  ? spdlog::level::debug
+                : config.log == LogLevel::Info ? spdlog::level::info
+                : config.log == LogLevel::Warn ? spdlog::level::warn
+                                               : spdlog::level::err);
+  if (!r.ok) {
+    if (!journal().path().empty())
+      log.error("could not write the trace: {}; the events so far are in {} (cutrace recover)", r.error, journal().path());
+    else
+      log.error("could not write the trace: {}", r.error);
+    return;
+  }
+  log.info("wrote {} and {}, {} events, {} dropped", r.tracePath, r.foldedPath, data.eventCount(), data.droppedEvents());
+}
 
 __attribute__((constructor)) void preloadConstructor() {
   initializePreload();
@@ -24,4 +67,7 @@ __attribute__((constructor)) void preloadConstructor() {
 }
 
 }  // namespace
+
+void initializePreload() { Collector::initialize(kHookDescriptors, kHookCount, writeOutputsAndReport, &kJournal); }
+
 }  // namespace cutrace

@@ -24,15 +24,22 @@ echo "== tracing examples/pipeline on $runtime"
 env ${libpath:+LD_LIBRARY_PATH=$libpath} LD_PRELOAD="$root/$build/preload/libtrace.so" CUTRACE_OUTPUT="$out" "$example"
 
 trace=$(ls -t "$out"/pipeline-*.trace.json | head -1)
-folded=${trace%.trace.json}.folded
+stem=${trace%.trace.json}
+folded=$stem.folded
+svg=$stem.svg
+cutrace="$root/$build/tools/cutrace"
+[ -x "$cutrace" ] && "$cutrace" flame --title "examples/pipeline: host time" --count-name us -o "$svg" "$folded"
 echo
 echo "== outputs"
 echo "   Chrome trace (open in https://ui.perfetto.dev): $trace"
-echo "   folded stacks (flamegraph.pl, inferno, speedscope): $folded"
-echo
-echo "== recorded events by category"
-grep -o '"cat":"[a-z_]*"' "$trace" | sort | uniq -c | sed 's/"cat"://; s/"//g'
-echo "   launches with a kernel name: $(grep -c '"kernel":' "$trace")"
+echo "   folded stacks, host time (flamegraph.pl, inferno, speedscope): $folded"
+echo "   folded stacks, call counts: $stem.calls.folded"
+[ -f "$svg" ] && echo "   flamegraph (open in a browser): $svg"
+if [ -x "$cutrace" ]; then
+  echo
+  echo "== cutrace report --limit 5"
+  "$cutrace" report --limit 5 "$trace"
+fi
 echo
 echo "== heaviest stacks (host microseconds, self time)"
-awk '{w=$NF; sub(/ [0-9]+$/, ""); printf "%10d  %s\n", w, $0}' "$folded" | sort -rn | head -8
+awk '{w=$NF; sub(/ [0-9]+$/, ""); printf "%10d  %s\n", w, $0}' "$folded" | sort -rn | head -5

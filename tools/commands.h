@@ -12,6 +12,9 @@ inline constexpr int kExitUsage = 2;
 inline constexpr int kExitBadInput = 3;
 inline constexpr int kExitOutput = 4;
 
+int runCommand(int argc, char** argv);
+int mergeCommand(int argc, char** argv);
+int recoverCommand(int argc, char** argv);
 int flameCommand(int argc, char** argv);
 int reportCommand(int argc, char** argv);
 int diffCommand(int argc, char** argv);

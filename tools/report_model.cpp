@@ -548,22 +548,8 @@ bool readReport(od::document& doc, const std::string& path, Report& out, std::st
   return true;
 }
 
-}  // namespace
-
-bool readTraces(const std::vector<std::string>& paths, Report& out, std::string& error) {
-  od::parser parser;
-  Aggregator agg;
-  for (const std::string& path : paths) {
-    simdjson::padded_string text;
-    if (!load(path, text, error) || !parseTrace(parser, text, agg, path, error)) return false;
-  }
-  agg.finish(out);
-  return true;
-}
-
-bool readTraceOrReport(const std::string& path, Report& out, std::string& error) {
-  simdjson::padded_string text;
-  if (!load(path, text, error)) return false;
+// After the file is loaded: a `cutrace report --format json` output or a trace, by content.
+bool readTraceOrReportPadded(simdjson::padded_string& text, const std::string& path, Report& out, std::string& error) {
   od::parser parser;
   od::document doc;
   if (auto e = parser.iterate(text).get(doc)) {
@@ -583,6 +569,51 @@ bool readTraceOrReport(const std::string& path, Report& out, std::string& error)
   agg.finish(out);
   return true;
 }
+
+}  // namespace
+
+bool readTraces(const std::vector<std::string>& paths, Report& out, std::string& error) {
+  od::parser parser;
+  Aggregator agg;
+  for (const std::string& path : paths) {
+    simdjson::padded_string text;
+    if (!load(path, text, error) || !parseTrace(parser, text, agg, path, error)) return false;
+  }
+  agg.finish(out);
+  return true;
+}
+
+bool readTraceOrReport(const std::string& path, Report& out, std::string& error) {
+  simdjson::padded_string text;
+  if (!load(path, text, error)) return false;
+  return readTraceOrReportPadded(text, path, out, error);
+}
+
+bool readTraceText(std::string_view bytes, const std::string& name, Report& out, std::string& error) {
+  simdjson::padded_string text(bytes);
+  if (tooDeep(text)) {
+    error = fmt::format("{}: JSON nested deeper than {} levels: not a cutrace trace", name, kMaxDepth);
+    return false;
+  }
+  od::parser parser;
+  Aggregator agg;
+  if (!parseTrace(parser, text, agg, name, error)) return false;
+  agg.finish(out);
+  return true;
+}
+
+bool readTraceOrReportText(std::string_view bytes, const std::string& name, Report& out, std::string& error) {
+  simdjson::padded_string text(bytes);
+  if (tooDeep(text)) {
+    error = fmt::format("{}: JSON nested deeper than {} levels: not a cutrace trace", name, kMaxDepth);
+    return false;
+  }
+  return readTraceOrReportPadded(text, name, out, error);
+}
+
+bool loadJsonFile(const std::string& path, simdjson::padded_string& text, std::string& error) { return load(path, text, error); }
+
+bool jsonTooDeep(std::string_view text) { return tooDeep(text); }
 
 bool parseSections(const std::string& by, std::vector<Section>& out) {
   if (by == "all") {

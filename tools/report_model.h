@@ -9,6 +9,10 @@
 #include <string_view>
 #include <vector>
 
+namespace simdjson {
+struct padded_string;
+}
+
 namespace cutrace::tools {
 
 enum class Section { Api = 0, Kernel = 1, Nvtx = 2 };
@@ -48,6 +52,16 @@ bool readTraces(const std::vector<std::string>& paths, Report& out, std::string&
 
 // Reads either a trace or a `cutrace report --format json` output, told apart by content.
 bool readTraceOrReport(const std::string& path, Report& out, std::string& error);
+
+// The same readers over bytes already in memory (the fuzz target's entry points); `name`
+// stands for the file in messages.
+bool readTraceText(std::string_view text, const std::string& name, Report& out, std::string& error);
+bool readTraceOrReportText(std::string_view text, const std::string& name, Report& out, std::string& error);
+
+// Loads a JSON file into simdjson's padded buffer, refusing nesting deeper than any trace has
+// (the check every reader above applies). False with a message naming the file.
+bool loadJsonFile(const std::string& path, simdjson::padded_string& text, std::string& error);
+bool jsonTooDeep(std::string_view text);
 
 // "api", "kernel", "nvtx" or "all".
 bool parseSections(const std::string& by, std::vector<Section>& out);

@@ -4,7 +4,10 @@
 # apart from cutrace's own "cutrace: " lines), then validates every trace it wrote with
 # trace_check and compares the canonical summary with tests/e2e/expected/NAME.txt.
 #
-# usage: run_e2e.sh NAME [--expected NAME] [--traces N] [--check-args "ARGS"] [--env K=V]... -- PROGRAM [ARGS...]
+# usage: run_e2e.sh NAME [--expected NAME] [--traces N] [--check-args "ARGS"] [--env K=V]... [--recover]
+#                   -- PROGRAM [ARGS...]
+#   --recover: the program is killed before writing its trace; run `cutrace recover` (E2E_CUTRACE)
+#   on the journals it left, then check the recovered traces.
 #   "@TIDS@" in ARGS becomes a file the program fills with "thread-name tid" lines, checked
 #   against the trace with --thread-ids.
 # environment: LIBTRACE, TRACE_CHECK, E2E_EXPECTED (directory), STANDIN_DIR (stand-in CUDA
@@ -17,12 +20,14 @@ traces=1
 expected=$name
 check_args=""
 extra_env=()
+recover=""
 while [ $# -gt 0 ]; do
   case $1 in
     --traces) traces=$2; shift 2 ;;
     --expected) expected=$2; shift 2 ;;
     --check-args) check_args=$2; shift 2 ;;
     --env) extra_env+=("$2"); shift 2 ;;
+    --recover) recover=1; shift ;;
     --) shift; break ;;
     *) echo "run_e2e: unknown option $1" >&2; exit 2 ;;
   esac
@@ -72,6 +77,15 @@ grep -v '^cutrace: ' "$work/traced.err" >"$work/traced.err.filtered"
 cmp -s "$work/bare.err" "$work/traced.err.filtered" || fail "stderr changed under the preload (beyond cutrace: lines)"
 
 shopt -s nullglob
+if [ -n "$recover" ]; then
+  # The process could not write its trace: its journal must be there, and cutrace recover
+  # turns it into the files checked below.
+  journals=("$work"/out/*.journal)
+  [ "${#journals[@]}" -eq "$traces" ] || fail "expected $traces journal(s), found ${#journals[@]}"
+  "$E2E_CUTRACE" recover "$work/out" 2>"$work/recover.err" || { cat "$work/recover.err" >&2; fail "cutrace recover failed"; }
+  leftover=("$work"/out/*.journal)
+  [ "${#leftover[@]}" -eq 0 ] || fail "cutrace recover left the journal behind"
+fi
 files=("$work"/out/*.trace.json)
 [ "${#files[@]}" -eq "$traces" ] || fail "expected $traces trace file(s), found ${#files[@]}"
 : >"$work/summary"

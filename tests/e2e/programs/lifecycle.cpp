@@ -1,6 +1,7 @@
 // Process lifecycle and capture control, one scenario per argument:
 //   exit-child    a forked child works longer than the drain interval and ends in _exit
 //   sigterm       the process is killed by SIGTERM (no handler of its own)
+//   sigkill       the process is killed by SIGKILL: its journal is recovered afterwards
 //   stress        64 threads on tiny rings: drops are counted and match the gaps in seq
 //   capture       calls inside and outside cudaProfilerStart/Stop, an NVTX range "focus",
 //                 and ten "ProfilerStep#N" steps: which are kept depends on CUTRACE_CAPTURE
@@ -51,6 +52,17 @@ int sigterm() {
   fflush(stdout);
   raise(SIGTERM);
   calls(100);  // never reached
+  return 0;
+}
+
+// SIGKILL: no handler runs; the drain thread's journal is all that is left.
+int sigkill() {
+  nvtxRangePushA("before the kill");
+  calls(3);
+  nvtxRangePop();
+  fflush(stdout);
+  usleep(300 * 1000);  // several drain passes
+  raise(SIGKILL);
   return 0;
 }
 
@@ -116,6 +128,7 @@ int main(int argc, char** argv) {
   const std::string what = argc > 1 ? argv[1] : "";
   if (what == "exit-child") return exitChild();
   if (what == "sigterm") return sigterm();
+  if (what == "sigkill") return sigkill();
   if (what == "stress") return stress();
   if (what == "capture") return capture();
   if (what == "usr2") return usr2();

@@ -1,0 +1,110 @@
+// `cutrace merge`: the traces of several processes and ranks on one timeline.
+
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+#include "tools/commands.h"
+#include "tools/merge_traces.h"
+#include "tools/report_model.h"
+
+namespace cutrace::tools {
+namespace {
+
+void usage(std::FILE* out) {
+  std::fprintf(out,
+               "usage: cutrace merge -o OUT.trace.json INPUT...\n"
+               "Merge the Chrome traces of several processes or ranks into one file, aligned on\n"
+               "wall-clock time from each trace's clock metadata. An INPUT that is a directory\n"
+               "stands for its *.trace.json files (earlier merges excluded).\n\n"
+               "Each process is named \"exe rank R @host (pid P)\"; a pid seen twice (two hosts)\n"
+               "is given a free number, listed in the output's metadata.pid_remaps.\n\n"
+               "options:\n"
+               "  -o, --output FILE  where the merged trace goes (required)\n"
+               "  -h, --help         this text\n\n"
+               "exit status: 0 written, 2 usage, 3 an input is unreadable or not a cutrace trace\n"
+               "(nothing written), 4 the output could not be written.\n");
+}
+
+bool endsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// A directory's traces, sorted so the merge does not depend on readdir order.
+bool expandDirectory(const std::string& dir, std::vector<std::string>& out, std::string& error) {
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) {
+    error = dir + ": cannot read the directory";
+    return false;
+  }
+  std::vector<std::string> found;
+  while (const dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    if (endsWith(name, ".trace.json") && name.rfind("merged-", 0) != 0) found.push_back(dir + "/" + name);
+  }
+  closedir(d);
+  std::sort(found.begin(), found.end());
+  out.insert(out.end(), found.begin(), found.end());
+  return true;
+}
+
+}  // namespace
+
+int mergeCommand(int argc, char** argv) {
+  Options opts;
+  std::string error;
+  if (!parseOptions(argc, argv, {"-o", "--output"}, opts, error)) {
+    spdlog::error("merge: {}", error);
+    usage(stderr);
+    return kExitUsage;
+  }
+  if (opts.help) {
+    usage(stdout);
+    return kExitOk;
+  }
+  std::string output;
+  for (const auto& [name, value] : opts.values) output = value;
+  if (output.empty()) {
+    spdlog::error("merge: -o OUT is required");
+    usage(stderr);
+    return kExitUsage;
+  }
+  if (opts.positional.empty()) {
+    spdlog::error("merge: no input traces");
+    usage(stderr);
+    return kExitUsage;
+  }
+  std::vector<std::string> inputs;
+  for (const std::string& p : opts.positional) {
+    struct stat st {};
+    if (stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+      if (!expandDirectory(p, inputs, error)) {
+        spdlog::error("merge: {}", error);
+        return kExitBadInput;
+      }
+    } else {
+      inputs.push_back(p);
+    }
+  }
+  if (inputs.empty()) {
+    spdlog::error("merge: no *.trace.json files in the given directories");
+    return kExitBadInput;
+  }
+  MergeSummary summary;
+  const int status = mergeTraces(inputs, output, summary, error);
+  if (status != kExitOk) {
+    spdlog::error("merge: {}", error);
+    return status;
+  }
+  for (const std::string& note : summary.notes) spdlog::warn("merge: {}", note);
+  spdlog::info("merge: wrote {}: {} processes, {} events", output, inputs.size(), summary.events);
+  return kExitOk;
+}
+
+}  // namespace cutrace::tools

@@ -1,0 +1,555 @@
+// `cutrace run`: trace a command without the user spelling LD_PRELOAD and CUTRACE_* by hand.
+// Everything cutrace itself says goes to stderr: the command's stdout stays byte-identical.
+
+#include <dirent.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "collector/config.h"
+#include "tools/commands.h"
+#include "tools/recover.h"
+#include "tools/merge_traces.h"
+#include "tools/report_model.h"
+
+extern char** environ;
+
+namespace cutrace::tools {
+namespace {
+
+constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+constexpr std::size_t kTopRows = 5;
+
+bool digitsIn(std::string_view v, uint64_t lo, uint64_t hi) {
+  if (v.empty() || v.size() > 12 || v.find_first_not_of("0123456789") != std::string_view::npos) return false;
+  uint64_t n = 0;
+  for (char c : v) n = n * 10 + static_cast<uint64_t>(c - '0');
+  return n >= lo && n <= hi;
+}
+
+// The preload's size syntax (digits, optional K/M/G, optional i and B), a power of two in range.
+bool ringSize(std::string_view v) {
+  std::size_t i = 0;
+  uint64_t n = 0;
+  for (; i < v.size() && v[i] >= '0' && v[i] <= '9' && i < 12; ++i) n = n * 10 + static_cast<uint64_t>(v[i] - '0');
+  if (i == 0) return false;
+  if (i < v.size()) {
+    const char s = v[i];
+    const unsigned shift = (s == 'k' || s == 'K') ? 10 : (s == 'm' || s == 'M') ? 20 : (s == 'g' || s == 'G') ? 30 : 0;
+    if (shift != 0) {
+      n <<= shift;
+      ++i;
+    }
+  }
+  if (i < v.size() && (v[i] == 'i' || v[i] == 'I')) ++i;
+  if (i < v.size() && (v[i] == 'b' || v[i] == 'B')) ++i;
+  return i == v.size() && n >= (16u << 10) && n <= (1u << 30) && (n & (n - 1)) == 0;
+}
+
+bool stackDepth(std::string_view v) { return digitsIn(v, 1, 128); }
+bool drainMs(std::string_view v) { return digitsIn(v, 1, 10000); }
+bool nonEmpty(std::string_view v) { return !v.empty(); }
+
+// One option, one preload variable. `accepted` doubles as the list of valid words when
+// `valid` is null, so the message and the check cannot disagree.
+struct EnvOption {
+  std::string_view option;
+  const char* variable;
+  const char* accepted;
+  bool (*valid)(std::string_view);
+  const char* help;
+};
+
+constexpr EnvOption kEnvOptions[] = {
+    {"--stacks", "CUTRACE_STACKS", "off|launches|calls", nullptr, "call stacks at every CUDA call, launches only, or none"},
+    {"--stack-depth", "CUTRACE_STACK_DEPTH", "1 to 128", stackDepth, "frames kept per stack (default 32)"},
+    {"--unwind", "CUTRACE_UNWIND", "auto|libunwind|fp", nullptr, "stack unwinder"},
+    {"--python", "CUTRACE_PYTHON", "auto|off", nullptr, "Python frames in stacks"},
+    {"--cupti", "CUTRACE_CUPTI", "auto|on|off", nullptr, "device timeline through CUPTI"},
+    {"--nvtx", "CUTRACE_NVTX", "on|off", nullptr, "record NVTX ranges"},
+    {"--capture", "CUTRACE_CAPTURE", "a capture spec (see the README)", nonEmpty, "what to record, e.g. cuda-profiler-api, nvtx:NAME"},
+    {"--ring-size", "CUTRACE_RING_SIZE", "a power of two from 16K to 1G", ringSize, "per-thread ring (default 1M)"},
+    {"--drain-ms", "CUTRACE_DRAIN_MS", "1 to 10000", drainMs, "drain interval (default 20)"},
+    {"--log", "CUTRACE_LOG", "off|error|warn|info|debug", nullptr, "what the preload writes on stderr"},
+    {"--folded-nvtx", "CUTRACE_FOLDED_NVTX", "on|off", nullptr, "NVTX ranges as frames in the folded stacks"},
+};
+
+bool validValue(const EnvOption& o, std::string_view v) {
+  if (o.valid != nullptr) return o.valid(v);
+  std::string_view words = o.accepted;
+  while (!words.empty()) {
+    const std::size_t bar = words.find('|');
+    if (words.substr(0, bar) == v) return true;
+    words.remove_prefix(bar == std::string_view::npos ? words.size() : bar + 1);
+  }
+  return false;
+}
+
+void usage(std::FILE* out) {
+  std::fprintf(out,
+               "usage: cutrace run [options] [--] COMMAND [ARGS...]\n"
+               "Run COMMAND with the cutrace preload, then say on stderr which files it wrote,\n"
+               "what each process recorded and where the time went.\n\n"
+               "options:\n"
+               "  -o, --output DIR   where the traces go (default $CUTRACE_OUTPUT or ./cutrace-out)\n");
+  for (const EnvOption& o : kEnvOptions) {
+    std::fprintf(out, "  %-18s %s [%s]\n", fmt::format("{} V", o.option).c_str(), o.help, o.accepted);
+  }
+  std::fprintf(out,
+               "  --libtrace PATH    the preload library (default: found beside this cutrace)\n"
+               "  --merge            also merge this run's traces into DIR/merged-<pid>.trace.json\n"
+               "  -q, --quiet        no top-5 tables in the summary\n"
+               "  -h, --help         this text\n\n"
+               "Each option sets the CUTRACE_* variable of the same name; ones already in the\n"
+               "environment are kept unless an option overrides them. Existing LD_PRELOAD entries\n"
+               "stay, after libtrace.so. SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent\n"
+               "to cutrace are passed to COMMAND.\n\n"
+               "exit status: COMMAND's (128+N when a signal N killed it), 127 COMMAND not found,\n"
+               "126 not executable, 2 usage or a bad option value (COMMAND not run).\n");
+}
+
+struct RunOptions {
+  std::string libtrace;
+  std::string output;
+  std::vector<std::pair<std::string, std::string>> env;  // variable, value
+  bool quiet = false;
+  bool merge = false;
+  std::vector<char*> command;
+  bool help = false;
+};
+
+bool parseRunOptions(int argc, char** argv, RunOptions& opts, std::string& error) {
+  int i = 1;
+  for (; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--") {
+      ++i;
+      break;
+    }
+    // The command starts at the first word that is not an option: `cutrace run prog -x`.
+    if (arg.size() < 2 || arg[0] != '-') break;
+    std::string_view name = arg;
+    std::string value;
+    bool inlineValue = false;
+    if (const std::size_t eq = arg.find('='); arg.starts_with("--") && eq != std::string_view::npos) {
+      name = arg.substr(0, eq);
+      value = arg.substr(eq + 1);
+      inlineValue = true;
+    }
+    const auto flag = [&](bool& target) {
+      if (inlineValue) {
+        error = fmt::format("option '{}' takes no value", name);
+        return false;
+      }
+      target = true;
+      return true;
+    };
+    if (name == "-h" || name == "--help") {
+      if (!flag(opts.help)) return false;
+      continue;
+    }
+    if (name == "-q" || name == "--quiet") {
+      if (!flag(opts.quiet)) return false;
+      continue;
+    }
+    if (name == "--merge") {
+      if (!flag(opts.merge)) return false;
+      continue;
+    }
+    const EnvOption* envOption = nullptr;
+    for (const EnvOption& o : kEnvOptions) {
+      if (o.option == name) envOption = &o;
+    }
+    const bool known = envOption != nullptr || name == "-o" || name == "--output" || name == "--libtrace";
+    if (!known) {
+      error = fmt::format("unknown option '{}' (options go before the command; '--' ends them)", name);
+      return false;
+    }
+    if (!inlineValue) {
+      if (i + 1 >= argc) {
+        error = fmt::format("option '{}' needs a value", name);
+        return false;
+      }
+      value = argv[++i];
+    }
+    if (envOption != nullptr) {
+      if (!validValue(*envOption, value)) {
+        error = fmt::format("{} '{}': expected {}", name, value, envOption->accepted);
+        return false;
+      }
+      std::erase_if(opts.env, [&](const auto& kv) { return kv.first == envOption->variable; });  // the last one wins
+      opts.env.emplace_back(envOption->variable, value);
+    } else if (name == "--libtrace") {
+      opts.libtrace = value;
+    } else {
+      if (value.empty()) {
+        error = fmt::format("option '{}' needs a non-empty directory", name);
+        return false;
+      }
+      opts.output = value;
+    }
+  }
+  for (; i < argc; ++i) opts.command.push_back(argv[i]);
+  return true;
+}
+
+bool isFile(const std::string& path) {
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+std::string absolute(const std::string& path) {
+  if (!path.empty() && path[0] == '/') return path;
+  char cwd[PATH_MAX];
+  if (getcwd(cwd, sizeof(cwd)) == nullptr) return path;
+  return std::string(cwd) + "/" + path;
+}
+
+std::string canonical(const std::string& path) {
+  char resolved[PATH_MAX];
+  return realpath(path.c_str(), resolved) != nullptr ? std::string(resolved) : absolute(path);
+}
+
+// --libtrace, else where a build tree or an install puts it relative to this executable.
+bool findLibtrace(const std::string& given, std::string& out, std::string& error) {
+  if (!given.empty()) {
+    if (!isFile(given)) {
+      error = fmt::format("--libtrace {}: no such file", given);
+      return false;
+    }
+    out = canonical(given);
+    return true;
+  }
+  char self[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n <= 0) {
+    error = "cannot find this executable (/proc/self/exe) to locate libtrace.so; pass --libtrace PATH";
+    return false;
+  }
+  std::string dir(self, static_cast<std::size_t>(n));
+  dir.resize(dir.rfind('/'));
+  static constexpr const char* kCandidates[] = {"../preload/libtrace.so", "../lib/x86_64-linux-gnu/libtrace.so", "../lib/libtrace.so",
+                                                "../lib64/libtrace.so"};
+  std::string tried;
+  for (const char* c : kCandidates) {
+    const std::string path = dir + "/" + c;
+    if (isFile(path)) {
+      out = canonical(path);
+      return true;
+    }
+    tried += "\n  " + path;
+  }
+  error = fmt::format("libtrace.so not found beside {}; tried:{}\npass --libtrace PATH", dir, tried);
+  return false;
+}
+
+// Ours first, the others after in their order; an entry that already names our library is
+// dropped rather than preloaded twice.
+std::string preloadValue(const std::string& libtrace, const char* existing) {
+  if (existing == nullptr || *existing == '\0') return libtrace;
+  std::vector<std::string> kept;
+  bool hadOurs = false;
+  std::string_view rest = existing;
+  while (!rest.empty()) {
+    const std::size_t sep = rest.find_first_of(" :");
+    const std::string entry(rest.substr(0, sep));
+    rest.remove_prefix(sep == std::string_view::npos ? rest.size() : sep + 1);
+    if (entry.empty()) continue;
+    if (entry == libtrace || canonical(entry) == libtrace) {
+      hadOurs = true;
+    } else {
+      kept.push_back(entry);
+    }
+  }
+  if (!hadOurs) return libtrace + ":" + existing;
+  std::string value = libtrace;
+  for (const std::string& e : kept) value += ":" + e;
+  return value;
+}
+
+bool makeDirectories(const std::string& path, std::string& error) {
+  for (std::size_t i = 1; i <= path.size(); ++i) {
+    if (i != path.size() && path[i] != '/') continue;
+    const std::string partial = path.substr(0, i);
+    if (mkdir(partial.c_str(), 0777) != 0 && errno != EEXIST) {
+      error = fmt::format("cannot create {}: {}", partial, std::strerror(errno));
+      return false;
+    }
+  }
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    error = fmt::format("{} is not a directory", path);
+    return false;
+  }
+  return true;
+}
+
+std::set<std::string> listFiles(const std::string& dir) {
+  std::set<std::string> names;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (const dirent* e = readdir(d)) {
+      const std::string name = e->d_name;
+      if (name != "." && name != ".." && isFile(dir + "/" + name)) names.insert(name);
+    }
+    closedir(d);
+  }
+  return names;
+}
+
+bool endsWith(std::string_view s, std::string_view suffix) { return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix; }
+
+std::vector<std::string> buildEnvironment(const RunOptions& opts, const std::string& libtrace, const std::string& outputDir) {
+  std::vector<std::pair<std::string, std::string>> set = opts.env;
+  set.emplace_back("CUTRACE_OUTPUT", outputDir);
+  set.emplace_back("LD_PRELOAD", preloadValue(libtrace, std::getenv("LD_PRELOAD")));
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string_view entry = *e;
+    const std::string_view name = entry.substr(0, entry.find('='));
+    if (std::none_of(set.begin(), set.end(), [&](const auto& kv) { return kv.first == name; })) env.emplace_back(entry);
+  }
+  for (const auto& [name, value] : set) env.push_back(name + "=" + value);
+  return env;
+}
+
+struct Outcome {
+  int exitStatus = 0;
+  int signal = 0;  // the signal that killed the command, or 0
+};
+
+// Spawns the command with the forwarded signals blocked here and waited for synchronously, so
+// no signal can arrive between the spawn and knowing the child's pid.
+int spawnAndWait(const RunOptions& opts, std::vector<std::string>& env, pid_t& child, Outcome& outcome) {
+  sigset_t waited, original;
+  sigemptyset(&waited);
+  for (int s : kForwarded) sigaddset(&waited, s);
+  sigaddset(&waited, SIGCHLD);
+  pthread_sigmask(SIG_BLOCK, &waited, &original);
+
+  std::vector<char*> envp;
+  for (std::string& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::vector<char*> argv = opts.command;
+  argv.push_back(nullptr);
+
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setsigmask(&attr, &original);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
+  const int rc = posix_spawnp(&child, argv[0], nullptr, &attr, argv.data(), envp.data());
+  posix_spawnattr_destroy(&attr);
+  if (rc != 0) {
+    pthread_sigmask(SIG_SETMASK, &original, nullptr);
+    if (rc == ENOENT) {
+      spdlog::error("run: {}: command not found", argv[0]);
+      return 127;
+    }
+    spdlog::error("run: {}: cannot execute: {}", argv[0], std::strerror(rc));
+    return 126;
+  }
+  for (;;) {
+    siginfo_t info{};
+    const int s = sigwaitinfo(&waited, &info);
+    if (s < 0) {
+      if (errno == EINTR) continue;
+      spdlog::error("run: waiting for the command: {}", std::strerror(errno));
+      return 1;
+    }
+    if (s == SIGCHLD) {
+      int status = 0;
+      const pid_t r = waitpid(child, &status, WNOHANG);
+      if (r != child) continue;
+      if (WIFSIGNALED(status)) {
+        outcome.signal = WTERMSIG(status);
+        outcome.exitStatus = 128 + outcome.signal;
+      } else {
+        outcome.exitStatus = WEXITSTATUS(status);
+      }
+      // The forwarded signals stay blocked: a second Ctrl-C must not cut the summary short.
+      return -1;
+    }
+    // A terminal's Ctrl-C or hangup (si_code SI_KERNEL) already reached the command, which
+    // shares our process group; passing it on would deliver it twice.
+    if (info.si_code == SI_KERNEL) continue;
+    kill(child, s);
+  }
+}
+
+void printSummary(const std::string& dir, const std::vector<std::string>& created, const std::vector<std::string>& traces, bool quiet) {
+  if (created.empty()) {
+    std::fprintf(stderr,
+                 "cutrace: no files were written to %s (the command made no CUDA or NVTX calls, or tracing was off: see "
+                 "the lines above)\n",
+                 dir.c_str());
+    return;
+  }
+  std::string out = fmt::format("cutrace: {} new file{} in {}:\n", created.size(), created.size() == 1 ? "" : "s", dir);
+  for (const std::string& name : created) out += "  " + dir + "/" + name + "\n";
+  std::vector<std::vector<std::string>> processRows;
+  std::vector<std::string> readable;
+  for (const std::string& name : traces) {
+    TraceInfo info;
+    std::string error;
+    if (!readTraceInfo(dir + "/" + name, info, error)) {
+      out += fmt::format("cutrace: cannot read {}\n", error);
+      continue;
+    }
+    readable.push_back(dir + "/" + name);
+    processRows.push_back({info.exe, fmt::format("{}", info.pid), info.rank >= 0 ? fmt::format("{}", info.rank) : "-",
+                           fmt::format("{}", info.events), fmt::format("{}", info.dropped), name});
+  }
+  if (!processRows.empty()) {
+    out += "cutrace: processes:\n";
+    out += renderTable({"exe", "pid", "rank", "events", "dropped", "trace"}, processRows);
+  }
+  Report report;
+  std::string error;
+  if (!quiet && !readable.empty()) {
+    if (!readTraces(readable, report, error)) {
+      out += fmt::format("cutrace: no summary: {}\n", error);
+    } else {
+      std::vector<Row>& api = report.sections[static_cast<std::size_t>(Section::Api)];
+      sortRows(api, SortKey::Total, report.deviceKernels);
+      std::vector<std::vector<std::string>> rows;
+      for (std::size_t i = 0; i < api.size() && i < kTopRows; ++i) {
+        const Row& r = api[i];
+        rows.push_back({r.name, fmt::format("{}", r.calls), formatDuration(r.totalNs), formatDuration(r.avgNs()),
+                        r.percent >= 0 ? fmt::format("{:.1f}", r.percent) : "-"});
+      }
+      if (!rows.empty()) {
+        out += fmt::format("cutrace: top CUDA API calls by total time (of {}):\n", api.size());
+        out += renderTable({"api", "calls", "total", "avg", "% wall"}, rows);
+      }
+      std::vector<Row>& kernels = report.sections[static_cast<std::size_t>(Section::Kernel)];
+      sortRows(kernels, SortKey::Total, report.deviceKernels);
+      rows.clear();
+      for (std::size_t i = 0; i < kernels.size() && i < kTopRows; ++i) {
+        const Row& r = kernels[i];
+        if (report.deviceKernels) {
+          rows.push_back({r.name, fmt::format("{}", r.calls), formatDuration(r.totalNs), formatDuration(r.avgNs()),
+                          r.percent >= 0 ? fmt::format("{:.1f}", r.percent) : "-"});
+        } else {
+          rows.push_back({r.name, fmt::format("{}", r.launches), formatDuration(r.hostNs)});
+        }
+      }
+      if (!rows.empty() && report.deviceKernels) {
+        out += fmt::format("cutrace: top kernels by GPU time (of {}):\n", kernels.size());
+        out += renderTable({"kernel", "calls", "total", "avg", "% gpu"}, rows);
+      } else if (!rows.empty()) {
+        out += fmt::format("cutrace: top kernels by host launch time (of {}; no device events):\n", kernels.size());
+        out += renderTable({"kernel", "launches", "launch total"}, rows);
+      }
+    }
+  }
+  std::fwrite(out.data(), 1, out.size(), stderr);
+}
+
+// A name no earlier run used: merges are never overwritten, like the traces themselves.
+std::string mergedName(const std::string& dir, pid_t child) {
+  std::string name = fmt::format("merged-{}.trace.json", child);
+  for (int i = 1; isFile(dir + "/" + name) && i < 1000; ++i) name = fmt::format("merged-{}.{}.trace.json", child, i);
+  return name;
+}
+
+}  // namespace
+
+int runCommand(int argc, char** argv) {
+  RunOptions opts;
+  std::string error;
+  if (!parseRunOptions(argc, argv, opts, error)) {
+    spdlog::error("run: {}", error);
+    return kExitUsage;
+  }
+  if (opts.help) {
+    usage(stdout);
+    return kExitOk;
+  }
+  if (opts.command.empty()) {
+    spdlog::error("run: no command given");
+    usage(stderr);
+    return kExitUsage;
+  }
+  std::string libtrace;
+  if (!findLibtrace(opts.libtrace, libtrace, error)) {
+    spdlog::error("run: {}", error);
+    return kExitUsage;
+  }
+  if (opts.output.empty()) {
+    const char* fromEnv = std::getenv("CUTRACE_OUTPUT");
+    opts.output = fromEnv != nullptr && *fromEnv != '\0' ? fromEnv : "cutrace-out";
+  }
+  const std::string dir = absolute(opts.output);
+  std::vector<std::string> env = buildEnvironment(opts, libtrace, dir);
+
+  // The preload turns tracing off on any unknown CUTRACE_* name or bad value, with one line
+  // the user may miss; the same parser, run here on the exact environment, refuses up front.
+  std::vector<const char*> envp;
+  for (const std::string& e : env) envp.push_back(e.c_str());
+  envp.push_back(nullptr);
+  ConfigError configError;
+  parseConfig(envp.data(), configError);
+  if (configError.failed()) {
+    std::string_view message = configError.message;
+    if (message.starts_with("cutrace: ")) message.remove_prefix(9);
+    spdlog::error("run: {} (the preload would record nothing; command not run)", message);
+    return kExitUsage;
+  }
+  if (!makeDirectories(dir, error)) {
+    spdlog::error("run: output directory: {}", error);
+    return kExitOutput;
+  }
+
+  const std::set<std::string> before = listFiles(dir);
+  pid_t child = 0;
+  Outcome outcome;
+  if (const int failed = spawnAndWait(opts, env, child, outcome); failed >= 0) return failed;
+
+  // Processes that were killed before writing their trace left a journal: recover it now.
+  for (const std::string& name : listFiles(dir)) {
+    if (before.count(name) || !endsWith(name, ".journal")) continue;
+    std::string written;
+    if (recoverJournal(dir + "/" + name, dir, false, written) == kExitOk)
+      std::fprintf(stderr, "cutrace: %s ended before writing its trace; recovered it from %s\n", written.c_str(), name.c_str());
+  }
+  std::vector<std::string> traces;
+  for (const std::string& name : listFiles(dir)) {
+    if (!before.count(name) && endsWith(name, ".trace.json") && !name.starts_with("merged-")) traces.push_back(name);
+  }
+  if (opts.merge && !traces.empty()) {
+    std::vector<std::string> paths;
+    for (const std::string& t : traces) paths.push_back(dir + "/" + t);
+    const std::string merged = dir + "/" + mergedName(dir, child);
+    MergeSummary summary;
+    if (mergeTraces(paths, merged, summary, error) != kExitOk) {
+      spdlog::error("run: --merge: {}", error);
+    } else {
+      for (const std::string& note : summary.notes) spdlog::warn("run: --merge: {}", note);
+    }
+  }
+  std::vector<std::string> created;
+  for (const std::string& name : listFiles(dir)) {
+    if (!before.count(name)) created.push_back(name);
+  }
+  if (outcome.signal != 0) std::fprintf(stderr, "cutrace: the command was killed by signal %d (%s)\n", outcome.signal, strsignal(outcome.signal));
+  printSummary(dir, created, traces, opts.quiet);
+  return outcome.exitStatus;
+}
+
+}  // namespace cutrace::tools
