@@ -114,6 +114,8 @@ void Store::consume(ThreadState& s, bool retired) {
   // The owner wrote its final name before it published Retired (collector.cpp, threadExit);
   // before that the name is the owner's to change, so it is only read here.
   if (retired) {
+    // The owner exited: its counter is final and visible (Retired was published with release).
+    thread.seqEnd = s.nextSeq;
     const std::string_view last(s.name, strnlen(s.name, sizeof(s.name)));
     if (!last.empty()) thread.name = std::string(last);
   }
@@ -312,6 +314,8 @@ void Store::resolveStacks(const StackTable& table, Symbolizer& symbolizer) {
       names.push_back(data_.strings.intern(native));
     }
     for (; python < f.depth; ++python) names.push_back(data_.strings.intern(pythonFrameName(f.frames[python])));
+    // A frame-pointer walk may end on a stray word past the outermost real frame.
+    while (!names.empty() && data_.strings.get(names.back()) == "[unknown]") names.pop_back();
     stacksResolved_ = id;
   }
 }

@@ -197,6 +197,7 @@ struct ThreadTrack {
   BlockList<Event> events;
   uint64_t dropped = 0;   // events lost: a full ring, or the memory cap (seq numbers never seen)
   uint64_t capped = 0;    // of those, dropped by the store at the memory cap
+  uint64_t seqEnd = 0;    // the next seq the thread would have used, once it exited (0: unknown)
   uint64_t lostEnds = 0;  // NVTX pops/ends lost to a full ring
 };
 

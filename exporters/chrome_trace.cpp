@@ -562,6 +562,10 @@ class ChromeWriter {
       out_.putUint(t.dropped);
       out_.put(",\"lost_ends\":");
       out_.putUint(t.lostEnds);
+      if (t.seqEnd != 0) {
+        out_.put(",\"seq_end\":");
+        out_.putUint(t.seqEnd);
+      }
       out_.put('}');
     }
     out_.put("]}");

@@ -161,7 +161,8 @@ bool JournalWriter::append(const TraceData& data, const char* directory, ClockAn
   for (std::size_t t = 0; t < data.threads.size(); ++t) {
     const ThreadTrack& track = data.threads[t];
     ThreadMark& mark = threads_[t];
-    if (!mark.written || mark.name != track.name || mark.dropped != track.dropped || mark.lostEnds != track.lostEnds) {
+    if (!mark.written || mark.name != track.name || mark.dropped != track.dropped || mark.lostEnds != track.lostEnds ||
+        mark.seqEnd != track.seqEnd) {
       ChunkWriter c(buffer_, kThread);
       o.pod(static_cast<uint32_t>(t));
       o.pod(track.tid);
@@ -169,8 +170,10 @@ bool JournalWriter::append(const TraceData& data, const char* directory, ClockAn
       o.str(track.name);
       o.pod(track.dropped);
       o.pod(track.lostEnds);
+      o.pod(track.seqEnd);
       c.close();
       mark.written = true;
+      mark.seqEnd = track.seqEnd;
       mark.name = track.name;
       mark.dropped = track.dropped;
       mark.lostEnds = track.lostEnds;
@@ -312,6 +315,7 @@ bool readJournal(const std::string& path, TraceData& out, std::string& error) {
         dst.name = t.name;
         dst.dropped = t.dropped;
         dst.lostEnds = t.lostEnds;
+        if (c.left() >= sizeof(uint64_t)) c.pod(dst.seqEnd);
         break;
       }
       case kEvents: {

@@ -57,6 +57,7 @@ class JournalWriter {
     std::string name;
     uint64_t dropped = 0;
     uint64_t lostEnds = 0;
+    uint64_t seqEnd = 0;
     bool written = false;
   };
   std::vector<ThreadMark> threads_;

@@ -89,6 +89,8 @@ constexpr EnvOption kEnvOptions[] = {
     {"--drain-ms", "CUTRACE_DRAIN_MS", "1 to 10000", drainMs, "drain interval (default 20)"},
     {"--log", "CUTRACE_LOG", "off|error|warn|info|debug", nullptr, "what the preload writes on stderr"},
     {"--folded-nvtx", "CUTRACE_FOLDED_NVTX", "on|off", nullptr, "NVTX ranges as frames in the folded stacks"},
+    {"--max-memory", "CUTRACE_MAX_MEMORY", "a size of at least 1M", nonEmpty, "cap on the events kept per process (default 2G)"},
+    {"--journal", "CUTRACE_JOURNAL", "on|off", nullptr, "keep a journal so killed processes can be recovered"},
 };
 
 bool validValue(const EnvOption& o, std::string_view v) {

@@ -107,13 +107,16 @@ bool isLaunchName(const std::string& n) {
 // libc, and any frame the symbolizer could only name as module+0xoffset.
 bool machineSpecificFrame(const std::string& f) {
   static const std::set<std::string> kStartup{"_start", "__libc_start_main", "__libc_start_call_main", "start_thread",
-                                              "clone", "clone3", "__clone", "__clone3", "__GI___clone3"};
+                                              "clone", "clone3", "__clone", "__clone3", "__GI___clone3", "[unknown]"};
   if (kStartup.count(f)) return true;
   const std::size_t plus = f.rfind("+0x");
   return plus != std::string::npos && plus > 0 && f.find_first_not_of("0123456789abcdef", plus + 3) == std::string::npos;
 }
 
 bool listStacks = false;
+// Every frame name some args.stack holds: without --stacks the folded listing leaves them out,
+// so summaries of tests about something else do not depend on the unwinder or the compiler.
+std::set<std::string> stackFrameNames;
 std::string pythonFile;  // --python-frames FILE: stacks keep only Python frames of FILE
 
 // "function (path:line)" -> "function (file:line)" when path's file name is pythonFile.
@@ -146,6 +149,7 @@ std::string renderStack(simdjson::dom::object args) {
     std::string_view name;
     if (f.get(name)) fail("args.stack holds a non-string");
     if (name.empty()) fail("empty frame in args.stack");
+    stackFrameNames.insert(std::string(name));
     std::string shown;
     if (!shownFrame(std::string(name), shown)) continue;
     out += (out.empty() ? "" : "<") + printable(shown);
@@ -245,6 +249,11 @@ std::string withoutMachineFrames(const std::string& stack) {
     const std::size_t semi = stack.find(';', from);
     const std::string frame = stack.substr(from, semi == std::string::npos ? std::string::npos : semi - from);
     std::string shown;
+    if (!listStacks && (stackFrameNames.count(frame) || machineSpecificFrame(frame))) {
+      if (semi == std::string::npos) break;
+      from = semi + 1;
+      continue;
+    }
     // API and NVTX frames stay when only Python frames of the script are kept.
     const bool python = frame.size() > 1 && frame.back() == ')' && frame.find(".py:") != std::string::npos;
     // With --python-frames, CUDA API frames stay and the interpreter's native frames go.
@@ -259,21 +268,33 @@ std::string withoutMachineFrames(const std::string& stack) {
 }
 
 // The host-time file lists every stack; the calls file (same stem, .calls.folded) the same
-// stacks with how many calls ended there: listed with the stack when `list`.
-void checkFolded(const std::string& path, std::ostream& summary, bool list) {
+// stacks with how many calls ended there. With --stacks the stacks are listed (machine-specific
+// frames left out); otherwise, so that the summary does not depend on the unwinder or on what
+// the compiler inlined, only the leaf frames with their calls, and the calls must add up to the
+// host events of the trace.
+void checkFolded(const std::string& path, std::ostream& summary, bool list, std::size_t hostEvents) {
   const auto host = readFolded(path);
   std::map<std::string, uint64_t> calls;
   const std::string callsPath = path.substr(0, path.size() - std::string(".folded").size()) + ".calls.folded";
   if (std::ifstream(callsPath)) {
     calls = readFolded(callsPath);
     if (calls.size() != host.size()) fail("calls.folded and .folded list different stacks");
-    for (const auto& [stack, n] : calls)
+    uint64_t total = 0;
+    for (const auto& [stack, n] : calls) {
       if (n == 0 || !host.count(stack)) fail("calls.folded stack missing from .folded: " + stack);
+      total += n;
+    }
+    if (total != hostEvents)
+      fail("calls.folded counts " + std::to_string(total) + " calls, the trace has " + std::to_string(hostEvents));
   }
-  std::map<std::string, uint64_t> shown;  // with machine-specific frames left out
-  for (const auto& [stack, w] : host) shown[withoutMachineFrames(stack)] += calls.count(stack) ? calls[stack] : 0;
+  std::map<std::string, uint64_t> shown;
+  for (const auto& [stack, w] : host) {
+    const std::size_t semi = stack.rfind(';');
+    const std::string key = listStacks ? withoutMachineFrames(stack) : stack.substr(semi == std::string::npos ? 0 : semi + 1);
+    shown[key] += calls.count(stack) ? calls[stack] : 0;
+  }
   if (!list) return;  // the launches view leaves out what depends on the runtime in use
-  summary << "folded " << shown.size() << "\n";
+  summary << (listStacks ? "folded " : "folded leaves ") << shown.size() << "\n";
   for (const auto& [s, n] : shown) summary << "  " << printable(s) << (calls.empty() ? "" : " calls=" + std::to_string(n)) << "\n";
 }
 
@@ -478,13 +499,16 @@ int main(int argc, char** argv) {
   uint64_t droppedThreads = 0;
   for (simdjson::dom::object mt : metaThreads) {
     int64_t tid = 0;
-    uint64_t threadDropped = 0;
+    uint64_t threadDropped = 0, seqEnd = 0;
     if (mt["tid"].get(tid) || mt["dropped"].get(threadDropped)) fail("metadata.threads entry without tid/dropped");
     auto it = threads.find(tid);
     if (it == threads.end()) continue;
     std::set<uint64_t> seqs;
     for (const Ev& ev : it->second.events) seqs.insert(ev.seq);
-    const uint64_t gaps = seqs.empty() ? 0 : *seqs.rbegin() + 1 - seqs.size();
+    // seq_end (known once a thread exited) also counts drops after the last delivered event.
+    const bool knowsEnd = mt["seq_end"].get(seqEnd) == simdjson::SUCCESS;
+    if (knowsEnd && !seqs.empty() && *seqs.rbegin() >= seqEnd) fail("thread " + std::to_string(tid) + ": seq beyond seq_end");
+    const uint64_t gaps = knowsEnd ? seqEnd - seqs.size() : seqs.empty() ? 0 : *seqs.rbegin() + 1 - seqs.size();
     if (gaps != threadDropped)
       fail("thread " + std::to_string(tid) + ": " + std::to_string(gaps) + " gaps in seq but " +
            std::to_string(threadDropped) + " dropped");
@@ -520,7 +544,10 @@ int main(int argc, char** argv) {
   }
   for (const Thread* t : ordered) summary << "thread " << t->name << "\n" << t->rendered;
   for (const std::string& f : autogradFlows) summary << "autograd flow " << f << "\n";
-  if (!foldedPath.empty()) checkFolded(foldedPath, summary, !launchesView);
+  std::size_t hostEvents = 0;
+  for (const auto& [tid, t] : threads)
+    for (const Ev& ev : t.events) hostEvents += ev.ph == "X";
+  if (!foldedPath.empty()) checkFolded(foldedPath, summary, !launchesView, hostEvents);
   std::cout << summary.str();
   return 0;
 }
