@@ -4,12 +4,14 @@
 // --threshold percent of base (any increase when base is 0) and at least --min-us. A row only
 // in NEW ("new") regressed when its total is at least --min-us (so, by default, any new row);
 // a row only in BASE ("gone") never did. Kernel rows compare GPU time when both sides have
-// device events, else host launch time.
+// device events, else host launch time. Op rows compare host time, keyed by name and input
+// shapes.
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <fmt/format.h>
@@ -30,20 +32,25 @@ options:
   --threshold PCT          a row regressed when its total grew by more than PCT percent
                            (default 10) ...
   --min-us US              ... and by at least US microseconds (default 0)
-  --by api|kernel|nvtx|all tables compared (default all)
+  --by api|kernel|nvtx|op|all
+                           tables compared (default all)
+  --group-by-shapes        op rows of a trace per (name, input shapes); a report keeps the
+                           grouping it was written with, and both sides must agree
   --format table|json      output format (default table)
   -o FILE                  write to FILE instead of stdout
 
 Rows only in NEW are "new" and regress when their total is at least --min-us; rows only in
 BASE are "gone" and never regress. A table missing from a report (written with --by) is not
 compared. Kernel rows compare GPU time when both sides have device
-(CUPTI) events, else host launch time. Unchanged rows are counted, not listed.
+(CUPTI) events, else host launch time. Op rows (PyTorch ops) compare host time, matched by
+name and input shapes. Unchanged rows are counted, not listed.
 exit: 0 no regression, 1 regression, 2 usage, 3 unreadable or malformed input, 4 output.
 )";
 
 struct Change {
   Section section;
   std::string name;
+  std::string shapes;  // op rows grouped by input shapes
   bool inBase = false, inNew = false;
   int64_t baseNs = 0, newNs = 0;
   bool regressed = false;
@@ -68,12 +75,15 @@ std::string deltaPct(const Change& c) {
 
 std::string signedDuration(int64_t ns) { return (ns > 0 ? "+" : "") + formatDuration(ns); }
 
+std::string displayName(const Change& c) { return c.shapes.empty() ? c.name : c.name + " " + c.shapes; }
+
 }  // namespace
 
 int diffCommand(int argc, char** argv) {
   Options opts;
   std::string error;
-  if (!parseOptions(argc, argv, {"--threshold", "--min-us", "--by", "--format", "-o", "--output"}, opts, error)) {
+  if (!parseOptions(argc, argv, {"--threshold", "--min-us", "--by", "--format", "-o", "--output"}, {"--group-by-shapes"},
+                    opts, error)) {
     spdlog::error("diff: {} (see 'cutrace diff --help')", error);
     return kExitUsage;
   }
@@ -82,7 +92,9 @@ int diffCommand(int argc, char** argv) {
     return kExitOk;
   }
   double threshold = 10, minUs = 0;
-  std::vector<Section> sections = {Section::Api, Section::Kernel, Section::Nvtx};
+  std::vector<Section> sections = {Section::Api, Section::Kernel, Section::Nvtx, Section::Op};
+  ReadOptions readOptions;
+  readOptions.groupByShapes = opts.has("--group-by-shapes");
   std::string format = "table", output;
   for (const auto& [name, value] : opts.values) {
     bool ok = true;
@@ -109,22 +121,34 @@ int diffCommand(int argc, char** argv) {
   }
   Report reports[2];
   for (int side = 0; side < 2; ++side) {
-    if (!readTraceOrReport(opts.positional[static_cast<std::size_t>(side)], reports[side], error)) {
+    if (!readTraceOrReport(opts.positional[static_cast<std::size_t>(side)], reports[side], error, readOptions)) {
       spdlog::error("{}", error);
       return kExitBadInput;
     }
   }
+  constexpr auto kOp = static_cast<std::size_t>(Section::Op);
+  const bool compareOps = std::find(sections.begin(), sections.end(), Section::Op) != sections.end() &&
+                          reports[0].present[kOp] && reports[1].present[kOp];
+  if (compareOps && reports[0].opsGroupedByShapes != reports[1].opsGroupedByShapes) {
+    // Rows per name against rows per shape would all read as new and gone.
+    spdlog::error("diff: op rows of {} are {}grouped by input shapes and those of {} {}(a report keeps the grouping it was "
+                  "written with; see --group-by-shapes)",
+                  opts.positional[0], reports[0].opsGroupedByShapes ? "" : "not ", opts.positional[1],
+                  reports[1].opsGroupedByShapes ? "are" : "are not");
+    return kExitUsage;
+  }
   const int64_t minNs = std::llround(minUs * 1000.0);
   const bool deviceKernels = reports[0].deviceKernels && reports[1].deviceKernels;
-  std::map<std::pair<Section, std::string>, Change> changes;
+  std::map<std::tuple<Section, std::string, std::string>, Change> changes;
   for (int side = 0; side < 2; ++side) {
     for (const Section s : sections) {
       const auto si = static_cast<std::size_t>(s);
       if (!reports[0].present[si] || !reports[1].present[si]) continue;
       for (const Row& r : reports[side].sections[si]) {
-        Change& c = changes[{s, r.name}];
+        Change& c = changes[{s, r.name, r.shapes}];
         c.section = s;
         c.name = r.name;
+        c.shapes = r.shapes;
         const int64_t ns = s == Section::Kernel && !deviceKernels ? r.hostNs : r.totalNs;
         (side == 0 ? c.inBase : c.inNew) = true;
         (side == 0 ? c.baseNs : c.newNs) = ns;
@@ -147,7 +171,7 @@ int diffCommand(int argc, char** argv) {
   std::sort(listed.begin(), listed.end(), [](const Change& a, const Change& b) {
     if (a.section != b.section) return a.section < b.section;
     if (a.delta() != b.delta()) return a.delta() > b.delta();
-    return a.name < b.name;
+    return std::tie(a.name, a.shapes) < std::tie(b.name, b.shapes);
   });
   std::string text;
   const std::string summary =
@@ -162,9 +186,12 @@ int diffCommand(int argc, char** argv) {
       const std::string pct = c.inBase && c.inNew && c.baseNs != 0
                                   ? fmt::format("{:.2f}", 100.0 * static_cast<double>(c.delta()) / static_cast<double>(c.baseNs))
                                   : "null";
-      text += fmt::format("{}\n{{\"section\":\"{}\",\"name\":{},\"status\":\"{}\",\"base_ns\":{},\"new_ns\":{},\"delta_ns\":{},"
-                          "\"delta_pct\":{},\"regressed\":{}}}",
-                          i ? "," : "", kSectionKeys[static_cast<std::size_t>(c.section)], jsonString(c.name),
+      // Op rows say their shapes (null when not grouped); other rows keep their fields.
+      const std::string shapes =
+          c.section != Section::Op ? "" : ",\"shapes\":" + (c.shapes.empty() ? std::string("null") : jsonString(c.shapes));
+      text += fmt::format("{}\n{{\"section\":\"{}\",\"name\":{}{},\"status\":\"{}\",\"base_ns\":{},\"new_ns\":{},"
+                          "\"delta_ns\":{},\"delta_pct\":{},\"regressed\":{}}}",
+                          i ? "," : "", kSectionKeys[static_cast<std::size_t>(c.section)], jsonString(c.name), shapes,
                           !c.inBase ? "new" : !c.inNew ? "gone" : "changed", c.inBase ? std::to_string(c.baseNs) : "null",
                           c.inNew ? std::to_string(c.newNs) : "null", c.delta(), pct, c.regressed);
     }
@@ -172,7 +199,7 @@ int diffCommand(int argc, char** argv) {
   } else {
     std::vector<std::vector<std::string>> cells;
     for (const Change& c : listed) {
-      cells.push_back({c.name, kSectionKeys[static_cast<std::size_t>(c.section)], c.inBase ? formatDuration(c.baseNs) : "-",
+      cells.push_back({displayName(c), kSectionKeys[static_cast<std::size_t>(c.section)], c.inBase ? formatDuration(c.baseNs) : "-",
                        c.inNew ? formatDuration(c.newNs) : "-", signedDuration(c.delta()), deltaPct(c), status(c)});
     }
     if (!cells.empty()) text = renderTable({"Name", "Table", "Base", "New", "Delta", "Delta %", "Status"}, cells) + "\n";

@@ -3,13 +3,21 @@
 // JSON schema (--format json), version 1; times are integer nanoseconds (ts/dur rounded):
 //   {"tool":"cutrace-report","version":1,"inputs":[path...],"processes":N,"wall_ns":N,
 //    "gpu_busy_ns":N,"kernel_source":"device"|"launch","note":string|null,
+//    "group_by_shapes":bool,            // op rows per (name, input shapes)
 //    "sections":{                       // only the sections asked for with --by
 //      "api":[{"name","layer":"runtime"|"driver","calls","total_ns","self_ns","avg_ns",
 //              "min_ns","max_ns","percent"}],          // percent of wall, null when wall is 0
 //      "kernel":[{"name","launches","host_total_ns","calls","total_ns","avg_ns","min_ns",
 //                 "max_ns","percent"}],  // GPU figures, null without device events
-//      "nvtx":[{"name","calls","total_ns","self_ns","avg_ns","min_ns","max_ns"}]}}
-// avg = total / calls rounded to nearest.
+//      "nvtx":[{"name","calls","total_ns","self_ns","avg_ns","min_ns","max_ns"}],
+//      "op":[{"name","shapes":string|null,"calls","total_ns","self_ns","avg_ns","min_ns",
+//             "max_ns",                 // host: the op's NVTX ranges (emit_nvtx)
+//             "gpu_total_ns","gpu_avg_ns","kernels","percent"}]}}
+//             // GPU: kernels launched in the op (innermost range), avg per call, percent of
+//             // GPU busy; null without device events (gpu_avg_ns also when calls is 0)
+// avg = total / calls rounded to nearest. shapes: the op's sizes as compact JSON text (or the
+// string the tracer wrote), only with --group-by-shapes. "op" is in "all" only when the
+// traces have op ranges.
 #include <charconv>
 #include <string>
 #include <vector>
@@ -25,13 +33,17 @@ namespace {
 
 constexpr const char* kUsage = R"(usage: cutrace report [options] TRACE...
 
-Tables by CUDA API, kernel and NVTX range from cutrace Chrome traces; several traces are
-several processes, aggregated by name.
+Tables by CUDA API, kernel, NVTX range and PyTorch op from cutrace Chrome traces; several
+traces are several processes, aggregated by name.
 
 options:
-  --by api|kernel|nvtx|all   which tables (default all)
-  --sort total|self|calls|avg|min|max|name
-                             order, descending (name ascending); ties by name (default total)
+  --by api|kernel|nvtx|op|all
+                             which tables (default all: op only when there are op ranges)
+  --group-by-shapes          op rows per (name, input shapes), as torch.profiler's
+                             key_averages(group_by_input_shape=True)
+  --sort total|self|calls|avg|min|max|gpu|name
+                             order, descending (name ascending); ties by name (default total);
+                             gpu: GPU time of kernel and op rows (else as total)
   --limit N                  at most N rows per table
   --format table|csv|json    output format (default table)
   -o FILE                    write to FILE instead of stdout
@@ -42,16 +54,31 @@ Tables: times are 3 decimals of us, ms or s; csv and json give integer nanosecon
   kernel  launches and host launch time; with device (CUPTI) events the GPU executions,
           GPU total/avg/min/max and % of GPU busy time (union of kernel intervals per device)
   nvtx    calls, total, self (minus nested ranges), avg, min, max
+  op      PyTorch ops from emit_nvtx ranges (op_seq, op_id or sizes in args): calls, host
+          total, self (minus nested NVTX ranges), avg; with device events the GPU total and
+          avg per call of the kernels launched inside the op (innermost op range, matched by
+          op_id; by op name when there is none and rows are per name), kernel count and %
+          of GPU busy time
 csv: one table, columns section,name,layer,calls,total_ns,self_ns,avg_ns,min_ns,max_ns,
-     percent,launches,host_total_ns (empty where a column does not apply).
+     percent,launches,host_total_ns,shapes,gpu_total_ns,gpu_avg_ns,kernels (empty where a
+     column does not apply).
 exit: 0 ok, 2 usage, 3 unreadable or malformed input, 4 output not written.
 )";
 
-constexpr const char* kTitles[] = {"By CUDA API", "By kernel", "By NVTX range"};
+constexpr const char* kTitles[] = {"By CUDA API", "By kernel", "By NVTX range", "By PyTorch op"};
 
 std::string pct(double p) { return p < 0 ? "-" : fmt::format("{:.2f}", p); }
 
 bool gpuColumns(const Row& r) { return r.calls > 0; }
+
+// Op rows' GPU average is per op call; a row made only of kernels naming the op has none.
+bool opGpuAvg(const Report& rep, const Row& r) { return rep.deviceKernels && r.calls > 0; }
+
+int64_t opGpuAvgNs(const Row& r) {
+  return r.calls == 0 ? 0 : (r.gpuNs + static_cast<int64_t>(r.calls / 2)) / static_cast<int64_t>(r.calls);
+}
+
+const char* kNoDeviceNote = "note: no device kernel events (GPU times need CUPTI and a GPU)";
 
 std::string renderTables(const Report& rep, const std::vector<Section>& sections) {
   std::string out;
@@ -77,6 +104,20 @@ std::string renderTables(const Report& rep, const std::vector<Section>& sections
                          gpu ? formatDuration(r.totalNs) : "-", gpu ? formatDuration(r.avgNs()) : "-",
                          gpu ? formatDuration(r.minNs) : "-", gpu ? formatDuration(r.maxNs) : "-", pct(r.percent)});
       }
+    } else if (s == Section::Op) {
+      const char* by = rep.opsGroupedByShapes ? " and input shapes" : "";
+      out += rep.deviceKernels ? fmt::format("{}{} (GPU busy {})\n", kTitles[3], by, formatDuration(rep.gpuBusyNs))
+                               : fmt::format("{}{}\n", kTitles[3], by);
+      header = {"Name", "Calls", "Host total", "Host self", "Host avg", "GPU total", "GPU avg", "Kernels", "% GPU busy"};
+      if (rep.opsGroupedByShapes) header.insert(header.begin() + 1, "Input shapes");
+      for (const Row& r : rows) {
+        const bool gpu = rep.deviceKernels;
+        cells.push_back({r.name, std::to_string(r.calls), formatDuration(r.totalNs), formatDuration(r.selfNs),
+                         formatDuration(r.avgNs()), gpu ? formatDuration(r.gpuNs) : "-",
+                         opGpuAvg(rep, r) ? formatDuration(opGpuAvgNs(r)) : "-", gpu ? std::to_string(r.kernels) : "-",
+                         pct(r.percent)});
+        if (rep.opsGroupedByShapes) cells.back().insert(cells.back().begin() + 1, r.shapes.empty() ? "-" : r.shapes);
+      }
     } else {
       out += fmt::format("{}\n", kTitles[2]);
       header = {"Name", "Calls", "Total", "Self", "Avg", "Min", "Max"};
@@ -87,8 +128,17 @@ std::string renderTables(const Report& rep, const std::vector<Section>& sections
     }
     out += cells.empty() ? "(none)\n" : renderTable(header, cells);
     if (s == Section::Kernel && !rep.deviceKernels) {
-      out += "note: no device kernel events (GPU times need CUPTI and a GPU); kernels listed by host launch";
+      out += fmt::format("{}; kernels listed by host launch", kNoDeviceNote);
       out += rep.cuptiNote.empty() ? "\n" : fmt::format(" ({})\n", rep.cuptiNote);
+    }
+    if (s == Section::Op && !rep.deviceKernels && !cells.empty()) {
+      out += fmt::format("{}; host times only", kNoDeviceNote);
+      out += rep.cuptiNote.empty() ? "\n" : fmt::format(" ({})\n", rep.cuptiNote);
+    }
+    if (s == Section::Op && rep.opUnmatchedKernels > 0) {
+      out += fmt::format("note: {} kernel{} launched in ops matched no op range by op_id{}; not in this table\n",
+                         rep.opUnmatchedKernels, rep.opUnmatchedKernels == 1 ? "" : "s",
+                         rep.opsGroupedByShapes ? " (shapes unknown)" : "");
     }
     out += "\n";
   }
@@ -96,18 +146,26 @@ std::string renderTables(const Report& rep, const std::vector<Section>& sections
 }
 
 std::string renderCsv(const Report& rep, const std::vector<Section>& sections) {
-  std::string out = "section,name,layer,calls,total_ns,self_ns,avg_ns,min_ns,max_ns,percent,launches,host_total_ns\n";
+  std::string out =
+      "section,name,layer,calls,total_ns,self_ns,avg_ns,min_ns,max_ns,percent,launches,host_total_ns,shapes,gpu_total_ns,"
+      "gpu_avg_ns,kernels\n";
   for (const Section s : sections) {
     const char* key = kSectionKeys[static_cast<std::size_t>(s)];
     for (const Row& r : rep.sections[static_cast<std::size_t>(s)]) {
       const std::string percent = r.percent < 0 ? "" : fmt::format("{:.2f}", r.percent);
       if (s == Section::Kernel) {
         const bool gpu = gpuColumns(r);
-        out += gpu ? fmt::format("{},{},,{},{},,{},{},{},{},{},{}\n", key, csvField(r.name), r.calls, r.totalNs, r.avgNs(),
-                                 r.minNs, r.maxNs, percent, r.launches, r.hostNs)
-                   : fmt::format("{},{},,,,,,,,,{},{}\n", key, csvField(r.name), r.launches, r.hostNs);
+        out += gpu ? fmt::format("{},{},,{},{},,{},{},{},{},{},{},,,,\n", key, csvField(r.name), r.calls, r.totalNs,
+                                 r.avgNs(), r.minNs, r.maxNs, percent, r.launches, r.hostNs)
+                   : fmt::format("{},{},,,,,,,,,{},{},,,,\n", key, csvField(r.name), r.launches, r.hostNs);
+      } else if (s == Section::Op) {
+        const bool gpu = rep.deviceKernels;
+        out += fmt::format("{},{},,{},{},{},{},{},{},{},,,{},{},{},{}\n", key, csvField(r.name), r.calls, r.totalNs,
+                           r.selfNs, r.avgNs(), r.minNs, r.maxNs, percent, csvField(r.shapes),
+                           gpu ? std::to_string(r.gpuNs) : "", opGpuAvg(rep, r) ? std::to_string(opGpuAvgNs(r)) : "",
+                           gpu ? std::to_string(r.kernels) : "");
       } else {
-        out += fmt::format("{},{},{},{},{},{},{},{},{},{},,\n", key, csvField(r.name), r.layer, r.calls, r.totalNs,
+        out += fmt::format("{},{},{},{},{},{},{},{},{},{},,,,,,\n", key, csvField(r.name), r.layer, r.calls, r.totalNs,
                            r.selfNs, r.avgNs(), r.minNs, r.maxNs, s == Section::Api ? percent : "");
       }
     }
@@ -118,9 +176,10 @@ std::string renderCsv(const Report& rep, const std::vector<Section>& sections) {
 std::string renderJson(const Report& rep, const std::vector<Section>& sections, const std::vector<std::string>& inputs) {
   std::string out = "{\"tool\":\"cutrace-report\",\"version\":1,\"inputs\":[";
   for (std::size_t i = 0; i < inputs.size(); ++i) out += (i ? "," : "") + jsonString(inputs[i]);
-  out += fmt::format("],\"processes\":{},\"wall_ns\":{},\"gpu_busy_ns\":{},\"kernel_source\":\"{}\",\"note\":{},\"sections\":{{",
+  out += fmt::format("],\"processes\":{},\"wall_ns\":{},\"gpu_busy_ns\":{},\"kernel_source\":\"{}\",\"note\":{},"
+                     "\"group_by_shapes\":{},\"sections\":{{",
                      rep.processes, rep.wallNs, rep.gpuBusyNs, rep.deviceKernels ? "device" : "launch",
-                     rep.cuptiNote.empty() ? "null" : jsonString(rep.cuptiNote));
+                     rep.cuptiNote.empty() ? "null" : jsonString(rep.cuptiNote), rep.opsGroupedByShapes);
   for (std::size_t si = 0; si < sections.size(); ++si) {
     const Section s = sections[si];
     out += fmt::format("{}\n\"{}\":[", si ? "]," : "", kSectionKeys[static_cast<std::size_t>(s)]);
@@ -140,6 +199,16 @@ std::string renderJson(const Report& rep, const std::vector<Section>& sections, 
         }
         continue;
       }
+      if (s == Section::Op) {
+        const bool gpu = rep.deviceKernels;
+        out += fmt::format(",\"shapes\":{},\"calls\":{},\"total_ns\":{},\"self_ns\":{},\"avg_ns\":{},\"min_ns\":{},"
+                           "\"max_ns\":{},\"gpu_total_ns\":{},\"gpu_avg_ns\":{},\"kernels\":{},\"percent\":{}}}",
+                           r.shapes.empty() ? "null" : jsonString(r.shapes), r.calls, r.totalNs, r.selfNs, r.avgNs(), r.minNs,
+                           r.maxNs, gpu ? std::to_string(r.gpuNs) : "null",
+                           opGpuAvg(rep, r) ? std::to_string(opGpuAvgNs(r)) : "null", gpu ? std::to_string(r.kernels) : "null",
+                           percent);
+        continue;
+      }
       if (s == Section::Api) out += ",\"layer\":" + jsonString(r.layer);
       out += fmt::format(",\"calls\":{},\"total_ns\":{},\"self_ns\":{},\"avg_ns\":{},\"min_ns\":{},\"max_ns\":{}", r.calls,
                          r.totalNs, r.selfNs, r.avgNs(), r.minNs, r.maxNs);
@@ -155,7 +224,8 @@ std::string renderJson(const Report& rep, const std::vector<Section>& sections, 
 int reportCommand(int argc, char** argv) {
   Options opts;
   std::string error;
-  if (!parseOptions(argc, argv, {"--by", "--sort", "--limit", "--format", "-o", "--output"}, opts, error)) {
+  if (!parseOptions(argc, argv, {"--by", "--sort", "--limit", "--format", "-o", "--output"}, {"--group-by-shapes"}, opts,
+                    error)) {
     spdlog::error("report: {} (see 'cutrace report --help')", error);
     return kExitUsage;
   }
@@ -163,7 +233,10 @@ int reportCommand(int argc, char** argv) {
     std::fputs(kUsage, stdout);
     return kExitOk;
   }
-  std::vector<Section> sections = {Section::Api, Section::Kernel, Section::Nvtx};
+  std::vector<Section> sections = {Section::Api, Section::Kernel, Section::Nvtx, Section::Op};
+  bool byAll = true;
+  ReadOptions readOptions;
+  readOptions.groupByShapes = opts.has("--group-by-shapes");
   SortKey sort = SortKey::Total;
   std::size_t limit = SIZE_MAX;
   std::string format = "table", output;
@@ -171,6 +244,7 @@ int reportCommand(int argc, char** argv) {
     bool ok = true;
     if (name == "--by") {
       ok = parseSections(value, sections);
+      byAll = value == "all";
     } else if (name == "--sort") {
       ok = parseSortKey(value, sort);
     } else if (name == "--limit") {
@@ -192,10 +266,12 @@ int reportCommand(int argc, char** argv) {
     return kExitUsage;
   }
   Report rep;
-  if (!readTraces(opts.positional, rep, error)) {
+  if (!readTraces(opts.positional, rep, error, readOptions)) {
     spdlog::error("{}", error);
     return kExitBadInput;
   }
+  // A trace without PyTorch ops would only add an empty table to every report.
+  if (byAll && rep.sections[static_cast<std::size_t>(Section::Op)].empty()) sections.pop_back();
   for (auto& rows : rep.sections) {
     const bool kernel = &rows == &rep.sections[static_cast<std::size_t>(Section::Kernel)];
     sortRows(rows, sort, !kernel || rep.deviceKernels);

@@ -24,12 +24,15 @@ constexpr uint64_t kProgressBytes = 100ull << 20;
 // |ts| beyond this (about 31 years in us) cannot come from a trace; it would overflow ns.
 constexpr double kMaxMicros = 1e15;
 
+constexpr uint32_t kNoOp = UINT32_MAX;
+
 struct Span {
   int64_t start;
   int64_t end;
   uint32_t name;
   uint32_t track;  // host thread, or device for kernel spans
   uint8_t rank;    // among equal intervals the outer one first: runtime before driver
+  uint32_t op = kNoOp;  // nvtx spans: index into the op ranges
 };
 
 struct NameHash {
@@ -59,7 +62,73 @@ struct Event {
   double ts = 0, dur = 0;
   int64_t pid = 0, tid = 0;
   bool hasTs = false, hasDur = false, hasTid = false, hasName = false;
+  // PyTorch (emit_nvtx) args: on NVTX op ranges op_seq/stashed_seq/op_id/sizes, on device
+  // work the innermost op around its launch (op, op_id).
+  std::string_view op;
+  uint64_t opId = 0;
+  bool hasOpId = false, hasOpSeq = false, hasSizes = false;
+  std::string sizes;  // compact JSON text of the list, or the string as written
 };
+
+// One NVTX range that is a PyTorch op: where it lives and what kernels can name it by.
+struct OpRange {
+  uint32_t file;
+  int64_t pid;
+  uint32_t name;    // in the op names
+  uint32_t shapes;  // in the shape texts; kNoOp without sizes
+  bool hasOpId;
+  uint64_t opId;
+};
+
+// A device kernel launched inside an op range.
+struct KernelOp {
+  uint32_t file;
+  int64_t pid;
+  uint32_t name;  // in the op names; kNoOp without args.op
+  bool hasOpId;
+  uint64_t opId;
+  int64_t durNs;
+};
+
+// Writes an integer list (nested to any depth, as the tracer copies PyTorch's sizes) as
+// compact JSON, so "[[256], [16, 256]]" and "[[256],[16,256]]" group together.
+simdjson::error_code compactIntegerList(od::value value, std::string& out) {
+  od::array list;
+  if (auto e = value.get_array().get(list)) return e;
+  out += '[';
+  bool first = true;
+  for (auto itemResult : list) {
+    od::value item;
+    if (auto e = std::move(itemResult).get(item)) return e;
+    if (!first) out += ',';
+    first = false;
+    od::json_type type;
+    if (auto e = item.type().get(type)) return e;
+    if (type == od::json_type::array) {
+      if (auto e = compactIntegerList(item, out)) return e;
+      continue;
+    }
+    int64_t n = 0;
+    if (auto e = item.get_int64().get(n)) return e;
+    out += std::to_string(n);
+  }
+  out += ']';
+  return simdjson::SUCCESS;
+}
+
+// args.sizes: an integer list, or a string where PyTorch's text was not one.
+simdjson::error_code readSizes(od::value value, std::string& out) {
+  od::json_type type;
+  if (auto e = value.type().get(type)) return e;
+  if (type == od::json_type::string) {
+    std::string_view text;
+    if (auto e = value.get_string().get(text)) return e;
+    out = text;
+    return simdjson::SUCCESS;
+  }
+  if (type != od::json_type::array) return simdjson::INCORRECT_TYPE;
+  return compactIntegerList(value, out);
+}
 
 // document::at_end() is newer than the simdjson 3.0 we build against; past the last token the
 // location is out of bounds.
@@ -118,18 +187,21 @@ class Aggregator {
     return true;
   }
 
-  void finish(Report& out) {
+  void finish(Report& out, const ReadOptions& options) {
     out.wallNs = 0;
     for (const auto& [key, span] : processes_) out.wallNs += span.second - span.first;
     out.processes = static_cast<uint32_t>(processes_.size());
     if (out.cuptiNote.empty()) out.cuptiNote = cuptiNote_;
-    out.sections[0] = nested(api_, apiNames_, true);
-    out.sections[2] = nested(nvtx_, nvtxNames_, false);
+    std::vector<int64_t> childNs;
+    out.sections[0] = nested(api_, apiNames_, true, childNs);
     for (Row& r : out.sections[0]) {
       if (out.wallNs > 0) r.percent = 100.0 * static_cast<double>(r.totalNs) / static_cast<double>(out.wallNs);
     }
     out.deviceKernels = !kernels_.empty();
     out.gpuBusyNs = kernelRows(out.sections[1]);
+    out.sections[2] = nested(nvtx_, nvtxNames_, false, childNs);
+    out.opsGroupedByShapes = options.groupByShapes;
+    out.sections[3] = opRows(childNs, options.groupByShapes, out);
   }
 
  private:
@@ -196,17 +268,42 @@ class Aggregator {
             od::field arg;
             std::string_view argKey;
             if ((e = std::move(argResult).get(arg)) || (e = arg.unescaped_key().get(argKey))) break;
-            if (argKey == "kernel" && (e = arg.value().get_string().get(ev.kernel))) {
-              key = "args.kernel";
+            if (argKey == "kernel") {
+              e = arg.value().get_string().get(ev.kernel);
+            } else if (argKey == "op") {
+              e = arg.value().get_string().get(ev.op);
+            } else if (argKey == "op_id") {
+              e = arg.value().get_uint64().get(ev.opId);
+              ev.hasOpId = true;
+            } else if (argKey == "op_seq" || argKey == "stashed_seq") {
+              uint64_t seq = 0;
+              e = arg.value().get_uint64().get(seq);
+              ev.hasOpSeq = true;
+            } else if (argKey == "sizes") {
+              e = readSizes(arg.value(), ev.sizes);
+              ev.hasSizes = true;
+            }
+            if (e) {
+              // Static storage: `key` outlives this loop's strings in the message below.
+              static constexpr std::string_view kArgKeys[] = {"args.kernel", "args.op", "args.op_id", "args.op_seq",
+                                                              "args.stashed_seq", "args.sizes"};
+              for (const std::string_view k : kArgKeys) {
+                if (k.substr(5) == argKey) key = k;
+              }
               break;
             }
           }
         }
       }
       if (e == simdjson::INCORRECT_TYPE || e == simdjson::NUMBER_OUT_OF_RANGE) {
-        const bool text = key == "ph" || key == "cat" || key == "name" || key == "args.kernel";
+        const bool text = key == "ph" || key == "cat" || key == "name" || key == "args.kernel" || key == "args.op";
         error = fmt::format("{}: event {}: '{}' is not {}", *path_, index, key,
-                            text ? "a string" : key == "args" ? "an object" : key == "ts" || key == "dur" ? "a number" : "an integer");
+                            text                 ? "a string"
+                            : key == "args"      ? "an object"
+                            : key == "args.sizes" ? "a list of integers or a string"
+                            : key == "ts" || key == "dur" ? "a number"
+                            : key.starts_with("args.") ? "a non-negative integer"
+                                                       : "an integer");
         return false;
       }
       if (e) return fail(error, fmt::format("event {}: field '{}'", index, key), e);
@@ -252,11 +349,20 @@ class Aggregator {
         ++l.count;
       }
     } else if (ev.cat == "nvtx") {
-      nvtx_.push_back({start, end, nvtxNames_.intern(ev.name), thread(ev.pid, ev.tid), 0});
+      uint32_t op = kNoOp;
+      if (ev.hasOpSeq || ev.hasOpId || ev.hasSizes) {
+        op = static_cast<uint32_t>(opRanges_.size());
+        const uint32_t shapes = ev.sizes.empty() ? kNoOp : shapeTexts_.intern(ev.sizes);
+        opRanges_.push_back({file_, ev.pid, opNames_.intern(ev.name), shapes, ev.hasOpId, ev.opId});
+      }
+      nvtx_.push_back({start, end, nvtxNames_.intern(ev.name), thread(ev.pid, ev.tid), 0, op});
     } else if (ev.cat == "kernel") {
       // Device tracks encode the device above bit 22 of the offset from 2^30 (one per stream).
       const int64_t device = ev.tid >= kDeviceTidBase ? (ev.tid - kDeviceTidBase) >> 22 : -1;
       kernels_.push_back({start, end, kernelNames_.intern(ev.name), thread(ev.pid, -1 - device), 0});
+      if (!ev.op.empty() || ev.hasOpId) {
+        kernelOps_.push_back({file_, ev.pid, ev.op.empty() ? kNoOp : opNames_.intern(ev.op), ev.hasOpId, ev.opId, end - start});
+      }
     }
     return true;
   }
@@ -305,11 +411,12 @@ class Aggregator {
 
   // Self time: on each thread, an interval starting inside another is its child (calls and
   // push/pop ranges nest by construction), so a stack over start order finds direct parents.
-  std::vector<Row> nested(std::vector<Span>& spans, const Names& names, bool withLayer) {
+  // `childNs` receives, per span in the sorted order, the time of its direct children.
+  std::vector<Row> nested(std::vector<Span>& spans, const Names& names, bool withLayer, std::vector<int64_t>& childNs) {
     std::stable_sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) {
       return std::tie(a.track, a.start, b.end, a.rank) < std::tie(b.track, b.start, a.end, b.rank);
     });
-    std::vector<int64_t> childNs(spans.size(), 0);
+    childNs.assign(spans.size(), 0);
     std::vector<std::size_t> stack;
     for (std::size_t i = 0; i < spans.size(); ++i) {
       if (i > 0 && spans[i].track != spans[i - 1].track) stack.clear();
@@ -365,9 +472,68 @@ class Aggregator {
     }
     for (Row& r : rows) {
       r.selfNs = r.totalNs;
+      r.gpuNs = r.totalNs;
+      r.kernels = r.calls;
       if (r.calls > 0 && busy > 0) r.percent = 100.0 * static_cast<double>(r.totalNs) / static_cast<double>(busy);
     }
     return busy;
+  }
+
+  // Op rows from the NVTX op ranges (nvtx_ sorted by nested(), `childNs` its result) and the
+  // kernels naming an op. A kernel goes to the range whose op_id it carries, within its file
+  // and process (PyTorch numbers ops per process; should two ranges share a number the first
+  // in the file wins); without such a range, by op name alone, which only a table per name
+  // can do.
+  std::vector<Row> opRows(const std::vector<int64_t>& childNs, bool byShapes, Report& out) {
+    std::vector<Row> rows;
+    std::map<std::pair<uint32_t, uint32_t>, std::size_t> rowOf;  // (name, shapes) -> row
+    const auto row = [&](uint32_t name, uint32_t shapes) -> std::size_t {
+      const auto [it, added] = rowOf.try_emplace({name, byShapes ? shapes : kNoOp}, rows.size());
+      if (added) {
+        rows.emplace_back();
+        rows.back().name = opNames_.names[name];
+        if (byShapes && shapes != kNoOp) rows.back().shapes = shapeTexts_.names[shapes];
+      }
+      return it->second;
+    };
+    std::vector<std::size_t> rangeRow(opRanges_.size(), 0);
+    for (std::size_t i = 0; i < nvtx_.size(); ++i) {
+      const Span& s = nvtx_[i];
+      if (s.op == kNoOp) continue;
+      const OpRange& op = opRanges_[s.op];
+      rangeRow[s.op] = row(op.name, op.shapes);
+      Row& r = rows[rangeRow[s.op]];
+      const int64_t dur = s.end - s.start;
+      r.minNs = r.calls == 0 ? dur : std::min(r.minNs, dur);
+      r.maxNs = r.calls == 0 ? dur : std::max(r.maxNs, dur);
+      r.totalNs += dur;
+      r.selfNs += std::max<int64_t>(0, dur - childNs[i]);
+      ++r.calls;
+    }
+    std::map<std::tuple<uint32_t, int64_t, uint64_t>, std::size_t> rowOfOpId;
+    for (std::size_t i = 0; i < opRanges_.size(); ++i) {
+      const OpRange& op = opRanges_[i];
+      if (op.hasOpId) rowOfOpId.try_emplace({op.file, op.pid, op.opId}, rangeRow[i]);
+    }
+    out.opUnmatchedKernels = 0;
+    for (const KernelOp& k : kernelOps_) {
+      std::size_t r = SIZE_MAX;
+      if (const auto it = k.hasOpId ? rowOfOpId.find({k.file, k.pid, k.opId}) : rowOfOpId.end(); it != rowOfOpId.end()) {
+        r = it->second;
+      } else if (!byShapes && k.name != kNoOp) {
+        r = row(k.name, kNoOp);
+      }
+      if (r == SIZE_MAX) {
+        ++out.opUnmatchedKernels;
+        continue;
+      }
+      rows[r].gpuNs += k.durNs;
+      ++rows[r].kernels;
+    }
+    for (Row& r : rows) {
+      if (out.deviceKernels && out.gpuBusyNs > 0) r.percent = 100.0 * static_cast<double>(r.gpuNs) / static_cast<double>(out.gpuBusyNs);
+    }
+    return rows;
   }
 
  private:
@@ -376,9 +542,11 @@ class Aggregator {
   uint32_t file_ = 0;
   const std::string* path_ = nullptr;
   uint64_t bytes_ = 0;
-  Names apiNames_, nvtxNames_, kernelNames_;
+  Names apiNames_, nvtxNames_, kernelNames_, opNames_, shapeTexts_;
   std::vector<const char*> apiLayer_;
   std::vector<Span> api_, nvtx_, kernels_;
+  std::vector<OpRange> opRanges_;
+  std::vector<KernelOp> kernelOps_;
   std::vector<Launches> launches_;
   std::map<std::pair<uint32_t, int64_t>, std::pair<int64_t, int64_t>> processes_;
   std::map<std::tuple<uint32_t, int64_t, int64_t>, uint32_t> threads_;
@@ -462,10 +630,13 @@ bool readReportRow(od::value value, Row& row) {
     } else if (key == "layer") {
       if (v.get_string().get(s)) return false;
       row.layer = s;
-    } else if (key == "calls" || key == "launches") {
+    } else if (key == "shapes") {
+      if (v.get_string().get(s)) return false;
+      row.shapes = s;
+    } else if (key == "calls" || key == "launches" || key == "kernels") {
       uint64_t n = 0;
       if (v.get_uint64().get(n)) return false;
-      (key == "calls" ? row.calls : row.launches) = n;
+      (key == "calls" ? row.calls : key == "launches" ? row.launches : row.kernels) = n;
     } else if (key == "total_ns") {
       target = &row.totalNs;
     } else if (key == "self_ns") {
@@ -476,6 +647,8 @@ bool readReportRow(od::value value, Row& row) {
       target = &row.maxNs;
     } else if (key == "host_total_ns") {
       target = &row.hostNs;
+    } else if (key == "gpu_total_ns") {
+      target = &row.gpuNs;
     } else if (key == "percent") {
       if (v.get_double().get(row.percent)) return false;
     }
@@ -505,6 +678,11 @@ bool readReport(od::document& doc, const std::string& path, Report& out, std::st
         return false;
       }
       out.deviceKernels = source == "device";
+    } else if (key == "group_by_shapes") {
+      if (field.value().get_bool().get(out.opsGroupedByShapes)) {
+        error = fmt::format("{}: report: 'group_by_shapes' is not a boolean", path);
+        return false;
+      }
     } else if (key == "sections") {
       od::object sections;
       if (field.value().get_object().get(sections)) {
@@ -512,7 +690,7 @@ bool readReport(od::document& doc, const std::string& path, Report& out, std::st
         return false;
       }
       sawSections = true;
-      out.present = {false, false, false};
+      out.present = {};
       for (auto sectionResult : sections) {
         od::field sf;
         std::string_view name;
@@ -549,7 +727,8 @@ bool readReport(od::document& doc, const std::string& path, Report& out, std::st
 }
 
 // After the file is loaded: a `cutrace report --format json` output or a trace, by content.
-bool readTraceOrReportPadded(simdjson::padded_string& text, const std::string& path, Report& out, std::string& error) {
+bool readTraceOrReportPadded(simdjson::padded_string& text, const std::string& path, Report& out, std::string& error,
+                             const ReadOptions& options) {
   od::parser parser;
   od::document doc;
   if (auto e = parser.iterate(text).get(doc)) {
@@ -566,27 +745,27 @@ bool readTraceOrReportPadded(simdjson::padded_string& text, const std::string& p
   }
   Aggregator agg;
   if (!parseTrace(parser, text, agg, path, error)) return false;
-  agg.finish(out);
+  agg.finish(out, options);
   return true;
 }
 
 }  // namespace
 
-bool readTraces(const std::vector<std::string>& paths, Report& out, std::string& error) {
+bool readTraces(const std::vector<std::string>& paths, Report& out, std::string& error, const ReadOptions& options) {
   od::parser parser;
   Aggregator agg;
   for (const std::string& path : paths) {
     simdjson::padded_string text;
     if (!load(path, text, error) || !parseTrace(parser, text, agg, path, error)) return false;
   }
-  agg.finish(out);
+  agg.finish(out, options);
   return true;
 }
 
-bool readTraceOrReport(const std::string& path, Report& out, std::string& error) {
+bool readTraceOrReport(const std::string& path, Report& out, std::string& error, const ReadOptions& options) {
   simdjson::padded_string text;
   if (!load(path, text, error)) return false;
-  return readTraceOrReportPadded(text, path, out, error);
+  return readTraceOrReportPadded(text, path, out, error, options);
 }
 
 bool readTraceText(std::string_view bytes, const std::string& name, Report& out, std::string& error) {
@@ -598,7 +777,7 @@ bool readTraceText(std::string_view bytes, const std::string& name, Report& out,
   od::parser parser;
   Aggregator agg;
   if (!parseTrace(parser, text, agg, name, error)) return false;
-  agg.finish(out);
+  agg.finish(out, {});
   return true;
 }
 
@@ -608,7 +787,7 @@ bool readTraceOrReportText(std::string_view bytes, const std::string& name, Repo
     error = fmt::format("{}: JSON nested deeper than {} levels: not a cutrace trace", name, kMaxDepth);
     return false;
   }
-  return readTraceOrReportPadded(text, name, out, error);
+  return readTraceOrReportPadded(text, name, out, error, {});
 }
 
 bool loadJsonFile(const std::string& path, simdjson::padded_string& text, std::string& error) { return load(path, text, error); }
@@ -617,7 +796,7 @@ bool jsonTooDeep(std::string_view text) { return tooDeep(text); }
 
 bool parseSections(const std::string& by, std::vector<Section>& out) {
   if (by == "all") {
-    out = {Section::Api, Section::Kernel, Section::Nvtx};
+    out = {Section::Api, Section::Kernel, Section::Nvtx, Section::Op};
     return true;
   }
   for (std::size_t i = 0; i < kSectionKeys.size(); ++i) {
@@ -632,7 +811,7 @@ bool parseSections(const std::string& by, std::vector<Section>& out) {
 bool parseSortKey(std::string_view text, SortKey& key) {
   static constexpr std::pair<std::string_view, SortKey> kKeys[] = {
       {"total", SortKey::Total}, {"self", SortKey::Self}, {"calls", SortKey::Calls}, {"avg", SortKey::Avg},
-      {"min", SortKey::Min},     {"max", SortKey::Max},   {"name", SortKey::Name}};
+      {"min", SortKey::Min},     {"max", SortKey::Max},   {"gpu", SortKey::Gpu},   {"name", SortKey::Name}};
   for (const auto& [name, k] : kKeys) {
     if (text == name) {
       key = k;
@@ -643,6 +822,7 @@ bool parseSortKey(std::string_view text, SortKey& key) {
 }
 
 void sortRows(std::vector<Row>& rows, SortKey key, bool deviceKernels) {
+  if (key == SortKey::Gpu && std::none_of(rows.begin(), rows.end(), [](const Row& r) { return r.gpuNs > 0; })) key = SortKey::Total;
   const auto value = [&](const Row& r) -> int64_t {
     const bool host = r.calls == 0 && !deviceKernels;
     switch (key) {
@@ -658,6 +838,8 @@ void sortRows(std::vector<Row>& rows, SortKey key, bool deviceKernels) {
         return host ? r.hostMinNs : r.minNs;
       case SortKey::Max:
         return host ? r.hostMaxNs : r.maxNs;
+      case SortKey::Gpu:
+        return r.gpuNs;
       case SortKey::Name:
         break;
     }
@@ -668,7 +850,7 @@ void sortRows(std::vector<Row>& rows, SortKey key, bool deviceKernels) {
       const int64_t va = value(a), vb = value(b);
       if (va != vb) return va > vb;
     }
-    return a.name < b.name;
+    return std::tie(a.name, a.shapes) < std::tie(b.name, b.shapes);
   });
 }
 
@@ -776,7 +958,14 @@ bool writeOutput(const std::string& path, const std::string& text) {
   return std::fclose(f) == 0 && written;
 }
 
+bool Options::has(std::string_view flag) const { return std::find(flags.begin(), flags.end(), flag) != flags.end(); }
+
 bool parseOptions(int argc, char** argv, const std::vector<std::string_view>& withValue, Options& out, std::string& error) {
+  return parseOptions(argc, argv, withValue, {}, out, error);
+}
+
+bool parseOptions(int argc, char** argv, const std::vector<std::string_view>& withValue,
+                  const std::vector<std::string_view>& flags, Options& out, std::string& error) {
   bool optionsDone = false;
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
@@ -790,6 +979,10 @@ bool parseOptions(int argc, char** argv, const std::vector<std::string_view>& wi
     }
     if (arg == "--help" || arg == "-h") {
       out.help = true;
+      continue;
+    }
+    if (std::find(flags.begin(), flags.end(), arg) != flags.end()) {
+      out.flags.emplace_back(arg);
       continue;
     }
     std::string_view name = arg;

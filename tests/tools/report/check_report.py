@@ -2,7 +2,8 @@
 """Tests of `cutrace report` and `cutrace diff`.
 
 usage: check_report.py CUTRACE FIXTURES MODE [ARGS...]
-  MODE fixtures | malformed | diff | large | pipeline LIBTRACE PIPELINE STANDIN_DIR
+  MODE fixtures | ops | malformed | diff | large | pipeline LIBTRACE PIPELINE STANDIN_DIR
+       | torch LIBTRACE PYTHON TORCH_NAMES_PY LD_LIBRARY_PATH
 Fixture values are hand-computed from the ts/dur in fixtures/*.json (see the comments below).
 """
 import csv
@@ -16,6 +17,7 @@ import tempfile
 CUTRACE, FIXTURES, MODE = sys.argv[1], sys.argv[2], sys.argv[3]
 HOST = os.path.join(FIXTURES, "host_nested.json")
 DEVICE = os.path.join(FIXTURES, "device.json")
+OPS = os.path.join(FIXTURES, "torch_ops.json")
 failures = []
 
 
@@ -109,13 +111,16 @@ def fixtures():
     eq(rc, 0, "csv exit")
     table = list(csv.reader(io.StringIO(out)))
     eq(table[0], ["section", "name", "layer", "calls", "total_ns", "self_ns", "avg_ns", "min_ns", "max_ns", "percent",
-                  "launches", "host_total_ns"], "csv header")
+                  "launches", "host_total_ns", "shapes", "gpu_total_ns", "gpu_avg_ns", "kernels"], "csv header")
     by = {(r[0], r[1]): r for r in table[1:]}
     # Two processes: wall 400 + 340 us; cudaLaunchKernel 3 + 5 calls of the device fixture.
     eq(by[("api", "cudaLaunchKernel")][3:10], ["8", "21000", "17000", "2625", "1000", "5000", "2.84"], "csv merged api row")
-    eq(by[("kernel", "kA(int)")], ["kernel", "kA(int)", "", "", "", "", "", "", "", "", "2", "8000"], "csv launch-only kernel row")
-    eq(by[("kernel", "kA")][3:], ["2", "15000", "", "7500", "5000", "10000", "62.50", "2", "4000"], "csv device kernel row")
-    eq(by[("nvtx", "step")][3:], ["2", "150000", "80000", "75000", "50000", "100000", "", "", ""], "csv nvtx row")
+    eq(by[("kernel", "kA(int)")], ["kernel", "kA(int)", "", "", "", "", "", "", "", "", "2", "8000", "", "", "", ""],
+       "csv launch-only kernel row")
+    eq(by[("kernel", "kA")][3:], ["2", "15000", "", "7500", "5000", "10000", "62.50", "2", "4000", "", "", "", ""],
+       "csv device kernel row")
+    eq(by[("nvtx", "step")][3:], ["2", "150000", "80000", "75000", "50000", "100000", "", "", "", "", "", "", ""], "csv nvtx row")
+    check(not any(r[0] == "op" for r in table[1:]), "no op rows without op ranges")
 
     # Table: human units, note line without device events.
     rc, out, _ = run("report", HOST)
@@ -151,6 +156,126 @@ def fixtures():
     eq(run("report", "-o", "/nonexistent-dir/x.txt", HOST)[0], 4, "unwritable output")
 
 
+OP_FIELDS = ("name", "shapes", "calls", "total_ns", "self_ns", "avg_ns", "gpu_total_ns", "gpu_avg_ns", "kernels", "percent")
+
+
+def op_rows(doc):
+    return [tuple(r[k] for k in OP_FIELDS) for r in doc["sections"]["op"]]
+
+
+def ops():
+    # fixtures/torch_ops.json, thread 1: step [0,100] holds aten::linear [10,50] holding
+    # aten::addmm [12,42] (a CUDA call and the 4 us NVTX range "inner" inside), aten::relu
+    # [55,63], aten::addmm [70,80] on other sizes and aten::addmm [85,91] on the first sizes
+    # written with spaces. Thread 2: AddmmBackward0 [120,140] holding aten::mm [125,135];
+    # evaluate_function: ReluBackward0 [145,154] holding ReluBackward0 [146,153]; aten::cat
+    # [160,162] with sizes as a string. GPU 0 stream 7, back to back (busy 40 us): gemm_a 12
+    # and gemm_b 8 (addmm op_id 2), relu_k 3 (op_id 3), gemm_small 4 (op_id 4), mm_k 6
+    # (op_id 6), fill 5 (no op), relu_named 2 (args.op without op_id); a memcpy naming op_id 2
+    # (not a kernel: not counted).
+    A256, A128 = "[[256],[16,256],[256,256],[],[]]", "[[128],[8,128],[128,128],[],[]]"
+    EVAL = "autograd::engine::evaluate_function: ReluBackward0"
+    doc = report_json("--by", "op", OPS)
+    eq(list(doc["sections"]), ["op"], "--by op gives one section")
+    eq((doc["group_by_shapes"], doc["gpu_busy_ns"], doc["kernel_source"]), (False, 40000, "device"), "op report header")
+    by_name = [
+        ("aten::addmm", None, 3, 46000, 42000, 15333, 24000, 8000, 3, 60.0),
+        ("aten::linear", None, 1, 40000, 10000, 40000, 0, 0, 0, 0.0),
+        ("AddmmBackward0", None, 1, 20000, 10000, 20000, 0, 0, 0, 0.0),
+        ("aten::mm", None, 1, 10000, 10000, 10000, 6000, 6000, 1, 15.0),
+        (EVAL, None, 1, 9000, 2000, 9000, 0, 0, 0, 0.0),
+        # relu_k by op_id, relu_named by name.
+        ("aten::relu", None, 1, 8000, 8000, 8000, 5000, 5000, 2, 12.5),
+        ("ReluBackward0", None, 1, 7000, 7000, 7000, 0, 0, 0, 0.0),
+        ("aten::cat", None, 1, 2000, 2000, 2000, 0, 0, 0, 0.0),
+    ]
+    eq(op_rows(doc), by_name, "op rows by name (step and inner are not ops)")
+    eq(sum(r["gpu_total_ns"] for r in doc["sections"]["op"]), (12 + 8 + 3 + 4 + 6 + 2) * 1000,
+       "op GPU totals add up to every kernel naming an op")
+    eq(sum(r["kernels"] for r in doc["sections"]["op"]), 6, "op kernel counts add up")
+    nvtx = rows(report_json("--by", "nvtx", OPS), "nvtx")
+    eq((nvtx["aten::addmm"]["self_ns"], nvtx["step"]["self_ns"]), (42000, 36000), "op self time = NVTX self time")
+
+    doc = report_json("--by", "op", "--group-by-shapes", OPS)
+    eq(doc["group_by_shapes"], True, "group_by_shapes in json")
+    by_shapes = [
+        ("aten::linear", "[[16,256],[256,256],[256]]", 1, 40000, 10000, 40000, 0, 0, 0, 0.0),
+        # Two calls: spaces in the written sizes do not split the group.
+        ("aten::addmm", A256, 2, 36000, 32000, 18000, 20000, 10000, 2, 50.0),
+        ("AddmmBackward0", None, 1, 20000, 10000, 20000, 0, 0, 0, 0.0),
+        ("aten::addmm", A128, 1, 10000, 10000, 10000, 4000, 4000, 1, 10.0),
+        ("aten::mm", "[[16,256],[256,256]]", 1, 10000, 10000, 10000, 6000, 6000, 1, 15.0),
+        (EVAL, None, 1, 9000, 2000, 9000, 0, 0, 0, 0.0),
+        ("aten::relu", "[[16,256]]", 1, 8000, 8000, 8000, 3000, 3000, 1, 7.5),
+        ("ReluBackward0", "[[16,256]]", 1, 7000, 7000, 7000, 0, 0, 0, 0.0),
+        ("aten::cat", "[[2, 3], TensorList]", 1, 2000, 2000, 2000, 0, 0, 0, 0.0),
+    ]
+    eq(op_rows(doc), by_shapes, "op rows by name and shapes")
+    eq(sum(r["gpu_total_ns"] for r in doc["sections"]["op"]), 33000,
+       "grouped GPU totals: the kernels matched by op_id (relu_named has no shapes to go to)")
+    rc, out, _ = run("report", "--by", "op", "--group-by-shapes", OPS)
+    check(rc == 0 and "By PyTorch op and input shapes (GPU busy 40.000 us)" in out and "Input shapes" in out
+          and "[[128],[8,128],[128,128],[],[]]" in out
+          and "note: 1 kernel launched in ops matched no op range by op_id (shapes unknown)" in out,
+          f"grouped op table: {out!r}")
+    rc, out, _ = run("report", "--by", "op", OPS)
+    check(rc == 0 and "By PyTorch op (GPU busy 40.000 us)" in out and "Input shapes" not in out and "note:" not in out,
+          f"op table: {out!r}")
+
+    rc, out, _ = run("report", "--by", "op", "--group-by-shapes", "--format", "csv", OPS)
+    table = list(csv.reader(io.StringIO(out)))
+    eq(table[2], ["op", "aten::addmm", "", "2", "36000", "32000", "18000", "6000", "30000", "50.00", "", "", A256, "20000",
+                  "10000", "2"], "csv grouped op row")
+    eq(table[3][12], "", "csv op row without sizes: empty shapes")
+    rc, out, _ = run("report", "--by", "op", "--format", "csv", OPS)
+    eq(list(csv.reader(io.StringIO(out)))[1],
+       ["op", "aten::addmm", "", "3", "46000", "42000", "15333", "6000", "30000", "60.00", "", "", "", "24000", "8000", "3"],
+       "csv op row")
+
+    # --by all: op only with op ranges; sorting, limit; two files are two processes whose op_ids
+    # do not meet.
+    eq(list(report_json(OPS)["sections"]), ["api", "kernel", "nvtx", "op"], "--by all with op ranges")
+    eq(list(report_json(HOST, DEVICE)["sections"]), ["api", "kernel", "nvtx"], "--by all without op ranges")
+    eq(report_json("--by", "op", HOST)["sections"], {"op": []}, "--by op without op ranges: empty")
+    eq([r["name"] for r in report_json("--by", "op", "--sort", "gpu", OPS)["sections"]["op"]],
+       ["aten::addmm", "aten::mm", "aten::relu", "AddmmBackward0", "ReluBackward0", "aten::cat", "aten::linear", EVAL],
+       "--sort gpu, ties by name")
+    eq([r["name"] for r in report_json("--by", "kernel", "--sort", "gpu", "--limit", "3", OPS)["sections"]["kernel"]],
+       ["gemm_a", "gemm_b", "mm_k"], "--sort gpu on kernels")
+    eq([r["name"] for r in report_json("--by", "api", "--sort", "gpu", HOST)["sections"]["api"]],
+       [r["name"] for r in report_json("--by", "api", HOST)["sections"]["api"]], "--sort gpu without GPU time: as total")
+    eq([(r["name"], r["shapes"]) for r in report_json("--by", "op", "--group-by-shapes", "--sort", "name", "--limit", "3",
+                                                      OPS)["sections"]["op"]],
+       [("AddmmBackward0", None), ("ReluBackward0", "[[16,256]]"), ("aten::addmm", A128)], "sort name, ties by shapes")
+    doc = report_json("--by", "op", OPS, OPS)
+    eq(op_rows(doc)[0], ("aten::addmm", None, 6, 92000, 84000, 15333, 48000, 8000, 6, 60.0), "two files: op rows doubled")
+
+    # Without device events: GPU columns empty, a note.
+    with tempfile.TemporaryDirectory() as tmp:
+        host_only = os.path.join(tmp, "host_only.json")
+        with open(OPS) as f:
+            trace = json.load(f)
+        trace["traceEvents"] = [e for e in trace["traceEvents"] if e.get("cat") not in ("kernel", "memcpy")]
+        trace["metadata"]["cupti"] = {"state": "off", "reason": "no GPU"}
+        with open(host_only, "w") as f:
+            json.dump(trace, f)
+        doc = report_json("--by", "op", host_only)
+        eq(op_rows(doc)[0], ("aten::addmm", None, 3, 46000, 42000, 15333, None, None, None, None), "op row without device")
+        rc, out, _ = run("report", "--by", "op", host_only)
+        check(rc == 0 and "note: no device kernel events (GPU times need CUPTI and a GPU); host times only (CUPTI off: no GPU)"
+              in out and " - " in out, f"op table without device events: {out!r}")
+        rc, out, _ = run("report", "--by", "op", "--format", "csv", host_only)
+        eq(list(csv.reader(io.StringIO(out)))[1][13:], ["", "", ""], "csv op row without device: empty GPU columns")
+        # Determinism, every format and grouping.
+        for fmt in ("table", "csv", "json"):
+            for extra in ([], ["--group-by-shapes"]):
+                a = run("report", "--by", "all", "--format", fmt, *extra, OPS, HOST)
+                check(a == run("report", "--by", "all", "--format", fmt, *extra, OPS, HOST) and a[0] == 0,
+                      f"deterministic op {fmt} {extra}")
+    check("--group-by-shapes" in run("report", "--help")[1] and "--group-by-shapes" in run("diff", "--help")[1],
+          "--help names --group-by-shapes")
+
+
 def malformed():
     with open(HOST, "rb") as f:
         good = f.read()
@@ -176,6 +301,15 @@ def malformed():
         "deep_args.json": b'{"traceEvents":[{"ph":"X","cat":"nvtx","name":"a","tid":1,"ts":1,"dur":1,"args":'
                           + b'{"a":' * 5000 + b"1" + b"}" * 5000 + b"}]}",
     }
+    # PyTorch op args the report reads follow the rule of every field it reads: the wrong type
+    # is malformed input (a string for sizes is what the tracer writes for non-integer lists).
+    op_event = b'{"traceEvents":[{"ph":"X","cat":"%s","name":"aten::add","tid":1,"ts":1,"dur":1,"args":{%s}}]}'
+    for name, cat, args in (("sizes_number", b"nvtx", b'"sizes":5'), ("sizes_object", b"nvtx", b'"sizes":{"a":1}'),
+                            ("sizes_float", b"nvtx", b'"sizes":[[1.5]]'), ("sizes_bool", b"nvtx", b'"sizes":[true]'),
+                            ("op_id_string", b"nvtx", b'"op_id":"7"'), ("op_id_negative", b"nvtx", b'"op_id":-1'),
+                            ("op_seq_float", b"nvtx", b'"op_seq":1.5'), ("stashed_seq_null", b"nvtx", b'"stashed_seq":null'),
+                            ("kernel_op_number", b"kernel", b'"op":5'), ("kernel_op_id_string", b"kernel", b'"op_id":"2"')):
+        cases[name + ".json"] = op_event % (cat, args)
     with tempfile.TemporaryDirectory() as tmp:
         for name, content in cases.items():
             path = os.path.join(tmp, name)
@@ -188,6 +322,18 @@ def malformed():
                 check(out == "", f"{cmd[0]} {name}: nothing on stdout")
         rc, _, err = run("report", os.path.join(tmp, "missing.json"))
         check(rc == 3 and "missing.json" in err, "missing file")
+        rc, _, err = run("report", os.path.join(tmp, "op_id_string.json"))
+        check("'args.op_id' is not a non-negative integer" in err, f"op_id message: {err!r}")
+        rc, _, err = run("report", os.path.join(tmp, "sizes_number.json"))
+        check("'args.sizes' is not a list of integers or a string" in err, f"sizes message: {err!r}")
+    # Args the report does not read may be anything.
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "odd_args.json")
+        with open(path, "wb") as f:
+            f.write(b'{"traceEvents":[{"ph":"X","cat":"nvtx","name":"aten::add","tid":1,"ts":1,"dur":1,'
+                    b'"args":{"op_id":3,"input_op_ids":{"x":1},"backward":"yes","sizes":[]}}]}')
+        doc = report_json("--by", "op", "--group-by-shapes", path)
+        eq(op_rows(doc), [("aten::add", "[]", 1, 1000, 1000, 1000, None, None, None, None)], "unread op args ignored")
 
 
 def diff():
@@ -253,6 +399,42 @@ def diff():
         rc, out, _ = run("diff", extra, HOST)
         check(rc == 0 and any(l.startswith("cuCtxSynchronize") and "gone" in l for l in out.splitlines()), "gone row, no regression")
 
+        # Op rows: host time, keyed by name (and shapes when grouped). aten::addmm on sizes 128
+        # 10 -> 14 us (still ending before the next addmm): by name 46 -> 50 us (+8.7%), by
+        # shapes 10 -> 14 us (+40%).
+        with open(OPS) as f:
+            text = f.read()
+        old = '"ts":70.000,"dur":10.000'
+        assert old in text
+        slow_op = os.path.join(tmp, "slow_op.json")
+        with open(slow_op, "w") as f:
+            f.write(text.replace(old, '"ts":70.000,"dur":14.000'))
+        rc, out, _ = run("diff", OPS, slow_op, "--by", "op", "--format", "json", "--threshold", "5")
+        doc = json.loads(out)
+        eq((rc, [(r["section"], r["name"], r["shapes"], r["base_ns"], r["new_ns"], r["regressed"]) for r in doc["rows"]]),
+           (1, [("op", "aten::addmm", None, 46000, 50000, True)]), "op diff by name")
+        eq(run("diff", OPS, slow_op, "--by", "op")[0], 0, "by name +8.7% is under the default 10%")
+        rc, out, _ = run("diff", OPS, slow_op, "--by", "op", "--group-by-shapes", "--format", "json")
+        doc = json.loads(out)
+        eq((rc, doc["compared"], [(r["name"], r["shapes"], r["base_ns"], r["new_ns"], r["delta_pct"]) for r in doc["rows"]]),
+           (1, 9, [("aten::addmm", "[[128],[8,128],[128,128],[],[]]", 10000, 14000, 40.0)]), "op diff by shapes")
+        rc, out, _ = run("diff", OPS, slow_op, "--by", "op", "--group-by-shapes")
+        check(rc == 1 and any(l.startswith("aten::addmm [[128],[8,128],[128,128],[],[]]") and "REGRESSED" in l
+                              for l in out.splitlines()), f"op diff table names the shapes: {out!r}")
+        rc, out, _ = run("diff", OPS, slow_op, "--by", "nvtx", "--format", "json")
+        eq([(r["section"], r["name"]) for r in json.loads(out)["rows"]], [("nvtx", "aten::addmm")],
+           "the op's NVTX row changes too (diff compares totals: step's is the same)")
+        grouped_report = os.path.join(tmp, "grouped.json")
+        eq(run("report", "--format", "json", "--group-by-shapes", "-o", grouped_report, OPS)[0], 0, "write grouped report")
+        eq(run("diff", grouped_report, OPS, "--group-by-shapes")[0], 0, "grouped report vs trace grouped alike")
+        rc, _, err = run("diff", grouped_report, OPS)
+        check(rc == 2 and "grouped by input shapes" in err, f"grouped report vs trace by name: usage error: {err!r}")
+        eq(run("diff", grouped_report, OPS, "--by", "kernel")[0], 0, "grouping does not matter without op rows compared")
+        eq(run("diff", grouped_report, slow_op, "--group-by-shapes")[0], 1, "grouped report vs slowed trace")
+        plain_report = os.path.join(tmp, "plain.json")
+        eq(run("report", "--format", "json", "-o", plain_report, HOST)[0], 0, "write report without op ranges")
+        eq(run("diff", plain_report, OPS, "--by", "op")[0], 0, "report without op section: op rows not compared")
+
         for bad in ([HOST], [HOST, HOST, HOST], [HOST, HOST, "--threshold", "x"], [HOST, HOST, "--format", "csv"]):
             eq(run("diff", *bad)[0], 2, f"diff usage {bad}")
         eq(run("diff", "--help")[0], 0, "diff --help")
@@ -316,10 +498,52 @@ def pipeline(libtrace, program, standin):
         rc, out, _ = run("report", traces[0])
         check(rc == 0 and "note: no device kernel events" in out, "pipeline table note")
         eq(run("diff", traces[0], traces[0])[0], 0, "pipeline trace vs itself")
+        eq(list(doc["sections"]), ["api", "kernel", "nvtx"], "no op table without PyTorch ranges")
+
+
+def torch(libtrace, python, script, libpath):
+    # tests/e2e/programs/torch_names.py: emit_nvtx range names of one training step, no GPU.
+    with tempfile.TemporaryDirectory() as tmp:
+        env = dict(os.environ, LD_PRELOAD=libtrace, LD_LIBRARY_PATH=libpath, CUTRACE_OUTPUT=tmp, CUTRACE_STACKS="off")
+        p = subprocess.run([python, script], env=env, capture_output=True)
+        eq(p.returncode, 0, f"torch_names.py ran ({p.stderr.decode()})")
+        traces = [os.path.join(tmp, f) for f in os.listdir(tmp) if f.endswith(".trace.json")]
+        eq(len(traces), 1, "one trace")
+        if len(traces) != 1:
+            return
+        doc = report_json(traces[0])
+        eq(list(doc["sections"]), ["api", "kernel", "nvtx", "op"], "op table in --by all")
+        ops = rows(report_json("--by", "op", traces[0]), "op")
+        # Every range but "step" names an op; aten::mul runs on two threads. Evaluate_function
+        # ranges carry only op_id, AddmmBackward0 only a stashed seq: still ops.
+        want = {"aten::linear": 1, "aten::addmm": 1, "aten::relu": 1, "aten::sum": 1, "aten::mul": 2,
+                "autograd::engine::evaluate_function: SumBackward0": 1, "SumBackward0": 1,
+                "autograd::engine::evaluate_function: ReluBackward0": 1, "ReluBackward0": 1,
+                "aten::threshold_backward": 1, "AddmmBackward0": 1, "aten::mm": 1, "ThresholdBackwardBackward0": 1,
+                "MulBackward0": 1}
+        eq({k: v["calls"] for k, v in ops.items()}, want, "torch op rows")
+        nvtx = rows(report_json("--by", "nvtx", traces[0]), "nvtx")
+        for name in want:
+            eq((ops[name]["total_ns"], ops[name]["self_ns"]), (nvtx[name]["total_ns"], nvtx[name]["self_ns"]),
+               f"{name}: host figures of its NVTX ranges")
+        eq(ops["aten::linear"]["self_ns"], ops["aten::linear"]["total_ns"] - ops["aten::addmm"]["total_ns"],
+           "linear self = total minus the nested addmm")
+        check(all(r["gpu_total_ns"] is None and r["kernels"] is None and r["shapes"] is None for r in ops.values()),
+              "no device events: GPU fields null")
+        grouped = report_json("--by", "op", "--group-by-shapes", traces[0])["sections"]["op"]
+        shapes = {(r["name"], r["shapes"]): r["calls"] for r in grouped}
+        eq(shapes[("aten::addmm", "[[256],[16,256],[256,256],[],[]]")], 1, "addmm shapes, compact")
+        eq(shapes[("aten::threshold_backward", "[[16,256],[16,256],[]]")], 1, "threshold_backward shapes")
+        eq(shapes[("SumBackward0", "[[]]")], 1, "SumBackward0 shapes")
+        eq(shapes[("aten::mul", None)], 2, "aten::mul: no sizes on either thread")
+        eq(sum(shapes.values()), sum(want.values()), "grouping keeps every call")
+        eq(run("diff", traces[0], traces[0], "--group-by-shapes")[0], 0, "torch trace vs itself")
 
 
 if MODE == "fixtures":
     fixtures()
+elif MODE == "ops":
+    ops()
 elif MODE == "malformed":
     malformed()
 elif MODE == "diff":
@@ -328,6 +552,8 @@ elif MODE == "large":
     large()
 elif MODE == "pipeline":
     pipeline(*sys.argv[4:7])
+elif MODE == "torch":
+    torch(*sys.argv[4:8])
 else:
     sys.exit(f"unknown mode {MODE}")
 print(f"{len(failures)} failed" if failures else "ok")
