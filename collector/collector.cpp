@@ -445,6 +445,15 @@ void Collector::disable(const char* why) {
   warnOnce(line);
 }
 
+bool Collector::isOwnHandler(void (*handler)(int)) { return handler == onTerminatingSignal; }
+
+void Collector::hideOwnHandler(int sig, struct sigaction& old) {
+  if ((sig != SIGINT && sig != SIGTERM) || (old.sa_flags & SA_SIGINFO) || old.sa_handler != onTerminatingSignal) return;
+  old.sa_handler = SIG_DFL;
+  old.sa_flags = 0;
+  sigemptyset(&old.sa_mask);
+}
+
 void Collector::finishBeforeExit() {
   Globals& gl = g();
   if (gl.init.load() != InitState::Done || syscall(SYS_getpid) != gl.pid) return;
