@@ -457,6 +457,9 @@ void Collector::hideOwnHandler(int sig, struct sigaction& old) {
 void Collector::finishBeforeExit() {
   Globals& gl = g();
   if (gl.init.load() != InitState::Done || syscall(SYS_getpid) != gl.pid) return;
+  // Nothing recorded in this image (a forked child on its way to exec, a shell): nothing to
+  // write, and nothing should run between a fork and an exec that does not have to.
+  if (!gl.drainStarted.load()) return;
   finish();
 }
 
