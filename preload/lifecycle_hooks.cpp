@@ -11,6 +11,8 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+
+#include <atomic>
 #include <signal.h>
 #include <stdarg.h>
 #include <sys/syscall.h>
@@ -20,10 +22,23 @@
 
 namespace {
 
+// The next definition of `name` (glibc's, or a sanitizer's interceptor before ours), looked up
+// on first use. No function-local static: its guard would call __cxa_guard_acquire, which
+// sanitizer runtimes intercept and which may run here before they are initialised (their
+// start-up calls sigaction). A race only looks the same symbol up twice.
 template <typename F>
-F nextFunction(const char* name) {
-  return reinterpret_cast<F>(dlsym(RTLD_NEXT, name));
+F nextFunction(std::atomic<void*>& slot, const char* name) {
+  void* p = slot.load(std::memory_order_relaxed);
+  if (p == nullptr) {
+    p = dlsym(RTLD_NEXT, name);
+    slot.store(p, std::memory_order_relaxed);
+  }
+  return reinterpret_cast<F>(p);
 }
+
+#define CUTRACE_NEXT(type, name)                 \
+  static std::atomic<void*> next_##name{nullptr}; \
+  const auto real = nextFunction<type>(next_##name, #name)
 
 constexpr int kMaxListArgs = 4096;
 
@@ -35,14 +50,14 @@ extern char** environ;
 
 // cutrace's own SIGINT/SIGTERM handler stays invisible to the program (collector.h).
 __attribute__((visibility("default"))) int sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
-  static auto real = nextFunction<int (*)(int, const struct sigaction*, struct sigaction*)>("sigaction");
+  CUTRACE_NEXT(int (*)(int, const struct sigaction*, struct sigaction*), sigaction);
   const int rc = real(sig, act, old);
   if (rc == 0 && old != nullptr) cutrace::Collector::hideOwnHandler(sig, *old);
   return rc;
 }
 
 __attribute__((visibility("default"))) sighandler_t signal(int sig, sighandler_t handler) {
-  static auto real = nextFunction<sighandler_t (*)(int, sighandler_t)>("signal");
+  CUTRACE_NEXT(sighandler_t (*)(int, sighandler_t), signal);
   const sighandler_t old = real(sig, handler);
   return cutrace::Collector::isOwnHandler(old) ? SIG_DFL : old;
 }
@@ -58,31 +73,31 @@ __attribute__((visibility("default"), noreturn)) void _Exit(int status) {
 }
 
 __attribute__((visibility("default"))) int execve(const char* path, char* const argv[], char* const envp[]) {
-  static auto real = nextFunction<int (*)(const char*, char* const*, char* const*)>("execve");
+  CUTRACE_NEXT(int (*)(const char*, char* const*, char* const*), execve);
   cutrace::Collector::finishBeforeExit();
   return real(path, argv, envp);
 }
 
 __attribute__((visibility("default"))) int execv(const char* path, char* const argv[]) {
-  static auto real = nextFunction<int (*)(const char*, char* const*)>("execv");
+  CUTRACE_NEXT(int (*)(const char*, char* const*), execv);
   cutrace::Collector::finishBeforeExit();
   return real(path, argv);
 }
 
 __attribute__((visibility("default"))) int execvp(const char* file, char* const argv[]) {
-  static auto real = nextFunction<int (*)(const char*, char* const*)>("execvp");
+  CUTRACE_NEXT(int (*)(const char*, char* const*), execvp);
   cutrace::Collector::finishBeforeExit();
   return real(file, argv);
 }
 
 __attribute__((visibility("default"))) int execvpe(const char* file, char* const argv[], char* const envp[]) {
-  static auto real = nextFunction<int (*)(const char*, char* const*, char* const*)>("execvpe");
+  CUTRACE_NEXT(int (*)(const char*, char* const*, char* const*), execvpe);
   cutrace::Collector::finishBeforeExit();
   return real(file, argv, envp);
 }
 
 __attribute__((visibility("default"))) int fexecve(int fd, char* const argv[], char* const envp[]) {
-  static auto real = nextFunction<int (*)(int, char* const*, char* const*)>("fexecve");
+  CUTRACE_NEXT(int (*)(int, char* const*, char* const*), fexecve);
   cutrace::Collector::finishBeforeExit();
   return real(fd, argv, envp);
 }
