@@ -23,6 +23,8 @@
 #include "collector/symbolizer.h"
 
 extern char** environ;
+// Defined by the preload (preload/signal_hooks.cpp); a unit test binary has its own definition.
+extern "C" __attribute__((weak)) void (*cutraceOwnSignalHandler)(int);
 
 namespace cutrace {
 
@@ -297,6 +299,8 @@ void onTerminatingSignal(int sig) {
 }
 
 void installSignalHandlers() {
+  // The preload's sigaction/signal report this handler as SIG_DFL (preload/signal_hooks.cpp).
+  if (&cutraceOwnSignalHandler != nullptr) cutraceOwnSignalHandler = onTerminatingSignal;
   for (int sig : {SIGINT, SIGTERM}) {
     struct sigaction old {};
     if (sigaction(sig, nullptr, &old) != 0 || old.sa_handler != SIG_DFL || (old.sa_flags & SA_SIGINFO)) continue;
@@ -443,15 +447,6 @@ void Collector::disable(const char* why) {
   char line[256];
   snprintf(line, sizeof(line), "%s; tracing disabled\n", why);
   warnOnce(line);
-}
-
-bool Collector::isOwnHandler(void (*handler)(int)) { return handler == onTerminatingSignal; }
-
-void Collector::hideOwnHandler(int sig, struct sigaction& old) {
-  if ((sig != SIGINT && sig != SIGTERM) || (old.sa_flags & SA_SIGINFO) || old.sa_handler != onTerminatingSignal) return;
-  old.sa_handler = SIG_DFL;
-  old.sa_flags = 0;
-  sigemptyset(&old.sa_mask);
 }
 
 void Collector::finishBeforeExit() {

@@ -16,8 +16,6 @@
 #include <cstdint>
 #include <cstring>
 
-#include <signal.h>
-
 #include "collector/clock.h"
 #include "collector/config.h"
 #include "collector/name_table.h"
@@ -134,12 +132,6 @@ class Collector {
   // like finish(), unless this is not the process that initialised (a vfork child shares the
   // parent's memory and must not touch it).
   static void finishBeforeExit();
-
-  // The program must not see cutrace's SIGINT/SIGTERM handler: a disposition read back (by
-  // sigaction or signal) that is cutrace's is reported as SIG_DFL, which is what the program
-  // would have seen (Python, for one, installs its KeyboardInterrupt handler only over SIG_DFL).
-  static void hideOwnHandler(int sig, struct sigaction& old);
-  static bool isOwnHandler(void (*handler)(int));
 
   // Absolute path of the library that contains the collector (for NVTX_INJECTION64_PATH).
   static const char* libraryPath();

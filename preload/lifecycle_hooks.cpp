@@ -1,5 +1,4 @@
-// Signal dispositions read by the program (cutrace's own handler reads as SIG_DFL), and the ends
-// of a process image that skip atexit handlers and destructors: _exit/_Exit (Python's
+// Ends of a process image that skip atexit handlers and destructors: _exit/_Exit (Python's
 // os._exit, multiprocessing and DataLoader workers, children after fork) and the exec family
 // (launchers, shells). The collector writes the trace first; then the call proceeds as glibc
 // would have made it. After exec the new image loads the preload again (LD_PRELOAD is
@@ -13,7 +12,6 @@
 #include <errno.h>
 
 #include <atomic>
-#include <signal.h>
 #include <stdarg.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -47,20 +45,6 @@ constexpr int kMaxListArgs = 4096;
 extern "C" {
 
 extern char** environ;
-
-// cutrace's own SIGINT/SIGTERM handler stays invisible to the program (collector.h).
-__attribute__((visibility("default"))) int sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
-  CUTRACE_NEXT(int (*)(int, const struct sigaction*, struct sigaction*), sigaction);
-  const int rc = real(sig, act, old);
-  if (rc == 0 && old != nullptr) cutrace::Collector::hideOwnHandler(sig, *old);
-  return rc;
-}
-
-__attribute__((visibility("default"))) sighandler_t signal(int sig, sighandler_t handler) {
-  CUTRACE_NEXT(sighandler_t (*)(int, sighandler_t), signal);
-  const sighandler_t old = real(sig, handler);
-  return cutrace::Collector::isOwnHandler(old) ? SIG_DFL : old;
-}
 
 __attribute__((visibility("default"), noreturn)) void _exit(int status) {
   cutrace::Collector::finishBeforeExit();

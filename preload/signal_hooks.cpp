@@ -1,0 +1,60 @@
+// sigaction and signal, interposed so the program never sees cutrace's SIGINT/SIGTERM handler:
+// a disposition read back that is cutrace's reads as SIG_DFL, which is what the program would
+// have seen (Python, for one, installs its KeyboardInterrupt handler only over SIG_DFL).
+//
+// Built without sanitizer instrumentation and linked as an object of libtrace.so (an archive
+// member would lose its export to --exclude-libs): sanitizer runtimes call sigaction while they
+// initialise, before instrumented code can run. Hence also no function-local statics (their
+// guards are intercepted) and no calls into the collector: the handler to hide is published in
+// a plain pointer.
+
+#include <dlfcn.h>
+#include <signal.h>
+
+#include <atomic>
+
+extern "C" {
+
+// Set by the collector when it installs its handler (collector.cpp).
+__attribute__((visibility("hidden"))) void (*cutraceOwnSignalHandler)(int) = nullptr;
+
+}  // extern "C"
+
+namespace {
+
+std::atomic<void*> nextSigaction{nullptr};
+std::atomic<void*> nextSignal{nullptr};
+
+void* next(std::atomic<void*>& slot, const char* name) {
+  void* p = slot.load(std::memory_order_relaxed);
+  if (p == nullptr) {
+    p = dlsym(RTLD_NEXT, name);
+    slot.store(p, std::memory_order_relaxed);
+  }
+  return p;
+}
+
+bool own(void (*handler)(int)) { return handler != nullptr && handler == cutraceOwnSignalHandler; }
+
+}  // namespace
+
+extern "C" {
+
+__attribute__((visibility("default"))) int sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
+  auto real = reinterpret_cast<int (*)(int, const struct sigaction*, struct sigaction*)>(next(nextSigaction, "sigaction"));
+  const int rc = real(sig, act, old);
+  if (rc == 0 && old != nullptr && !(old->sa_flags & SA_SIGINFO) && own(old->sa_handler)) {
+    old->sa_handler = SIG_DFL;
+    old->sa_flags = 0;
+    sigemptyset(&old->sa_mask);
+  }
+  return rc;
+}
+
+__attribute__((visibility("default"))) sighandler_t signal(int sig, sighandler_t handler) {
+  auto real = reinterpret_cast<sighandler_t (*)(int, sighandler_t)>(next(nextSignal, "signal"));
+  const sighandler_t old = real(sig, handler);
+  return own(old) ? SIG_DFL : old;
+}
+
+}  // extern "C"
