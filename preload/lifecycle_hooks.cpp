@@ -20,10 +20,9 @@
 
 namespace {
 
-// The next definition of `name` (glibc's, or a sanitizer's interceptor before ours), looked up
-// on first use. No function-local static: its guard would call __cxa_guard_acquire, which
-// sanitizer runtimes intercept and which may run here before they are initialised (their
-// start-up calls sigaction). A race only looks the same symbol up twice.
+// The next definition of `name` (glibc's, or a sanitizer's interceptor), looked up on first use
+// into a constant-initialised slot: a guarded function-local static would call
+// __cxa_guard_acquire, which sanitizer runtimes intercept. A race only looks it up twice.
 template <typename F>
 F nextFunction(std::atomic<void*>& slot, const char* name) {
   void* p = slot.load(std::memory_order_relaxed);
@@ -38,13 +37,11 @@ F nextFunction(std::atomic<void*>& slot, const char* name) {
   static std::atomic<void*> next_##name{nullptr}; \
   const auto real = nextFunction<type>(next_##name, #name)
 
-constexpr int kMaxListArgs = 4096;
+constexpr int kMaxListArgs = 1024;  // execl* beyond this fail with E2BIG (the array is on the stack)
 
 }  // namespace
 
 extern "C" {
-
-extern char** environ;
 
 __attribute__((visibility("default"), noreturn)) void _exit(int status) {
   cutrace::Collector::finishBeforeExit();
