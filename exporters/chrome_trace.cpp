@@ -181,21 +181,29 @@ class ChromeWriter {
       const ThreadTrack& t = data_.threads[static_cast<std::size_t>(link.thread)];
       const Event& host = t.events[link.event];
       const char* name = d.kind == DeviceKind::Kernel ? "launch" : d.kind == DeviceKind::Memcpy ? "copy" : "set";
-      for (int end = 0; end < 2; ++end) {
-        sep();
-        out_.put(end ? "{\"ph\":\"f\",\"bp\":\"e\"" : "{\"ph\":\"s\"");
-        out_.put(",\"cat\":\"flow\",\"name\":\"");
-        out_.put(name);
-        out_.put("\",\"id\":");
-        out_.putUint(d.correlation);
-        out_.put(",\"pid\":");
-        out_.putUint(data_.meta.pid);
-        out_.put(",\"tid\":");
-        out_.putUint(end ? deviceTrackId(d.device, d.stream) : t.tid);
-        out_.put(",\"ts\":");
-        out_.putMicros(end ? data_.monotonicToTraceNs(d.start) : data_.toTraceNs(host.start) + 1);
-        out_.put('}');
-      }
+      writeFlow("flow", name, d.correlation, t.tid, data_.toTraceNs(host.start) + 1, deviceTrackId(d.device, d.stream),
+                data_.monotonicToTraceNs(d.start));
+    }
+  }
+
+  // One arrow: "s" on (tid0, ts0), "f" binding to the enclosing slice on (tid1, ts1).
+  void writeFlow(const char* cat, const char* name, uint64_t id, uint64_t tid0, int64_t ts0, uint64_t tid1, int64_t ts1) {
+    for (int end = 0; end < 2; ++end) {
+      sep();
+      out_.put(end ? "{\"ph\":\"f\",\"bp\":\"e\"" : "{\"ph\":\"s\"");
+      out_.put(",\"cat\":\"");
+      out_.put(cat);
+      out_.put("\",\"name\":\"");
+      out_.put(name);
+      out_.put("\",\"id\":");
+      out_.putUint(id);
+      out_.put(",\"pid\":");
+      out_.putUint(data_.meta.pid);
+      out_.put(",\"tid\":");
+      out_.putUint(end ? tid1 : tid0);
+      out_.put(",\"ts\":");
+      out_.putMicros(end ? ts1 : ts0);
+      out_.put('}');
     }
   }
 
@@ -203,39 +211,19 @@ class ChromeWriter {
   // Ids live above CUPTI's 32-bit correlation ids so every flow id stays unique.
   void writeTorchFlows() {
     uint64_t id = uint64_t{1} << 40;
-    auto flow = [&](const char* cat, const char* name, uint64_t tid0, int64_t ts0, uint64_t tid1, int64_t ts1) {
-      for (int end = 0; end < 2; ++end) {
-        sep();
-        out_.put(end ? "{\"ph\":\"f\",\"bp\":\"e\"" : "{\"ph\":\"s\"");
-        out_.put(",\"cat\":\"");
-        out_.put(cat);
-        out_.put("\",\"name\":\"");
-        out_.put(name);
-        out_.put("\",\"id\":");
-        out_.putUint(id);
-        out_.put(",\"pid\":");
-        out_.putUint(data_.meta.pid);
-        out_.put(",\"tid\":");
-        out_.putUint(end ? tid1 : tid0);
-        out_.put(",\"ts\":");
-        out_.putMicros(end ? ts1 : ts0);
-        out_.put('}');
-      }
-      ++id;
-    };
     for (const auto& [from, to] : torch_.forwardToBackward) {
       const ThreadTrack& ft = data_.threads[static_cast<std::size_t>(from.thread)];
       const ThreadTrack& bt = data_.threads[static_cast<std::size_t>(to.thread)];
-      flow("autograd", "forward->backward", ft.tid, data_.toTraceNs(ft.events[from.event].start), bt.tid,
-           data_.toTraceNs(bt.events[to.event].start));
+      writeFlow("autograd", "forward->backward", id++, ft.tid, data_.toTraceNs(ft.events[from.event].start), bt.tid,
+                data_.toTraceNs(bt.events[to.event].start));
     }
     for (std::size_t i = 0; i < torch_.opOfDevice.size(); ++i) {
       const EventRef op = torch_.opOfDevice[i];
       if (op.thread < 0) continue;
       const ThreadTrack& t = data_.threads[static_cast<std::size_t>(op.thread)];
       const DeviceEvent& d = data_.device[i];
-      flow("op", "op->device", t.tid, data_.toTraceNs(t.events[op.event].start), deviceTrackId(d.device, d.stream),
-           data_.monotonicToTraceNs(d.start));
+      writeFlow("op", "op->device", id++, t.tid, data_.toTraceNs(t.events[op.event].start),
+                deviceTrackId(d.device, d.stream), data_.monotonicToTraceNs(d.start));
     }
   }
 
