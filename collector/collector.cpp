@@ -179,11 +179,6 @@ void drainPass() {
     TraceMeta& meta = gl.store->data().meta;
     if (!gl.journalMeta) {
       fillProcessMeta(meta);
-      meta.pid = static_cast<uint32_t>(getpid());
-      meta.capture = capture::describe();
-      meta.clockSource = Clock::sourceName();
-      meta.originMonotonicNs = Clock::startAnchor().monotonicNs;
-      meta.realtimeMinusMonotonicNs = Clock::realtimeMinusMonotonicNs();
       gl.journalMeta = true;
     }
     gl.journal->append(gl.store->data(), gl.config, Clock::startAnchor(), gl.lastAnchor, !Clock::usesTsc());
@@ -312,7 +307,13 @@ void installSignalHandlers() {
   }
 }
 
+// What the journal and the final trace both record about the process and its clock.
 void fillProcessMeta(TraceMeta& meta) {
+  meta.pid = static_cast<uint32_t>(getpid());
+  meta.capture = capture::describe();
+  meta.clockSource = Clock::sourceName();
+  meta.originMonotonicNs = Clock::startAnchor().monotonicNs;
+  meta.realtimeMinusMonotonicNs = Clock::realtimeMinusMonotonicNs();
   meta.exe = program_invocation_short_name;
   meta.commandLine.clear();
   std::ifstream cmdline("/proc/self/cmdline", std::ios::binary);
@@ -475,14 +476,9 @@ void Collector::finish() {
     gl.store->finalize(end.ticks);
     TraceData& data = gl.store->data();
     TraceMeta& meta = data.meta;
-    meta.pid = static_cast<uint32_t>(getpid());
-    meta.clockSource = Clock::sourceName();
-    meta.originMonotonicNs = Clock::startAnchor().monotonicNs;
-    meta.endMonotonicNs = end.monotonicNs;
-    meta.realtimeMinusMonotonicNs = Clock::realtimeMinusMonotonicNs();
-    meta.ticks = TickConverter(Clock::startAnchor(), end, !Clock::usesTsc());
     fillProcessMeta(meta);
-    meta.capture = capture::describe();
+    meta.endMonotonicNs = end.monotonicNs;
+    meta.ticks = TickConverter(Clock::startAnchor(), end, !Clock::usesTsc());
     data.stackInfo.unwinder = stacks::unwinderName();
     data.stackInfo.python = stacks::pythonStatus();
     data.stackInfo.depth = gl.config.stacks == StackMode::Off ? 0 : gl.config.stackDepth;
