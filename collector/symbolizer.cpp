@@ -106,16 +106,20 @@ std::string executablePath() {
   return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
 }
 
-std::string demangled(const char* name) {
-  int status = 0;
-  char* out = abi::__cxa_demangle(name, nullptr, nullptr, &status);
-  if (status != 0 || out == nullptr) return name;
-  std::string s(out);
-  free(out);
-  return s;
-}
-
 }  // namespace
+
+std::string demangle(const std::string& name) {
+  if (name.size() < 2 || name[0] != '_' || name[1] != 'Z') return name;
+  int status = 0;
+  char* out = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status);
+  if (status != 0 || out == nullptr) {
+    free(out);
+    return name;
+  }
+  std::string result(out);
+  free(out);
+  return result;
+}
 
 void Symbolizer::refreshModules() {
   std::vector<Module> found;
@@ -180,7 +184,7 @@ const std::string& Symbolizer::frameName(uint64_t returnAddress) {
     }
     const ElfSymbols::Symbol* s = m->symbols ? m->symbols->find(pc - m->bias) : nullptr;
     if (s != nullptr) {
-      name = demangled(s->name);
+      name = demangle(s->name);
     } else {
       char off[32];
       snprintf(off, sizeof(off), "+0x%llx", static_cast<unsigned long long>(pc - m->bias));

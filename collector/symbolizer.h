@@ -19,6 +19,9 @@
 
 namespace cutrace {
 
+// A C++ symbol name demangled; names that are not mangled ("_Z...") come back as they are.
+std::string demangle(const std::string& name);
+
 class Symbolizer {
  public:
   Symbolizer();

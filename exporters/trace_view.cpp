@@ -1,7 +1,5 @@
 #include "exporters/trace_view.h"
 
-#include <cxxabi.h>
-#include <stdlib.h>
 
 #include <algorithm>
 #include <unordered_map>
@@ -74,19 +72,6 @@ std::vector<HostLink> linkDeviceToHost(const TraceData& data) {
     }
   }
   return links;
-}
-
-std::string demangle(const std::string& name) {
-  if (name.size() < 2 || name[0] != '_' || name[1] != 'Z') return name;
-  int status = 0;
-  char* out = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status);
-  if (status != 0 || out == nullptr) {
-    free(out);
-    return name;
-  }
-  std::string result(out);
-  free(out);
-  return result;
 }
 
 const std::string& Demangler::operator()(const TraceData& data, uint32_t stringId) {

@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "collector/symbolizer.h"
 #include "collector/trace_data.h"
 
 namespace cutrace {
@@ -24,7 +25,6 @@ class Demangler {
   std::unordered_map<uint32_t, std::string> cache_;
 };
 
-std::string demangle(const std::string& name);
 
 // For each TraceData::device event, the host API event that launched it: the outermost CUDA
 // call on the thread of the CUPTI API record with the same correlation id, overlapping it in
