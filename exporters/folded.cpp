@@ -128,6 +128,5 @@ void writeFolded(const std::map<std::string, FoldWeights>& folded, FoldWeight we
   }
 }
 
-void writeFolded(const TraceData& data, Sink& out) { writeFolded(foldStacks(data), FoldWeight::HostTime, out); }
 
 }  // namespace cutrace

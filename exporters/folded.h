@@ -37,7 +37,6 @@ enum class FoldWeight { HostTime, Calls, GpuTime };
 // Writes one weighting; lines of weight 0 are left out of the calls and GPU files (a stack
 // without device work has no GPU line).
 void writeFolded(const std::map<std::string, FoldWeights>& folded, FoldWeight weight, Sink& out);
-void writeFolded(const TraceData& data, Sink& out);  // host time, default options
 
 // A frame name made safe for the format: ';' becomes ':', control bytes become spaces, bytes
 // that are not valid UTF-8 become U+FFFD, an empty name becomes "[empty]".

@@ -233,7 +233,7 @@ TEST_CASE("folded file: sorted lines, one space, integer microseconds, zero weig
   b.api(1, test::kCudaFree, 2, 4000, 4100);
   b.pop(1, 5000, 0);
   Sink out;
-  writeFolded(b.finish(5000), out);
+  writeFolded(foldStacks(b.finish(5000)), FoldWeight::HostTime, out);
   REQUIRE(out.text() ==
           "a:b c 2\n"
           "a:b c;cudaDeviceSynchronize 3\n"
