@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <climits>
 #include <cstdio>
@@ -37,71 +38,35 @@ namespace {
 constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
 constexpr std::size_t kTopRows = 5;
 
-bool digitsIn(std::string_view v, uint64_t lo, uint64_t hi) {
-  if (v.empty() || v.size() > 12 || v.find_first_not_of("0123456789") != std::string_view::npos) return false;
-  uint64_t n = 0;
-  for (char c : v) n = n * 10 + static_cast<uint64_t>(c - '0');
-  return n >= lo && n <= hi;
+// Every CUTRACE_* variable of the preload's own table is an option of the same name:
+// CUTRACE_STACK_DEPTH is --stack-depth. Values are checked by the preload's own parser, so run
+// can neither accept what the preload would refuse nor refuse what it takes. CUTRACE_OUTPUT is
+// -o/--output (run reads the directory afterwards); CUTRACE_ENABLE=0 would make run pointless.
+bool isOption(const ConfigVariable& v) {
+  return std::string_view(v.name) != "CUTRACE_OUTPUT" && std::string_view(v.name) != "CUTRACE_ENABLE";
 }
 
-// The preload's size syntax (digits, optional K/M/G, optional i and B), a power of two in range.
-bool ringSize(std::string_view v) {
-  std::size_t i = 0;
-  uint64_t n = 0;
-  for (; i < v.size() && v[i] >= '0' && v[i] <= '9' && i < 12; ++i) n = n * 10 + static_cast<uint64_t>(v[i] - '0');
-  if (i == 0) return false;
-  if (i < v.size()) {
-    const char s = v[i];
-    const unsigned shift = (s == 'k' || s == 'K') ? 10 : (s == 'm' || s == 'M') ? 20 : (s == 'g' || s == 'G') ? 30 : 0;
-    if (shift != 0) {
-      n <<= shift;
-      ++i;
-    }
-  }
-  if (i < v.size() && (v[i] == 'i' || v[i] == 'I')) ++i;
-  if (i < v.size() && (v[i] == 'b' || v[i] == 'B')) ++i;
-  return i == v.size() && n >= (16u << 10) && n <= (1u << 30) && (n & (n - 1)) == 0;
+std::string optionOf(const ConfigVariable& v) {
+  std::string option = "--";
+  for (const char* p = v.name + std::strlen("CUTRACE_"); *p != '\0'; ++p)
+    option += *p == '_' ? '-' : static_cast<char>(std::tolower(static_cast<unsigned char>(*p)));
+  return option;
 }
 
-bool stackDepth(std::string_view v) { return digitsIn(v, 1, 128); }
-bool drainMs(std::string_view v) { return digitsIn(v, 1, 10000); }
-bool nonEmpty(std::string_view v) { return !v.empty(); }
-
-// One option, one preload variable. `accepted` doubles as the list of valid words when
-// `valid` is null, so the message and the check cannot disagree.
-struct EnvOption {
-  std::string_view option;
-  const char* variable;
-  const char* accepted;
-  bool (*valid)(std::string_view);
-  const char* help;
-};
-
-constexpr EnvOption kEnvOptions[] = {
-    {"--stacks", "CUTRACE_STACKS", "off|launches|calls", nullptr, "call stacks at every CUDA call, launches only, or none"},
-    {"--stack-depth", "CUTRACE_STACK_DEPTH", "1 to 128", stackDepth, "frames kept per stack (default 32)"},
-    {"--unwind", "CUTRACE_UNWIND", "auto|libunwind|fp", nullptr, "stack unwinder"},
-    {"--python", "CUTRACE_PYTHON", "auto|off", nullptr, "Python frames in stacks"},
-    {"--cupti", "CUTRACE_CUPTI", "auto|on|off", nullptr, "device timeline through CUPTI"},
-    {"--nvtx", "CUTRACE_NVTX", "on|off", nullptr, "record NVTX ranges"},
-    {"--capture", "CUTRACE_CAPTURE", "a capture spec (see the README)", nonEmpty, "what to record, e.g. cuda-profiler-api, nvtx:NAME"},
-    {"--ring-size", "CUTRACE_RING_SIZE", "a power of two from 16K to 1G", ringSize, "per-thread ring (default 1M)"},
-    {"--drain-ms", "CUTRACE_DRAIN_MS", "1 to 10000", drainMs, "drain interval (default 20)"},
-    {"--log", "CUTRACE_LOG", "off|error|warn|info|debug", nullptr, "what the preload writes on stderr"},
-    {"--folded-nvtx", "CUTRACE_FOLDED_NVTX", "on|off", nullptr, "NVTX ranges as frames in the folded stacks"},
-    {"--max-memory", "CUTRACE_MAX_MEMORY", "a size of at least 1M", nonEmpty, "cap on the events kept per process (default 2G)"},
-    {"--journal", "CUTRACE_JOURNAL", "on|off", nullptr, "keep a journal so killed processes can be recovered"},
-};
-
-bool validValue(const EnvOption& o, std::string_view v) {
-  if (o.valid != nullptr) return o.valid(v);
-  std::string_view words = o.accepted;
-  while (!words.empty()) {
-    const std::size_t bar = words.find('|');
-    if (words.substr(0, bar) == v) return true;
-    words.remove_prefix(bar == std::string_view::npos ? words.size() : bar + 1);
+const ConfigVariable* variableOfOption(std::string_view option) {
+  for (std::size_t i = 0; i < configVariableCount(); ++i) {
+    const ConfigVariable& v = configVariable(i);
+    if (isOption(v) && optionOf(v) == option) return &v;
   }
-  return false;
+  return nullptr;
+}
+
+bool preloadAccepts(const ConfigVariable& v, const std::string& value) {
+  const std::string entry = fmt::format("{}={}", v.name, value);
+  const char* env[] = {entry.c_str(), nullptr};
+  ConfigError error;
+  parseConfig(env, error);
+  return !error.failed();
 }
 
 void usage(std::FILE* out) {
@@ -111,8 +76,10 @@ void usage(std::FILE* out) {
                "what each process recorded and where the time went.\n\n"
                "options:\n"
                "  -o, --output DIR   where the traces go (default $CUTRACE_OUTPUT or ./cutrace-out)\n");
-  for (const EnvOption& o : kEnvOptions) {
-    std::fprintf(out, "  %-18s %s [%s]\n", fmt::format("{} V", o.option).c_str(), o.help, o.accepted);
+  for (std::size_t i = 0; i < configVariableCount(); ++i) {
+    const ConfigVariable& v = configVariable(i);
+    if (!isOption(v)) continue;
+    std::fprintf(out, "  %-18s %s\n  %-18s V: %s\n", fmt::format("{} V", optionOf(v)).c_str(), v.meaning, "", v.accepted);
   }
   std::fprintf(out,
                "  --libtrace PATH    the preload library (default: found beside this cutrace)\n"
@@ -175,11 +142,8 @@ bool parseRunOptions(int argc, char** argv, RunOptions& opts, std::string& error
       if (!flag(opts.merge)) return false;
       continue;
     }
-    const EnvOption* envOption = nullptr;
-    for (const EnvOption& o : kEnvOptions) {
-      if (o.option == name) envOption = &o;
-    }
-    const bool known = envOption != nullptr || name == "-o" || name == "--output" || name == "--libtrace";
+    const ConfigVariable* variable = variableOfOption(name);
+    const bool known = variable != nullptr || name == "-o" || name == "--output" || name == "--libtrace";
     if (!known) {
       error = fmt::format("unknown option '{}' (options go before the command; '--' ends them)", name);
       return false;
@@ -191,13 +155,13 @@ bool parseRunOptions(int argc, char** argv, RunOptions& opts, std::string& error
       }
       value = argv[++i];
     }
-    if (envOption != nullptr) {
-      if (!validValue(*envOption, value)) {
-        error = fmt::format("{} '{}': expected {}", name, value, envOption->accepted);
+    if (variable != nullptr) {
+      if (!preloadAccepts(*variable, value)) {
+        error = fmt::format("{} '{}': expected {}", name, value, variable->accepted);
         return false;
       }
-      std::erase_if(opts.env, [&](const auto& kv) { return kv.first == envOption->variable; });  // the last one wins
-      opts.env.emplace_back(envOption->variable, value);
+      std::erase_if(opts.env, [&](const auto& kv) { return kv.first == variable->name; });  // the last one wins
+      opts.env.emplace_back(variable->name, value);
     } else if (name == "--libtrace") {
       opts.libtrace = value;
     } else {

@@ -157,7 +157,9 @@ def bad_options():
         cases = [["--stacks", "sometimes"], ["--stack-depth", "0"], ["--stack-depth", "129"], ["--unwind", "magic"],
                  ["--python", "on"], ["--cupti", "maybe"], ["--nvtx", "2"], ["--ring-size", "1000"], ["--ring-size", "2G"],
                  ["--drain-ms", "0"], ["--drain-ms", "10001"], ["--log", "loud"], ["--folded-nvtx", "x"],
-                 ["--capture", "whenever"], ["--bogus"], ["--stacks"], ["--quiet=1"], ["--libtrace", "/nonexistent/libtrace.so"]]
+                 ["--capture", "whenever"], ["--capture", "schedule:1,2"], ["--clock", "sundial"], ["--max-memory", "512K"],
+                 ["--journal", "maybe"], ["--enable", "0"], ["--bogus"], ["--stacks"], ["--quiet=1"],
+                 ["--libtrace", "/nonexistent/libtrace.so"]]
         for c in cases:
             rc, stdout, stderr = run(["-o", tmp] + c + cmd)
             eq(rc, 2, f"{c}: exit 2 ({stderr.strip()})")
@@ -172,12 +174,20 @@ def bad_options():
         eq(run([])[0], 2, "no command: exit 2")
         rc, stdout, _ = run(["--help"])
         check(rc == 0 and "usage: cutrace run" in stdout, "--help")
+        # The options come from the preload's own table of settings, which the README documents:
+        # each documented CUTRACE_X but ENABLE and OUTPUT (that one is -o) is an option --x.
+        readme = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../../README.md")).read()
+        documented = set(re.findall(r"^\| `CUTRACE_([A-Z_]+)`", readme, re.M)) - {"ENABLE", "OUTPUT"}
+        offered = set(re.findall(r"^  --([a-z-]+) V ", stdout, re.M))
+        eq(offered, {d.lower().replace("_", "-") for d in documented}, "options of --help = settings in the README")
         # Good values pass: every option at once, spelled both ways.
         rc, stdout, stderr = run(["-o", tmp, "--stacks=launches", "--stack-depth", "8", "--unwind", "fp", "--python", "off",
                                   "--cupti", "off", "--nvtx", "on", "--capture", "all", "--ring-size", "64K", "--drain-ms", "5",
-                                  "--log", "warn", "--folded-nvtx", "off", "--", "sh", "-c", "env | grep ^CUTRACE_ | sort"])
+                                  "--log", "warn", "--folded-nvtx", "off", "--clock", "monotonic", "--max-memory", "64M",
+                                  "--journal", "off", "--", "sh", "-c", "env | grep ^CUTRACE_ | sort"])
         eq(rc, 0, f"valid options run ({stderr.strip()})")
-        eq(stdout.split(), sorted(["CUTRACE_CAPTURE=all", "CUTRACE_CUPTI=off", "CUTRACE_DRAIN_MS=5", "CUTRACE_FOLDED_NVTX=off",
+        eq(stdout.split(), sorted(["CUTRACE_CAPTURE=all", "CUTRACE_CLOCK=monotonic", "CUTRACE_CUPTI=off", "CUTRACE_DRAIN_MS=5",
+                                   "CUTRACE_FOLDED_NVTX=off", "CUTRACE_JOURNAL=off", "CUTRACE_MAX_MEMORY=64M",
                                    "CUTRACE_LOG=warn", "CUTRACE_NVTX=on", f"CUTRACE_OUTPUT={tmp}", "CUTRACE_PYTHON=off",
                                    "CUTRACE_RING_SIZE=64K", "CUTRACE_STACKS=launches", "CUTRACE_STACK_DEPTH=8", "CUTRACE_UNWIND=fp"]),
            "each option sets exactly its variable")
