@@ -367,13 +367,13 @@ void Cupti::collect(TraceData& data, const NameTable& names) {
   data.cupti.kernels = s.kernels;
 }
 
-bool Cupti::programRegistersCallbacks(void*, void*, int*) {
+void Cupti::programRegistersCallbacks() {
   State& s = st();
   {
     std::lock_guard<std::mutex> lock(s.mutex);
     s.programRegistered = true;
   }
-  if (!s.on.load(std::memory_order_acquire)) return false;
+  if (!s.on.load(std::memory_order_acquire)) return;
   // The program starts its own profiler (torch.profiler) while cutrace's session is on. Sharing
   // CUPTI's activity session with it was measured not to work (torch.profiler got no CUDA
   // records whatever cutrace left out), so cutrace hands CUPTI over: its records so far are
@@ -392,7 +392,6 @@ bool Cupti::programRegistersCallbacks(void*, void*, int*) {
   s.handedOver = true;
   s.reason = "handed CUPTI over to the program's own profiler after " + std::to_string(s.device.size()) +
              " device records; later device work is in that profiler's output";
-  return false;
 }
 
 void Cupti::programDisabled(int) {

@@ -56,8 +56,8 @@ class Cupti {
   // cutrace hands CUPTI over: flushes and disables what it recorded, finalizes CUPTI, and
   // the program's registration then attaches it afresh; cutrace stays host-only from then on.
   // If the program registered first, cutrace never starts its session (host-only).
-  // Returns true when the call must not reach CUPTI (never today: registration always does).
-  static bool programRegistersCallbacks(void* request, void* complete, int* result);
+  // Called before the registration reaches CUPTI, which it always does.
+  static void programRegistersCallbacks();
   static void programDisabled(int kind);
   // True when cutrace's session is on: the preload then skips the real cuptiFinalize.
   static bool programFinalizing();

@@ -37,10 +37,7 @@ Fn real(const char* name) {
 
 extern "C" __attribute__((visibility("default"))) CUptiResult cuptiActivityRegisterCallbacks(
     CUpti_BuffersCallbackRequestFunc request, CUpti_BuffersCallbackCompleteFunc complete) {
-  int result = CUPTI_SUCCESS;
-  if (cutrace::tls::busy == 0 &&
-      cutrace::Cupti::programRegistersCallbacks(reinterpret_cast<void*>(request), reinterpret_cast<void*>(complete), &result))
-    return static_cast<CUptiResult>(result);
+  if (cutrace::tls::busy == 0) cutrace::Cupti::programRegistersCallbacks();
   auto fn = real<decltype(&cuptiActivityRegisterCallbacks)>("cuptiActivityRegisterCallbacks");
   return fn != nullptr ? fn(request, complete) : CUPTI_ERROR_NOT_INITIALIZED;
 }
