@@ -12,20 +12,12 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from checks import check, eq, finish  # noqa: E402
+
 CUTRACE, FIXTURES, CASE = sys.argv[1], sys.argv[2], sys.argv[3]
 R0 = os.path.join(FIXTURES, "train-100-rank0.trace.json")
 R1 = os.path.join(FIXTURES, "train-100-rank1.trace.json")
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what)
-
-
-def eq(got, want, what):
-    check(got == want, f"{what}: got {got!r}, want {want!r}")
 
 
 def run(*args, env=None):
@@ -182,7 +174,4 @@ elif CASE == "real":
     real(*sys.argv[4:7])
 else:
     sys.exit(f"unknown case {CASE}")
-if failures:
-    print(f"{len(failures)} check(s) failed")
-    sys.exit(1)
-print("OK")
+finish()

@@ -14,26 +14,18 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from checks import check, eq, finish  # noqa: E402
+
 CUTRACE, FIXTURES, MODE = sys.argv[1], sys.argv[2], sys.argv[3]
 HOST = os.path.join(FIXTURES, "host_nested.json")
 DEVICE = os.path.join(FIXTURES, "device.json")
 OPS = os.path.join(FIXTURES, "torch_ops.json")
-failures = []
 
 
 def run(*args, env=None):
     p = subprocess.run([CUTRACE, *args], capture_output=True, env=env)
     return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what)
-
-
-def eq(got, want, what):
-    check(got == want, f"{what}: got {got!r}, want {want!r}")
 
 
 def report_json(*args):
@@ -556,5 +548,4 @@ elif MODE == "torch":
     torch(*sys.argv[4:8])
 else:
     sys.exit(f"unknown mode {MODE}")
-print(f"{len(failures)} failed" if failures else "ok")
-sys.exit(1 if failures else 0)
+finish()

@@ -12,18 +12,10 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from checks import check, eq, finish  # noqa: E402
+
 CUTRACE, LIBTRACE, CASE = os.path.abspath(sys.argv[1]), os.path.realpath(sys.argv[2]), sys.argv[3]
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what)
-
-
-def eq(got, want, what):
-    check(got == want, f"{what}: got {got!r}, want {want!r}")
 
 
 def run(args, env=None, **kw):
@@ -203,7 +195,4 @@ elif CASE in ("pipeline", "pipeline_merge"):
     pipeline(sys.argv[4], sys.argv[5], CASE == "pipeline_merge")
 else:
     sys.exit(f"unknown case {CASE}")
-if failures:
-    print(f"{len(failures)} check(s) failed")
-    sys.exit(1)
-print("OK")
+finish()
