@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <string>
 #include <unordered_map>
 
+#include "exporters/frame_names.h"
 #include "exporters/torch_ops.h"
 #include "exporters/trace_view.h"
 
@@ -411,16 +413,27 @@ class ChromeWriter {
     }
     // The calling code, innermost frame first; only the outermost call of a nest carries it.
     const uint32_t stack = stackIdOf(e);
-    if (stack != 0 && stack < data_.stacks.size() && !data_.stacks[stack].empty()) {
-      out_.put(",\"stack\":[");
+    if (stack != 0 && stack < data_.stacks.size() && !data_.stacks[stack].empty()) out_.put(stackJson(stack));
+  }
+
+  // `,"stack":[...]` of a stack id, rendered once: a stack recurs on every call made from the
+  // same place.
+  const std::string& stackJson(uint32_t stack) {
+    if (stackJson_.size() < data_.stacks.size()) stackJson_.resize(data_.stacks.size());
+    std::string& json = stackJson_[stack];
+    if (json.empty()) {
+      Sink text;
+      text.put(",\"stack\":[");
       bool first = true;
       for (uint32_t frame : data_.stacks[stack]) {
-        if (!first) out_.put(',');
+        if (!first) text.put(',');
         first = false;
-        putJsonString(out_, data_.strings.get(frame));
+        putJsonString(text, shownFrameName(data_.strings.get(frame)));
       }
-      out_.put(']');
+      text.put(']');
+      json = text.text();
     }
+    return json;
   }
 
   void writeEvent(const ThreadTrack& t, const Event& e) {
@@ -564,6 +577,7 @@ class ChromeWriter {
   Demangler demangle_;
   std::vector<HostLink> links_;
   TorchLinks torch_;
+  std::vector<std::string> stackJson_;  // by stack id; empty until first written
   bool first_ = true;
 };
 

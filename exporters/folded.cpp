@@ -61,6 +61,17 @@ std::map<std::string, FoldWeights> foldStacks(const TraceData& data, const FoldO
       gpuNs[static_cast<uint64_t>(links[i].thread) << 32 | links[i].event] += d.end > d.start ? d.end - d.start : 0;
     }
   }
+  // The frames of each stack id as one folded segment, root first, built once: a stack
+  // recurs on every call made from the same place.
+  std::vector<std::string> stackSegments(data.stacks.size());
+  auto stackSegment = [&](uint32_t id) -> const std::string& {
+    std::string& segment = stackSegments[id];
+    if (segment.empty()) {
+      const std::vector<uint32_t>& frames = data.stacks[id];
+      for (auto f = frames.rbegin(); f != frames.rend(); ++f) appendFrame(segment, data.strings.get(*f));
+    }
+    return segment;
+  };
   for (std::size_t ti = 0; ti < data.threads.size(); ++ti) {
     const ThreadTrack& t = data.threads[ti];
     std::string path;
@@ -90,9 +101,9 @@ std::map<std::string, FoldWeights> foldStacks(const TraceData& data, const FoldO
         appendFrame(path, parseTorchRange(text, op) ? op.name : std::string_view(text));
       } else {
         const uint32_t stackId = stackIdOf(e);
-        if (!insideApi && stackId != 0 && stackId < data.stacks.size()) {
-          const std::vector<uint32_t>& frames = data.stacks[stackId];
-          for (auto f = frames.rbegin(); f != frames.rend(); ++f) appendFrame(path, data.strings.get(*f));
+        if (!insideApi && stackId != 0 && stackId < data.stacks.size() && !data.stacks[stackId].empty()) {
+          if (!path.empty()) path += ';';
+          path += stackSegment(stackId);
         }
         const HookDescriptor& hook = data.hooks[e.hook];
         appendFrame(path, hook.displayName);

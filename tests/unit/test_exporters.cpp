@@ -8,6 +8,7 @@
 
 #include "exporters/chrome_trace.h"
 #include "exporters/folded.h"
+#include "exporters/frame_names.h"
 #include "trace_builder.h"
 
 using namespace cutrace;
@@ -224,6 +225,81 @@ TEST_CASE("chrome trace: args.stack innermost first on the outermost call only",
                         "cudaDeviceSynchronize:other_site<main<",
                     });
   REQUIRE(uint64_t(doc["metadata"]["stacks"]["distinct"]) == 2);
+}
+
+TEST_CASE("shown frame names: long template and parameter lists elided, the rest exact", "[chrome][stacks]") {
+  const std::string lambda = "main::{lambda(std::__cxx11::basic_string<char, std::char_traits<char>, "
+                             "std::allocator<char> > const&)#1}::operator()() const";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"app::middle<int>(int)", "app::middle<int>(int)"},
+      {"int app::middle<long>(long)", "int app::middle<long>(long)"},
+      {"std::thread::_State_impl<std::thread::_Invoker<std::tuple<main::{lambda()#1}> > >::_M_run()",
+       "std::thread::_State_impl<\u2026>::_M_run()"},
+      {"(anonymous namespace)::worker(std::__cxx11::basic_string<char, std::char_traits<char>, "
+       "std::allocator<char> > const&, long, int)",
+       "(anonymous namespace)::worker(\u2026)"},
+      {"bool std::less<void>::operator()<at::Tensor const&, at::Tensor const&>(at::Tensor const&, "
+       "at::Tensor const&) const",
+       "bool std::less<void>::operator()<\u2026>(\u2026) const"},
+      {lambda, "main::{lambda(\u2026)#1}::operator()() const"},
+      {"std::vector<int, std::allocator<int> >::operator[](unsigned long)",
+       "std::vector<int, std::allocator<int> >::operator[](unsigned long)"},
+      {"operator<<(std::ostream&, int)", "operator<<(std::ostream&, int)"},
+      {"x::operator<(x const&) const", "x::operator<(x const&) const"},
+      {"x::operator->() const", "x::operator->() const"},
+      // Python frames and other non-C++ text stay as they are, however long.
+      {"forward (/usr/lib/python3.11/site-packages/torch/nn/modules/module.py:1736)",
+       "forward (/usr/lib/python3.11/site-packages/torch/nn/modules/module.py:1736)"},
+      {"<module> (train.py:3)", "<module> (train.py:3)"},
+      {"Model.<locals>.step (train.py:12)", "Model.<locals>.step (train.py:12)"},
+      {"libfoo.so+0x1a2b", "libfoo.so+0x1a2b"},
+      {"broken<int, (unbalanced", "broken<int, (unbalanced"},
+      {"", ""},
+  };
+  for (const auto& [name, shown] : cases) {
+    INFO(name);
+    REQUIRE(shownFrameName(name) == shown);
+  }
+  const std::string ellipsis = "\u2026";
+  const std::string longName = shownFrameName(std::string(1000, 'a'));
+  REQUIRE(longName == std::string(kShownFrameBytes - ellipsis.size(), 'a') + ellipsis);
+  // Cut at a character boundary: two bytes of 'a' then two-byte characters, so that byte 253
+  // (where the cut would fall) is the second byte of one.
+  std::string wide = "aa";
+  for (int i = 0; i < 200; ++i) wide += "\xc3\xa9";
+  const std::string cut = shownFrameName(wide);
+  REQUIRE(cut.size() <= kShownFrameBytes);
+  REQUIRE(cut.size() == kShownFrameBytes - 1);
+  REQUIRE(cut.substr(cut.size() - ellipsis.size()) == ellipsis);
+  REQUIRE((cut.size() - ellipsis.size() - 2) % 2 == 0);
+}
+
+TEST_CASE("chrome trace: args.stack shows elided names, the folded stacks keep them whole", "[chrome][stacks][folded]") {
+  TraceBuilder b;
+  const std::string full = "void run<std::function<void (int, long, std::string const&)> >(std::function<void "
+                           "(int, long, std::string const&)> const&)";
+  b.defineStack(1, {full.c_str(), "main"});
+  b.api(3, test::kCudaDeviceSynchronize, 1, 100, 200, 0, 1);
+  b.api(3, test::kCudaDeviceSynchronize, 2, 300, 400, 0, 1);
+  TraceData& d = b.finish(500);
+  const std::string text = chrome(d);
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  REQUIRE(parser.parse(text).get(doc) == simdjson::SUCCESS);
+  int withStack = 0;
+  for (simdjson::dom::object e : doc["traceEvents"].get_array()) {
+    simdjson::dom::array frames;
+    if (e["args"]["stack"].get(frames) != simdjson::SUCCESS) continue;
+    ++withStack;
+    std::vector<std::string> names;
+    for (std::string_view f : frames) names.emplace_back(f);
+    REQUIRE(names == std::vector<std::string>{"void run<\u2026>(\u2026)", "main"});
+  }
+  REQUIRE(withStack == 2);
+  const auto folded = foldStacks(d);
+  REQUIRE(folded.size() == 1);
+  REQUIRE(folded.begin()->first == "main;" + full + ";cudaDeviceSynchronize");
+  REQUIRE(folded.begin()->second.calls == 2);
 }
 
 TEST_CASE("folded file: sorted lines, one space, integer microseconds, zero weights kept", "[folded]") {
