@@ -50,6 +50,7 @@ constexpr Case kCases[] = {
     {"launch", "launch", 2, 0, nullptr},
     {"nvtx", "nvtx", 1, 0, nullptr},
     {"d20-nostack", "driver-sync", 1, 20, "CUTRACE_STACKS=off"},
+    {"d20-dwarf", "driver-sync", 1, 20, "CUTRACE_UNWIND=dwarf"},
     {"d20-libunwind", "driver-sync", 1, 20, "CUTRACE_UNWIND=libunwind"},
     {"d20-fp", "driver-sync", 1, 20, "CUTRACE_UNWIND=fp"},
 };

@@ -18,6 +18,7 @@
 
 #include "collector/clock.h"
 #include "collector/config.h"
+#include "collector/dwarf_unwind.h"
 #include "collector/name_table.h"
 #include "collector/record.h"
 #include "collector/ring.h"
@@ -43,6 +44,7 @@ struct ThreadState {
   uint16_t launchDepth = 0;    // owner only: launch hooks active on this thread
   uint16_t apiDepth = 0;       // owner only: recorded API calls active (stacks: outermost only)
   uintptr_t stackHi = 0;       // top of the thread's stack, bounds the frame-pointer walk
+  dwarf::ThreadMemo unwindMemo{};  // owner only: the .eh_frame walk's rules by depth
   uint16_t nvtxDepth[kMaxNvtxDomains] = {};  // owner only: push/pop level per domain
   char name[16] = {};          // the thread's name at its first event, then at its exit
   ThreadState* next = nullptr; // registry link, set once before publication

@@ -112,6 +112,7 @@ bool parseStackDepth(const char* v, Config& c) {
 
 bool parseUnwind(const char* v, Config& c) {
   if (!strcmp(v, "auto")) c.unwinder = Unwinder::Auto;
+  else if (!strcmp(v, "dwarf")) c.unwinder = Unwinder::Dwarf;
   else if (!strcmp(v, "libunwind")) c.unwinder = Unwinder::Libunwind;
   else if (!strcmp(v, "fp")) c.unwinder = Unwinder::FramePointer;
   else return false;
@@ -228,7 +229,9 @@ constexpr Entry kEntries[] = {
     {{"CUTRACE_CUPTI", "auto|on|off", "device timeline through CUPTI (default auto: when libcupti and a GPU are there)"}, parseCupti},
     {{"CUTRACE_STACKS", "off|launches|calls", "call stacks at launches only, or at every recorded CUDA call (default calls)"}, parseStacks},
     {{"CUTRACE_STACK_DEPTH", "1 to 128", "frames kept per stack, innermost first (default 32)"}, parseStackDepth},
-    {{"CUTRACE_UNWIND", "auto|libunwind|fp", "stack unwinder (default auto: libunwind.so.8 when present, else frame pointers)"}, parseUnwind},
+    {{"CUTRACE_UNWIND", "auto|dwarf|libunwind|fp",
+      "stack unwinder (default auto, the same as dwarf: .eh_frame rules cached per address, libunwind.so.8 for the stacks they cannot follow)"},
+     parseUnwind},
     {{"CUTRACE_PYTHON", "auto|off", "Python frames in stacks when the process is CPython 3.10 to 3.13 (default auto)"}, parsePython},
     {{"CUTRACE_MAX_MEMORY", "a size of at least 1M", "cap on the events kept per process; past it the newest are dropped and counted (default 2G)"}, parseMaxMemory},
     {{"CUTRACE_CAPTURE", "all|cuda-profiler-api|nvtx:NAME|time:DELAY[,DURATION]|schedule:W,U,A,R[:MARKER]|signal",

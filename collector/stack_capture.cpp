@@ -7,7 +7,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <atomic>
+
 #include "collector/collector.h"
+#include "collector/dwarf_unwind.h"
 #include "collector/python_frames.h"
 
 extern "C" void* __libc_stack_end;  // exported by ld.so: top of the main thread's stack
@@ -24,6 +27,8 @@ using UnwBacktrace = int (*)(void** buffer, int size);
 
 struct State {
   StackTable table;
+  bool dwarf = false;  // the .eh_frame walk first; unwBacktrace or frame pointers where it gives up
+  std::atomic<uint64_t> fallbacks{0};
   UnwBacktrace unwBacktrace = nullptr;
   uint32_t depth = 0;
   uintptr_t ownBegin = 0;  // the text of the library holding the collector: frames to skip
@@ -90,6 +95,11 @@ void initialize(const Config& config) {
   // Under ThreadSanitizer libunwind crashes at thread exit: its per-thread cache destructor
   // locks a mutex after TSan has torn the thread's state down. Frame pointers only, then.
   const bool tsan = dlsym(RTLD_DEFAULT, "__tsan_init") != nullptr;
+  if (config.unwinder == Unwinder::Auto || config.unwinder == Unwinder::Dwarf) {
+    g_state.dwarf = dwarf::initialize();
+    if (!g_state.dwarf && config.unwinder == Unwinder::Dwarf)
+      Collector::warnOnce("cutrace: CUTRACE_UNWIND=dwarf needs _dl_find_object (glibc 2.35 or later); using libunwind\n");
+  }
   if (tsan && config.unwinder == Unwinder::Libunwind)
     Collector::warnOnce("cutrace: CUTRACE_UNWIND=libunwind is not usable under ThreadSanitizer; using frame pointers\n");
   if (config.unwinder != Unwinder::FramePointer && !tsan) {
@@ -99,7 +109,10 @@ void initialize(const Config& config) {
     if (g_state.unwBacktrace == nullptr && config.unwinder == Unwinder::Libunwind)
       Collector::warnOnce("cutrace: CUTRACE_UNWIND=libunwind but libunwind.so.8 could not be loaded; using frame pointers\n");
   }
-  g_state.unwinder = g_state.unwBacktrace != nullptr ? "libunwind" : "frame-pointer";
+  if (g_state.dwarf)
+    g_state.unwinder = g_state.unwBacktrace != nullptr ? "dwarf, libunwind fallback" : "dwarf, frame-pointer fallback";
+  else
+    g_state.unwinder = g_state.unwBacktrace != nullptr ? "libunwind" : "frame-pointer";
   if (config.python) {
     g_state.python = python::initialize();
     g_state.pythonStatus = python::status();
@@ -138,8 +151,14 @@ uint32_t capture(ThreadState* s) {
   const int savedErrno = errno;  // libunwind probes memory with syscalls that may fail
   uint64_t raw[kMaxStackDepth + 16 + 2 * kMaxPythonFrames];
   const int max = static_cast<int>(g_state.depth) + 16;  // room for our own frames on top
-  const int n = g_state.unwBacktrace != nullptr ? g_state.unwBacktrace(reinterpret_cast<void**>(raw), max)
-                                                 : framePointerWalk(s, raw, max);
+  int n = -1;
+  if (g_state.dwarf) {
+    n = dwarf::backtrace(raw, max, s->stackHi, s->unwindMemo);
+    if (__builtin_expect(n < 0, 0)) g_state.fallbacks.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (n < 0)
+    n = g_state.unwBacktrace != nullptr ? g_state.unwBacktrace(reinterpret_cast<void**>(raw), max)
+                                        : framePointerWalk(s, raw, max);
   int skip = 0;
   while (skip < n && ownFrame(raw[skip])) ++skip;
   uint32_t depth = n > skip ? static_cast<uint32_t>(n - skip) : 0;
@@ -170,6 +189,7 @@ uint32_t capture(ThreadState* s) {
 
 StackTable& table() { return g_state.table; }
 const char* unwinderName() { return g_state.unwinder; }
+uint64_t unwindFallbacks() { return g_state.fallbacks.load(std::memory_order_relaxed); }
 const char* pythonStatus() { return g_state.pythonStatus; }
 
 }  // namespace cutrace::stacks

@@ -8,8 +8,12 @@
 //   called through a pointer: linked normally, its _Unwind_* symbols would take over the C++
 //   exception unwinding of the whole process (DESIGN.md pitfalls);
 // - a frame-pointer walk bounded by the thread's stack, which stops where code has no frame
-//   pointers (most distribution libraries) but costs a few nanoseconds.
-// auto: libunwind when it loads, else the frame-pointer walk.
+//   pointers (most distribution libraries) but costs a few nanoseconds;
+// - the .eh_frame walk of collector/dwarf_unwind.h, with each code address's rule cached, which
+//   hands the stacks it cannot follow to libunwind (or, where libunwind is missing, to the
+//   frame-pointer walk).
+// auto and dwarf: the .eh_frame walk where the C library has _dl_find_object, else libunwind
+// when it loads, else the frame-pointer walk.
 
 #include <cstdint>
 
@@ -41,7 +45,9 @@ uint32_t capture(ThreadState* s);
 void attachThread(ThreadState* s);
 
 StackTable& table();
-const char* unwinderName();  // "libunwind", "frame-pointer" or "off"
+const char* unwinderName();  // "dwarf, libunwind fallback", "libunwind", "frame-pointer", "off"...
+// Stacks the .eh_frame walk gave up on, which the fallback unwinder took.
+uint64_t unwindFallbacks();
 const char* pythonStatus();   // what Python frame support found in this process
 
 }  // namespace stacks

@@ -244,7 +244,8 @@ struct TraceData {
   // first. Id 0 and ids that could not be resolved are empty.
   std::vector<std::vector<uint32_t>> stacks;
   struct StackInfo {
-    std::string unwinder = "off";  // "libunwind", "frame-pointer", "off"
+    std::string unwinder = "off";  // stacks::unwinderName()
+    uint64_t fallbacks = 0;        // stacks the dwarf walk left to the fallback unwinder
     std::string python;            // what Python frame support found
     uint32_t depth = 0;
     uint64_t overflowed = 0;       // stacks not stored: the table was full

@@ -541,6 +541,8 @@ class ChromeWriter {
     putJsonString(out_, data_.stackInfo.unwinder);
     out_.put(",\"python\":");
     putJsonString(out_, data_.stackInfo.python);
+    out_.put(",\"unwind_fallbacks\":");
+    out_.putUint(data_.stackInfo.fallbacks);
     out_.put(",\"depth\":");
     out_.putUint(data_.stackInfo.depth);
     out_.put(",\"distinct\":");

@@ -3,6 +3,7 @@
 //
 //   trace_check TRACE.json [--folded FILE] [--thread-ids FILE] [--allow-drops]
 //               [--view launches] [--expect-linked] [--stacks] [--python-frames FILE]
+//               [--expect-dwarf]
 //
 // Checks (any failure prints "FAIL: ..." on stderr and exits 1):
 // - the file parses as JSON (simdjson) with traceEvents and metadata;
@@ -17,7 +18,8 @@
 // - the folded file has sorted, distinct "frame;...;frame N" lines with integer weights;
 // - --thread-ids: each "name tid" line names a thread that is in the trace with that tid;
 // - device tracks (CUPTI): kernel/memcpy/memset X events; every flow "f" has its "s"; with
-//   --expect-linked every kernel has a flow and launches == kernels.
+//   --expect-linked every kernel has a flow and launches == kernels;
+// - --expect-dwarf: the stacks came from the .eh_frame walk, none left to its fallback.
 // --view launches renders only NVTX ranges and launches ("launch kernel=..."), which is the
 // same whether a launch went through the shared runtime, a static one or the driver.
 // The summary lists per thread (threads ordered by name, then content) the event tree with
@@ -104,10 +106,12 @@ bool isLaunchName(const std::string& n) {
 }
 
 // Frames that differ between machines and C libraries: program start-up and thread entry in
-// libc, and any frame the symbolizer could only name as module+0xoffset.
+// libc and in the sanitizer runtimes (which start threads through their own function), and any
+// frame the symbolizer could only name as module+0xoffset.
 bool machineSpecificFrame(const std::string& f) {
   static const std::set<std::string> kStartup{"_start", "__libc_start_main", "__libc_start_call_main", "start_thread",
-                                              "clone", "clone3", "__clone", "__clone3", "__GI___clone3", "[unknown]"};
+                                              "clone", "clone3", "__clone", "__clone3", "__GI___clone3", "[unknown]",
+                                              "__tsan_thread_start_func", "asan_thread_start"};
   if (kStartup.count(f)) return true;
   const std::size_t plus = f.rfind("+0x");
   return plus != std::string::npos && plus > 0 && f.find_first_not_of("0123456789abcdef", plus + 3) == std::string::npos;
@@ -306,7 +310,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::string foldedPath, tidsPath, view;
-  bool allowDrops = false, expectLinked = false;
+  bool allowDrops = false, expectLinked = false, expectDwarf = false;
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--folded" && i + 1 < argc) foldedPath = argv[++i];
@@ -314,6 +318,7 @@ int main(int argc, char** argv) {
     else if (a == "--allow-drops") allowDrops = true;
     else if (a == "--view" && i + 1 < argc) view = argv[++i];
     else if (a == "--expect-linked") expectLinked = true;
+    else if (a == "--expect-dwarf") expectDwarf = true;
     else if (a == "--stacks") listStacks = true;
     else if (a == "--python-frames" && i + 1 < argc) pythonFile = argv[++i];
     else fail("unknown argument " + a);
@@ -483,6 +488,15 @@ int main(int argc, char** argv) {
       ++n;
     }
     if (n == 0) fail("no thread ids in " + tidsPath);
+  }
+
+  if (expectDwarf) {
+    std::string_view unwinder;
+    uint64_t fallbacks = 1;
+    if (meta["stacks"]["unwinder"].get(unwinder) || meta["stacks"]["unwind_fallbacks"].get(fallbacks))
+      fail("metadata.stacks without unwinder/unwind_fallbacks");
+    if (!unwinder.starts_with("dwarf")) fail("unwinder is '" + std::string(unwinder) + "', expected the dwarf walk");
+    if (fallbacks != 0) fail(std::to_string(fallbacks) + " stacks were left to the fallback unwinder");
   }
 
   if (expectLinked) {

@@ -52,6 +52,13 @@ TEST_CASE("every accepted variable is parsed", "[config]") {
   REQUIRE(c.unwinder == Unwinder::FramePointer);
   REQUIRE_FALSE(c.python);
   REQUIRE_FALSE(c.foldedNvtx);
+  for (const auto& [value, unwinder] : {std::pair{"dwarf", Unwinder::Dwarf}, std::pair{"libunwind", Unwinder::Libunwind},
+                                        std::pair{"auto", Unwinder::Auto}}) {
+    const std::string entry = std::string("CUTRACE_UNWIND=") + value;
+    const char* one[] = {entry.c_str(), nullptr};
+    REQUIRE(parseConfig(one, error).unwinder == unwinder);
+    REQUIRE_FALSE(error.failed());
+  }
 }
 
 TEST_CASE("a bad value disables tracing with one line naming it", "[config]") {

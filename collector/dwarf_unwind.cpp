@@ -1,0 +1,513 @@
+#include "collector/dwarf_unwind.h"
+
+#include <dlfcn.h>
+#include <sys/mman.h>
+
+#include <atomic>
+#include <cstring>
+
+namespace cutrace::dwarf {
+namespace {
+
+// DWARF register numbers of x86-64.
+constexpr unsigned kRbp = 6;
+constexpr unsigned kRsp = 7;
+constexpr unsigned kRa = 16;
+
+// A rule packed in 64 bits, so a cache entry is published with one store:
+//   bits 0-1   kind
+//   bit  2     CFA base register is rbp (else rsp)
+//   bit  3     CFA = *(base + offset) (the realignment form) instead of base + offset
+//   bit  4     rbp is saved at CFA + rbpOffset (else it keeps its value)
+//   bits 16-31 rbpOffset (signed)
+//   bits 32-63 cfaOffset (signed)
+// The return address is always at CFA - 8 (checked when the rule is computed).
+enum Kind : uint64_t { kEmpty = 0, kFrame = 1, kOutermost = 2, kUnsupported = 3 };
+constexpr uint64_t kCfaRbp = 1u << 2;
+constexpr uint64_t kCfaDeref = 1u << 3;
+constexpr uint64_t kRbpSaved = 1u << 4;
+// Unsupported because no loaded object holds the address (yet: an object being loaded by
+// dlopen may not be known to _dl_find_object while it runs). Not cached.
+constexpr uint64_t kNoObject = kUnsupported | (1u << 5);
+
+uint64_t packRule(bool cfaRbp, bool deref, int64_t cfaOffset, bool rbpSaved, int64_t rbpOffset) {
+  return kFrame | (cfaRbp ? kCfaRbp : 0) | (deref ? kCfaDeref : 0) | (rbpSaved ? kRbpSaved : 0) |
+         (static_cast<uint64_t>(static_cast<uint16_t>(static_cast<int16_t>(rbpOffset))) << 16) |
+         (static_cast<uint64_t>(static_cast<uint32_t>(static_cast<int32_t>(cfaOffset))) << 32);
+}
+int64_t cfaOffsetOf(uint64_t rule) { return static_cast<int32_t>(static_cast<uint32_t>(rule >> 32)); }
+int64_t rbpOffsetOf(uint64_t rule) { return static_cast<int16_t>(static_cast<uint16_t>(rule >> 16)); }
+
+// ---------------------------------------------------------------- the rule cache
+// Open addressing keyed by code address. An entry is claimed by a CAS on its key and then
+// published by storing its rule; a reader that finds the key before the rule computes the rule
+// itself. Entries are never removed.
+constexpr unsigned kCacheBits = 15;
+constexpr std::size_t kCacheSize = std::size_t{1} << kCacheBits;
+constexpr int kProbes = 8;
+
+struct Entry {
+  std::atomic<uint64_t> pc;
+  std::atomic<uint64_t> rule;
+};
+
+Entry* g_cache = nullptr;
+std::atomic<uint64_t> g_cached{0};
+
+using FindObject = int (*)(void*, struct dl_find_object*);
+FindObject g_findObject = nullptr;
+
+std::size_t slotOf(uint64_t pc) { return static_cast<std::size_t>((pc * 0x9e3779b97f4a7c15ull) >> (64 - kCacheBits)); }
+
+uint64_t cachedRule(uint64_t pc) {
+  std::size_t i = slotOf(pc);
+  for (int p = 0; p < kProbes; ++p, i = (i + 1) & (kCacheSize - 1)) {
+    const uint64_t key = g_cache[i].pc.load(std::memory_order_acquire);
+    if (key == pc) return g_cache[i].rule.load(std::memory_order_acquire);
+    if (key == 0) return kEmpty;
+  }
+  return kEmpty;
+}
+
+void cacheRule(uint64_t pc, uint64_t rule) {
+  std::size_t i = slotOf(pc);
+  for (int p = 0; p < kProbes; ++p, i = (i + 1) & (kCacheSize - 1)) {
+    uint64_t key = g_cache[i].pc.load(std::memory_order_acquire);
+    if (key == 0 && g_cache[i].pc.compare_exchange_strong(key, pc, std::memory_order_acq_rel)) {
+      g_cache[i].rule.store(rule, std::memory_order_release);
+      g_cached.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    if (key == pc) return;  // another thread has it (or is publishing it)
+  }
+  // Full around this slot: the rule is recomputed whenever it is needed.
+}
+
+// ---------------------------------------------------------------- reading .eh_frame
+// Every read of .eh_frame_hdr / .eh_frame stays inside [begin, end): the mapping
+// _dl_find_object reported for the object.
+struct Reader {
+  const uint8_t* p;
+  const uint8_t* end;
+  bool ok = true;
+
+  bool has(std::size_t n) const { return ok && static_cast<std::size_t>(end - p) >= n; }
+  template <typename T>
+  T fixed() {
+    if (!has(sizeof(T))) {
+      ok = false;
+      return T{};
+    }
+    T v;
+    memcpy(&v, p, sizeof(T));
+    p += sizeof(T);
+    return v;
+  }
+  uint64_t uleb() {
+    uint64_t v = 0;
+    for (unsigned shift = 0; has(1) && shift < 64; shift += 7) {
+      const uint8_t b = *p++;
+      v |= uint64_t{b & 0x7fu} << shift;
+      if (!(b & 0x80)) return v;
+    }
+    ok = false;
+    return 0;
+  }
+  int64_t sleb() {
+    uint64_t v = 0;
+    unsigned shift = 0;
+    for (; has(1) && shift < 64;) {
+      const uint8_t b = *p++;
+      v |= uint64_t{b & 0x7fu} << shift;
+      shift += 7;
+      if (!(b & 0x80)) {
+        if (shift < 64 && (b & 0x40)) v |= ~uint64_t{0} << shift;
+        return static_cast<int64_t>(v);
+      }
+    }
+    ok = false;
+    return 0;
+  }
+  // A pointer in DW_EH_PE encoding `enc`; `dataBase` for datarel. Indirect pointers are not
+  // needed for CFA rules (only for personality routines, which are skipped by length).
+  uint64_t encoded(uint8_t enc, uint64_t dataBase) {
+    if (enc == 0xff) return 0;  // DW_EH_PE_omit
+    const uint64_t here = reinterpret_cast<uint64_t>(p);
+    uint64_t v = 0;
+    switch (enc & 0x0f) {
+      case 0x00: v = fixed<uint64_t>(); break;                                          // absptr
+      case 0x01: v = uleb(); break;                                                     // uleb128
+      case 0x02: v = fixed<uint16_t>(); break;                                          // udata2
+      case 0x03: v = fixed<uint32_t>(); break;                                          // udata4
+      case 0x04: v = fixed<uint64_t>(); break;                                          // udata8
+      case 0x09: v = static_cast<uint64_t>(sleb()); break;                              // sleb128
+      case 0x0a: v = static_cast<uint64_t>(static_cast<int64_t>(fixed<int16_t>())); break;  // sdata2
+      case 0x0b: v = static_cast<uint64_t>(static_cast<int64_t>(fixed<int32_t>())); break;  // sdata4
+      case 0x0c: v = fixed<uint64_t>(); break;                                          // sdata8
+      default: ok = false; return 0;
+    }
+    switch (enc & 0x70) {
+      case 0x00: break;                   // absolute
+      case 0x10: v += here; break;        // pcrel
+      case 0x30: v += dataBase; break;    // datarel
+      default: ok = false; return 0;      // textrel, funcrel, aligned: not used on x86-64
+    }
+    if (enc & 0x80) ok = false;  // indirect
+    return v;
+  }
+};
+
+// The CFA program's state for the registers a walk needs.
+struct RegRule {
+  enum Type : uint8_t { Same, Offset, Undefined, Other } type = Same;
+  int64_t offset = 0;
+};
+struct Row {
+  unsigned cfaReg = kRsp;
+  int64_t cfaOffset = 0;
+  bool cfaDeref = false;    // CFA = *(cfaReg + cfaOffset)
+  bool cfaOther = false;    // an expression of another shape
+  RegRule rbp;
+  RegRule ra;
+};
+
+struct Cie {
+  uint64_t codeAlign = 1;
+  int64_t dataAlign = 1;
+  unsigned raReg = kRa;
+  uint8_t fdeEncoding = 0;  // absptr
+  bool augmented = false;   // 'z': FDEs carry an augmentation length
+  bool signalFrame = false;
+  const uint8_t* instructions = nullptr;
+  const uint8_t* end = nullptr;
+};
+
+bool parseCie(const uint8_t* cie, const uint8_t* limit, Cie& out) {
+  Reader r{cie, limit};
+  const uint32_t length = r.fixed<uint32_t>();
+  if (!r.ok || length == 0 || length == 0xffffffffu || length > static_cast<std::size_t>(limit - r.p)) return false;
+  out.end = r.p + length;
+  r.end = out.end;
+  if (r.fixed<uint32_t>() != 0) return false;  // CIE id
+  const uint8_t version = r.fixed<uint8_t>();
+  if (version != 1 && version != 3) return false;
+  const char* aug = reinterpret_cast<const char*>(r.p);
+  const std::size_t augLen = strnlen(aug, static_cast<std::size_t>(r.end - r.p));
+  if (augLen == static_cast<std::size_t>(r.end - r.p)) return false;
+  r.p += augLen + 1;
+  out.codeAlign = r.uleb();
+  out.dataAlign = r.sleb();
+  out.raReg = version == 1 ? r.fixed<uint8_t>() : static_cast<unsigned>(r.uleb());
+  if (augLen > 0) {
+    if (aug[0] != 'z') return false;  // without 'z' unknown augmentation cannot be skipped
+    out.augmented = true;
+    const uint64_t dataLen = r.uleb();
+    if (!r.has(dataLen)) return false;
+    const uint8_t* dataEnd = r.p + dataLen;
+    for (std::size_t i = 1; i < augLen && r.ok; ++i) {
+      switch (aug[i]) {
+        case 'R': out.fdeEncoding = r.fixed<uint8_t>(); break;
+        case 'P': {
+          const uint8_t enc = r.fixed<uint8_t>();
+          r.encoded(static_cast<uint8_t>(enc & 0x7f), 0);  // skipped: only its size matters
+          break;
+        }
+        case 'L': r.fixed<uint8_t>(); break;
+        case 'S': out.signalFrame = true; break;
+        default: i = augLen; break;  // the rest is skipped by length
+      }
+    }
+    r.p = dataEnd;
+  }
+  out.instructions = r.p;
+  return r.ok && out.raReg == kRa;
+}
+
+// Runs CFA instructions from `r` until the row for `pc` is complete. `initial` is the row after
+// the CIE's instructions (for DW_CFA_restore); `loc` the address the row starts at.
+bool runCfa(Reader r, const Cie& cie, uint64_t loc, uint64_t pc, const Row& initial, Row& row) {
+  Row saved[4];
+  int depth = 0;
+  auto setRule = [&](uint64_t reg, RegRule rule) {
+    if (reg == kRbp) row.rbp = rule;
+    else if (reg == kRa) row.ra = rule;
+  };
+  auto initialRule = [&](uint64_t reg) {
+    if (reg == kRbp) row.rbp = initial.rbp;
+    else if (reg == kRa) row.ra = initial.ra;
+  };
+  while (r.has(1)) {
+    const uint8_t op = r.fixed<uint8_t>();
+    const uint8_t high = op & 0xc0, low = op & 0x3f;
+    uint64_t advance = 0;
+    if (high == 0x40) {
+      advance = low * cie.codeAlign;
+    } else if (high == 0x80) {
+      setRule(low, {RegRule::Offset, static_cast<int64_t>(r.uleb()) * cie.dataAlign});
+    } else if (high == 0xc0) {
+      initialRule(low);
+    } else {
+      switch (op) {
+        case 0x00: break;  // nop
+        case 0x01: {       // set_loc
+          const uint64_t to = r.encoded(cie.fdeEncoding, 0);
+          if (to > pc) return r.ok;
+          loc = to;
+          break;
+        }
+        case 0x02: advance = r.fixed<uint8_t>() * cie.codeAlign; break;
+        case 0x03: advance = r.fixed<uint16_t>() * cie.codeAlign; break;
+        case 0x04: advance = r.fixed<uint32_t>() * cie.codeAlign; break;
+        case 0x05: {  // offset_extended
+          const uint64_t reg = r.uleb();
+          setRule(reg, {RegRule::Offset, static_cast<int64_t>(r.uleb()) * cie.dataAlign});
+          break;
+        }
+        case 0x06: initialRule(r.uleb()); break;                 // restore_extended
+        case 0x07: setRule(r.uleb(), {RegRule::Undefined, 0}); break;  // undefined
+        case 0x08: setRule(r.uleb(), {RegRule::Same, 0}); break;       // same_value
+        case 0x09: {  // register: saved in another register
+          const uint64_t reg = r.uleb();
+          r.uleb();
+          setRule(reg, {RegRule::Other, 0});
+          break;
+        }
+        case 0x0a:  // remember_state
+          if (depth == 4) return false;
+          saved[depth++] = row;
+          break;
+        case 0x0b:  // restore_state: the CFA rule too, as GCC's epilogues expect (and libgcc does)
+          if (depth == 0) return false;
+          row = saved[--depth];
+          break;
+        case 0x0c:  // def_cfa
+          row.cfaReg = static_cast<unsigned>(r.uleb());
+          row.cfaOffset = static_cast<int64_t>(r.uleb());
+          row.cfaDeref = row.cfaOther = false;
+          break;
+        case 0x0d:  // def_cfa_register
+          row.cfaReg = static_cast<unsigned>(r.uleb());
+          row.cfaDeref = row.cfaOther = false;
+          break;
+        case 0x0e:  // def_cfa_offset (only meaningful for a register + offset CFA)
+          row.cfaOffset = static_cast<int64_t>(r.uleb());
+          row.cfaOther = row.cfaOther || row.cfaDeref;
+          break;
+        case 0x0f: {  // def_cfa_expression: only "breg N off; deref" is understood
+          const uint64_t len = r.uleb();
+          if (!r.has(len)) return false;
+          Reader e{r.p, r.p + len};
+          r.p += len;
+          const uint8_t first = e.fixed<uint8_t>();
+          row.cfaOther = true;
+          if (first >= 0x70 && first <= 0x8f) {  // DW_OP_breg0..31
+            const int64_t off = e.sleb();
+            if (e.ok && e.has(1) && e.fixed<uint8_t>() == 0x06 && !e.has(1)) {  // DW_OP_deref, then the end
+              row.cfaReg = first - 0x70u;
+              row.cfaOffset = off;
+              row.cfaDeref = true;
+              row.cfaOther = false;
+            }
+          }
+          break;
+        }
+        case 0x10: {  // expression
+          const uint64_t reg = r.uleb();
+          const uint64_t len = r.uleb();
+          if (!r.has(len)) return false;
+          r.p += len;
+          setRule(reg, {RegRule::Other, 0});
+          break;
+        }
+        case 0x11: {  // offset_extended_sf
+          const uint64_t reg = r.uleb();
+          setRule(reg, {RegRule::Offset, r.sleb() * cie.dataAlign});
+          break;
+        }
+        case 0x12:  // def_cfa_sf
+          row.cfaReg = static_cast<unsigned>(r.uleb());
+          row.cfaOffset = r.sleb() * cie.dataAlign;
+          row.cfaDeref = row.cfaOther = false;
+          break;
+        case 0x13:  // def_cfa_offset_sf
+          row.cfaOffset = r.sleb() * cie.dataAlign;
+          row.cfaOther = row.cfaOther || row.cfaDeref;
+          break;
+        case 0x14:                                                     // val_offset
+        case 0x15: {                                                   // val_offset_sf
+          const uint64_t reg = r.uleb();
+          if (op == 0x14) r.uleb();
+          else r.sleb();
+          setRule(reg, {RegRule::Other, 0});
+          break;
+        }
+        case 0x16: {  // val_expression
+          const uint64_t reg = r.uleb();
+          const uint64_t len = r.uleb();
+          if (!r.has(len)) return false;
+          r.p += len;
+          setRule(reg, {RegRule::Other, 0});
+          break;
+        }
+        case 0x2e: r.uleb(); break;  // GNU_args_size
+        case 0x2f: {                 // GNU_negative_offset_extended
+          const uint64_t reg = r.uleb();
+          setRule(reg, {RegRule::Offset, -static_cast<int64_t>(r.uleb()) * cie.dataAlign});
+          break;
+        }
+        default:
+          return false;
+      }
+    }
+    if (!r.ok) return false;
+    if (advance != 0) {
+      if (loc + advance > pc) return true;
+      loc += advance;
+    }
+  }
+  return r.ok;
+}
+
+// The rule for code address `pc` (`lookup` is pc, or pc - 1 for a return address, so that a
+// call ending a function finds that function).
+uint64_t computeRule(uint64_t lookup) {
+  struct dl_find_object obj;
+  if (g_findObject(reinterpret_cast<void*>(lookup), &obj) != 0) return kNoObject;
+  if (obj.dlfo_eh_frame == nullptr) return kUnsupported;
+  const auto* mapEnd = static_cast<const uint8_t*>(obj.dlfo_map_end);
+  const auto* hdr = static_cast<const uint8_t*>(obj.dlfo_eh_frame);
+  if (hdr >= mapEnd) return kUnsupported;
+  Reader r{hdr, mapEnd};
+  const uint8_t version = r.fixed<uint8_t>();
+  const uint8_t framePtrEnc = r.fixed<uint8_t>();
+  const uint8_t countEnc = r.fixed<uint8_t>();
+  const uint8_t tableEnc = r.fixed<uint8_t>();
+  const auto base = reinterpret_cast<uint64_t>(hdr);
+  r.encoded(framePtrEnc, base);
+  const uint64_t count = r.encoded(countEnc, base);
+  // The binary-search table as every linker writes it: (pc, fde) pairs of datarel sdata4.
+  if (!r.ok || version != 1 || tableEnc != 0x3b || count == 0 || !r.has(count * 8)) return kUnsupported;
+  const uint8_t* table = r.p;
+  auto entry = [&](uint64_t i, int which) {
+    int32_t v;
+    memcpy(&v, table + i * 8 + static_cast<uint64_t>(which) * 4, 4);
+    return base + static_cast<uint64_t>(static_cast<int64_t>(v));
+  };
+  uint64_t lo = 0, hi = count;  // last entry whose pc <= lookup
+  while (hi - lo > 1) {
+    const uint64_t mid = lo + (hi - lo) / 2;
+    if (entry(mid, 0) <= lookup) lo = mid;
+    else hi = mid;
+  }
+  if (entry(lo, 0) > lookup) return kUnsupported;
+  const auto* fde = reinterpret_cast<const uint8_t*>(entry(lo, 1));
+  const auto* mapStart = static_cast<const uint8_t*>(obj.dlfo_map_start);
+  if (fde < mapStart || fde >= mapEnd) return kUnsupported;
+
+  Reader f{fde, mapEnd};
+  const uint32_t length = f.fixed<uint32_t>();
+  if (!f.ok || length == 0 || length == 0xffffffffu || length > static_cast<std::size_t>(mapEnd - f.p)) return kUnsupported;
+  f.end = f.p + length;
+  const uint8_t* ciePointerAt = f.p;
+  const uint32_t ciePointer = f.fixed<uint32_t>();
+  if (ciePointer == 0 || ciePointer > static_cast<uint64_t>(ciePointerAt - mapStart)) return kUnsupported;
+  Cie cie;
+  if (!parseCie(ciePointerAt - ciePointer, mapEnd, cie) || cie.signalFrame) return kUnsupported;
+  const uint64_t pcBegin = f.encoded(cie.fdeEncoding, 0);
+  const uint64_t pcRange = f.encoded(static_cast<uint8_t>(cie.fdeEncoding & 0x0f), 0);
+  if (!f.ok || lookup < pcBegin || lookup - pcBegin >= pcRange) return kUnsupported;
+  if (cie.augmented) {
+    const uint64_t augLen = f.uleb();
+    if (!f.has(augLen)) return kUnsupported;
+    f.p += augLen;
+  }
+
+  // A return address the CIE does not describe is unknown, not the end of the stack: only an
+  // explicit DW_CFA_undefined (as _start and clone3 have) marks the outermost frame.
+  Row row;
+  row.ra = {RegRule::Other, 0};
+  if (!runCfa(Reader{cie.instructions, cie.end}, cie, pcBegin, UINT64_MAX, row, row)) return kUnsupported;
+  const Row initial = row;
+  if (!runCfa(f, cie, pcBegin, lookup, initial, row)) return kUnsupported;
+
+  if (row.ra.type == RegRule::Undefined) return kOutermost;
+  if (row.cfaOther || (row.cfaReg != kRsp && row.cfaReg != kRbp)) return kUnsupported;
+  if (row.ra.type != RegRule::Offset || row.ra.offset != -8) return kUnsupported;
+  if (row.rbp.type != RegRule::Same && row.rbp.type != RegRule::Offset) return kUnsupported;
+  if (row.cfaOffset < INT32_MIN || row.cfaOffset > INT32_MAX) return kUnsupported;
+  if (row.rbp.type == RegRule::Offset && (row.rbp.offset < INT16_MIN || row.rbp.offset > INT16_MAX)) return kUnsupported;
+  return packRule(row.cfaReg == kRbp, row.cfaDeref, row.cfaOffset, row.rbp.type == RegRule::Offset, row.rbp.offset);
+}
+
+uint64_t ruleFor(uint64_t pc, uint64_t lookup) {
+  uint64_t rule = cachedRule(pc);
+  if (__builtin_expect(rule == kEmpty, 0)) {
+    rule = computeRule(lookup);
+    if (rule != kNoObject) cacheRule(pc, rule);
+  }
+  return rule;
+}
+
+}  // namespace
+
+bool initialize() {
+  if (g_cache != nullptr) return true;
+  g_findObject = reinterpret_cast<FindObject>(dlsym(RTLD_DEFAULT, "_dl_find_object"));
+  if (g_findObject == nullptr) return false;
+  void* mem = mmap(nullptr, kCacheSize * sizeof(Entry), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED) return false;
+  g_cache = static_cast<Entry*>(mem);  // zero pages: every entry empty
+  return true;
+}
+
+uint64_t rulesCached() { return g_cached.load(std::memory_order_relaxed); }
+
+// Reads other frames of the thread's stack: not instrumented, since those words lie in frames
+// (and, under ASan, redzones) that this function does not own.
+__attribute__((noinline, no_sanitize_address)) int backtrace(uint64_t* out, int max, uintptr_t stackHi,
+                                                            ThreadMemo& memo) {
+  uint64_t pc, sp, bp;
+  asm volatile(
+      "lea 0(%%rip), %0\n\t"
+      "mov %%rsp, %1\n\t"
+      "mov %%rbp, %2"
+      : "=r"(pc), "=r"(sp), "=r"(bp));
+  const uint64_t lo = sp;
+  if (stackHi <= lo || max <= 0) return -1;
+  auto inStack = [&](uint64_t addr) { return addr >= lo && addr <= stackHi - 8; };
+  int n = 0;
+  while (n < max) {
+    uint64_t rule;
+    if (n < ThreadMemo::kDepth && memo.pc[n] == pc) {
+      rule = memo.rule[n];
+    } else {
+      // A return address is looked up one byte back: the call may be the function's last
+      // instruction, and pc itself then belongs to the next function. Frame 0 is no return
+      // address (and the memo keeps depths apart, so it never lends its rule to one).
+      rule = ruleFor(pc, n == 0 ? pc : pc - 1);
+      if (n < ThreadMemo::kDepth && rule != kNoObject) memo.pc[n] = pc, memo.rule[n] = rule;
+    }
+    out[n++] = pc;
+    const uint64_t kind = rule & 3;
+    if (kind == kOutermost) return n;
+    if (kind != kFrame) return -1;
+    uint64_t cfa = ((rule & kCfaRbp) ? bp : sp) + static_cast<uint64_t>(cfaOffsetOf(rule));
+    if (rule & kCfaDeref) {
+      if (!inStack(cfa)) return -1;
+      cfa = *reinterpret_cast<const volatile uint64_t*>(cfa);
+    }
+    if (cfa <= sp || cfa > stackHi || !inStack(cfa - 8)) return -1;
+    const uint64_t ra = *reinterpret_cast<const volatile uint64_t*>(cfa - 8);
+    if (rule & kRbpSaved) {
+      const uint64_t at = cfa + static_cast<uint64_t>(rbpOffsetOf(rule));
+      if (!inStack(at)) return -1;
+      bp = *reinterpret_cast<const volatile uint64_t*>(at);
+    }
+    sp = cfa;
+    if (ra == 0) return n;  // some thread entry points end the chain with a null return address
+    pc = ra;
+  }
+  return n;
+}
+
+}  // namespace cutrace::dwarf

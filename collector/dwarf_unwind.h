@@ -1,0 +1,50 @@
+#pragma once
+// A call-stack walk driven by each function's call frame information (.eh_frame), with the rule
+// of every return address it has seen cached process-wide, so a repeated stack costs a table
+// probe and a load or two per frame.
+//
+// The rule of a code address is found once: _dl_find_object gives the object's .eh_frame_hdr,
+// its sorted table gives the FDE, and the FDE's CFA program is run up to the address. x86-64
+// code from GCC and Clang needs only "CFA = rsp or rbp + offset", the return address and rbp
+// saved at offsets from the CFA, and the stack-realignment form "CFA = *(rbp + offset)". Any
+// other rule (signal frames, registers saved in registers, other expressions, code without an
+// FDE) makes the walk give up, and the caller unwinds that stack with libunwind instead: the
+// result is either the same frames libunwind would report or no result.
+//
+// Stack memory is only read inside [current rsp, stackHi), so a wrong rule or a foreign stack
+// (sigaltstack, coroutines) ends the walk instead of faulting. The cache is never flushed: an
+// object unloaded and another loaded at the same address could reuse stale rules, bounded by
+// the same stack checks (libunwind has the same exposure between its own flushes).
+//
+// No allocation, lock or system call after initialize(); safe in any thread, reentrant.
+
+#include <cstdint>
+
+namespace cutrace::dwarf {
+
+// Off the hot path, once per process. False when the C library lacks _dl_find_object (glibc
+// before 2.35) or the cache cannot be mapped; backtrace() must not be called then.
+bool initialize();
+
+// One thread's last walk, by depth: a walk that meets the same code address at the same depth
+// takes its rule from here instead of the shared table. Calls made from one place again and
+// again then cost about what a frame-pointer walk costs, since the table lookup no longer sits
+// in the chain of dependent loads from one frame to the next. Owned by its thread; zeroed
+// memory is an empty memo.
+struct ThreadMemo {
+  static constexpr int kDepth = 64;
+  uint64_t pc[kDepth];
+  uint64_t rule[kDepth];
+};
+
+// Return addresses of the calling thread, innermost first, starting with an address inside
+// backtrace() itself (as unw_backtrace starts inside itself). Returns how many were written
+// (the walk ends at the outermost frame, where the return address is undefined, or at `max`),
+// or -1 when some frame's rule is not one of the supported forms or leaves the stack bounds
+// before the outermost frame.
+int backtrace(uint64_t* out, int max, uintptr_t stackHi, ThreadMemo& memo);
+
+// Rules computed so far and stacks given up on, for the trace's metadata.
+uint64_t rulesCached();
+
+}  // namespace cutrace::dwarf

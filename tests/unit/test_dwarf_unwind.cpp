@@ -1,0 +1,178 @@
+#include <catch2/catch.hpp>
+
+#include <alloca.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <signal.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "collector/dwarf_unwind.h"
+
+using namespace cutrace;
+
+// The .eh_frame walk against libunwind's unw_backtrace from the same frames: the return
+// addresses from the leaf's caller outwards must be identical, through frames without frame
+// pointers, alloca, stack realignment, std::function, another thread, a catch block and a
+// dlopen'ed library.
+
+namespace {
+
+using UnwBacktrace = int (*)(void**, int);
+
+UnwBacktrace unwBacktrace() {
+  static const UnwBacktrace fn = [] {
+    void* lib = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+    return lib != nullptr ? reinterpret_cast<UnwBacktrace>(dlsym(lib, "unw_backtrace")) : nullptr;
+  }();
+  return fn;
+}
+
+uintptr_t stackHi() {
+  pthread_attr_t attr;
+  if (pthread_getattr_np(pthread_self(), &attr) != 0) return 0;
+  void* base = nullptr;
+  std::size_t size = 0;
+  pthread_attr_getstack(&attr, &base, &size);
+  pthread_attr_destroy(&attr);
+  return reinterpret_cast<uintptr_t>(base) + size;
+}
+
+struct Walks {
+  uint64_t callerReturn = 0;  // the leaf's return address: where both walks are aligned
+  int ours = 0;
+  std::vector<uint64_t> dwarf, libunwind;
+};
+
+thread_local dwarf::ThreadMemo memo{};
+
+__attribute__((noinline)) void leaf(Walks& w) {
+  w.callerReturn = reinterpret_cast<uint64_t>(__builtin_return_address(0));
+  const uintptr_t hi = stackHi();
+  uint64_t frames[256];
+  w.ours = dwarf::backtrace(frames, 256, hi, memo);
+  if (w.ours > 0) w.dwarf.assign(frames, frames + w.ours);
+  void* theirs[256];
+  const int n = unwBacktrace()(theirs, 256);
+  for (int i = 0; i < n; ++i) w.libunwind.push_back(reinterpret_cast<uint64_t>(theirs[i]));
+  asm volatile("");
+}
+
+std::vector<uint64_t> fromCaller(const std::vector<uint64_t>& frames, uint64_t callerReturn) {
+  for (std::size_t i = 0; i < frames.size(); ++i)
+    if (frames[i] == callerReturn) return {frames.begin() + static_cast<long>(i), frames.end()};
+  return {};
+}
+
+void requireSameAsLibunwind(const Walks& w, std::size_t minFrames) {
+  REQUIRE(w.ours > 0);
+  const auto ours = fromCaller(w.dwarf, w.callerReturn);
+  const auto theirs = fromCaller(w.libunwind, w.callerReturn);
+  REQUIRE(theirs.size() >= minFrames);
+  REQUIRE(ours == theirs);
+}
+
+__attribute__((noinline)) void recurse(int depth, Walks& w) {
+  if (depth == 0) leaf(w);
+  else recurse(depth - 1, w);
+  asm volatile("");
+}
+
+__attribute__((noinline)) void withAlloca(std::size_t bytes, Walks& w) {
+  volatile char* buf = static_cast<char*>(alloca(bytes));
+  buf[0] = 1;
+  recurse(2, w);
+  buf[bytes - 1] = 2;
+}
+
+__attribute__((noinline)) void realigned(Walks& w) {
+  alignas(128) volatile char buf[256];
+  buf[0] = 1;
+  withAlloca(64 + static_cast<std::size_t>(buf[0]), w);
+  buf[255] = 2;
+}
+
+__attribute__((noinline)) void throughFunction(Walks& w) {
+  std::function<void()> f = [&] { realigned(w); };
+  f();
+  asm volatile("");
+}
+
+__attribute__((noinline)) void inCatch(Walks& w) {
+  try {
+    throw std::runtime_error("x");
+  } catch (const std::exception&) {
+    throughFunction(w);
+  }
+}
+
+volatile int g_signalWalk = 0;
+uintptr_t g_signalStackHi = 0;  // found before the signal: pthread_getattr_np is not signal-safe
+void onSignal(int) {
+  uint64_t frames[64];
+  dwarf::ThreadMemo own{};
+  g_signalWalk = dwarf::backtrace(frames, 64, g_signalStackHi, own);
+}
+
+}  // namespace
+
+TEST_CASE("dwarf unwind: same return addresses as libunwind, through every kind of frame", "[stacks][dwarf]") {
+  REQUIRE(unwBacktrace() != nullptr);  // scripts/setup.sh installs libunwind8
+  REQUIRE(dwarf::initialize());
+  {
+    Walks w;
+    recurse(12, w);
+    requireSameAsLibunwind(w, 14);
+    // Twice: the second walk runs on cached rules only.
+    Walks again;
+    recurse(12, again);
+    requireSameAsLibunwind(again, 14);
+    REQUIRE(again.dwarf.size() == w.dwarf.size());
+  }
+  {
+    Walks w;
+    inCatch(w);
+    requireSameAsLibunwind(w, 8);
+  }
+  // Not under ThreadSanitizer: libunwind's per-thread cache destructor crashes there at thread
+  // exit (the reason the collector never uses libunwind under TSan).
+  if (dlsym(RTLD_DEFAULT, "__tsan_init") == nullptr) {
+    Walks w;
+    std::thread([&] { recurse(5, w); }).join();
+    requireSameAsLibunwind(w, 7);
+  }
+  {
+    void* lib = dlopen(CUTRACE_DLOPEN_TARGET, RTLD_NOW | RTLD_LOCAL);
+    REQUIRE(lib != nullptr);
+    auto call = reinterpret_cast<void (*)(void (*)(void*), void*)>(dlsym(lib, "cutraceDlopenCall"));
+    REQUIRE(call != nullptr);
+    Walks w;
+    call([](void* arg) { recurse(3, *static_cast<Walks*>(arg)); }, &w);
+    requireSameAsLibunwind(w, 6);
+    dlclose(lib);
+  }
+  REQUIRE(dwarf::rulesCached() > 10);
+}
+
+TEST_CASE("dwarf unwind: gives up on what it cannot follow", "[stacks][dwarf]") {
+  REQUIRE(dwarf::initialize());
+  uint64_t frames[64];
+  // A bound below the caller's frame: the walk cannot stay on the stack.
+  char here;
+  REQUIRE(dwarf::backtrace(frames, 64, reinterpret_cast<uintptr_t>(&here) - 4096, memo) == -1);
+  REQUIRE(dwarf::backtrace(frames, 64, 0, memo) == -1);
+  // A signal frame (the kernel's sigreturn trampoline) is left to libunwind.
+  struct sigaction sa = {}, old = {};
+  sa.sa_handler = onSignal;
+  g_signalStackHi = stackHi();
+  sigaction(SIGUSR1, &sa, &old);
+  raise(SIGUSR1);
+  sigaction(SIGUSR1, &old, nullptr);
+  REQUIRE(g_signalWalk == -1);
+  // `max` bounds the walk.
+  REQUIRE(dwarf::backtrace(frames, 2, stackHi(), memo) == 2);
+}
