@@ -1,5 +1,6 @@
 #include "exporters/folded.h"
 
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -33,23 +34,75 @@ std::string foldedFrame(std::string_view name) {
 
 namespace {
 
+// Paths are interned as a tree: a node is (parent node, label), a label one or more folded
+// frames. An event costs a hash probe instead of building and comparing its whole path (paths
+// of deep C++ stacks run to kilobytes); the strings are made once per distinct path at the end.
+class PathTree {
+ public:
+  static constexpr uint32_t kRoot = 0;
+  PathTree() : parent_{kRoot}, label_{0}, weights_(1), ends_{false} {}
+
+  uint32_t label(std::string text) {
+    auto [it, inserted] = labelIds_.try_emplace(std::move(text), static_cast<uint32_t>(labels_.size()));
+    if (inserted) labels_.push_back(&it->first);
+    return it->second;
+  }
+  uint32_t child(uint32_t node, uint32_t label) {
+    auto [it, inserted] = children_.try_emplace(uint64_t{node} << 32 | label, static_cast<uint32_t>(parent_.size()));
+    if (inserted) {
+      parent_.push_back(node);
+      label_.push_back(label);
+      weights_.emplace_back();
+      ends_.push_back(false);
+    }
+    return it->second;
+  }
+  // The weights of the path of an event (only such paths are written, not the prefixes
+  // they share).
+  FoldWeights& eventEndsAt(uint32_t node) {
+    ends_[node] = true;
+    return weights_[node];
+  }
+  FoldWeights& weights(uint32_t node) { return weights_[node]; }
+
+  std::map<std::string, FoldWeights> paths() const {
+    std::map<std::string, FoldWeights> out;
+    std::vector<std::string> text(parent_.size());
+    // Parents are created before their children, so one pass in creation order builds them.
+    for (uint32_t n = 1; n < parent_.size(); ++n) {
+      const std::string& up = text[parent_[n]];
+      text[n] = up.empty() ? *labels_[label_[n]] : up + ';' + *labels_[label_[n]];
+      if (!ends_[n]) continue;
+      FoldWeights& w = out[text[n]];
+      w.hostNs += weights_[n].hostNs;
+      w.calls += weights_[n].calls;
+      w.gpuNs += weights_[n].gpuNs;
+    }
+    return out;
+  }
+
+ private:
+  std::unordered_map<std::string, uint32_t> labelIds_;
+  std::vector<const std::string*> labels_;  // by label id; the map's nodes do not move
+  std::unordered_map<uint64_t, uint32_t> children_;
+  std::vector<uint32_t> parent_;
+  std::vector<uint32_t> label_;
+  std::vector<FoldWeights> weights_;
+  std::vector<bool> ends_;
+};
+
 struct Open {
   uint64_t end;
-  std::size_t pathLength;  // length of the stack string including this event's frames
-  uint64_t childNs;        // time covered by direct children
+  uint32_t node;    // the path up to and including this event
+  uint64_t childNs;  // time covered by direct children
   uint64_t ownNs;
   bool api;
 };
 
-void appendFrame(std::string& path, std::string_view name) {
-  if (!path.empty()) path += ';';
-  path += foldedFrame(name);
-}
-
 }  // namespace
 
 std::map<std::string, FoldWeights> foldStacks(const TraceData& data, const FoldOptions& options) {
-  std::map<std::string, FoldWeights> weights;
+  PathTree tree;
   Demangler demangle;
   // Device time per host event that caused it, keyed by (thread, event).
   std::unordered_map<uint64_t, uint64_t> gpuNs;
@@ -61,27 +114,51 @@ std::map<std::string, FoldWeights> foldStacks(const TraceData& data, const FoldO
       gpuNs[static_cast<uint64_t>(links[i].thread) << 32 | links[i].event] += d.end > d.start ? d.end - d.start : 0;
     }
   }
-  // The frames of each stack id as one folded segment, root first, built once: a stack
-  // recurs on every call made from the same place.
-  std::vector<std::string> stackSegments(data.stacks.size());
-  auto stackSegment = [&](uint32_t id) -> const std::string& {
-    std::string& segment = stackSegments[id];
-    if (segment.empty()) {
+  // Labels by what they come from, each made once: a stack's frames root first (one label for
+  // the whole segment), an NVTX range's name (PyTorch op ranges by op name: their seq, op_id
+  // and sizes differ every call), an API's name, a kernel's demangled name.
+  constexpr uint32_t kNone = UINT32_MAX;
+  std::vector<uint32_t> stackLabels(data.stacks.size(), kNone);
+  std::unordered_map<uint32_t, uint32_t> rangeLabels, kernelLabels;
+  std::vector<uint32_t> hookLabels(data.hooks.size(), kNone);
+  auto stackLabel = [&](uint32_t id) {
+    if (stackLabels[id] == kNone) {
+      std::string segment;
       const std::vector<uint32_t>& frames = data.stacks[id];
-      for (auto f = frames.rbegin(); f != frames.rend(); ++f) appendFrame(segment, data.strings.get(*f));
+      for (auto f = frames.rbegin(); f != frames.rend(); ++f) {
+        if (!segment.empty()) segment += ';';
+        segment += foldedFrame(data.strings.get(*f));
+      }
+      stackLabels[id] = tree.label(std::move(segment));
     }
-    return segment;
+    return stackLabels[id];
   };
+  auto rangeLabel = [&](uint32_t name) {
+    auto [it, inserted] = rangeLabels.try_emplace(name, 0);
+    if (inserted) {
+      TorchOp op;
+      const std::string& text = data.strings.get(name);
+      it->second = tree.label(foldedFrame(parseTorchRange(text, op) ? op.name : std::string_view(text)));
+    }
+    return it->second;
+  };
+  auto hookLabel = [&](uint32_t hook) {
+    if (hookLabels[hook] == kNone) hookLabels[hook] = tree.label(foldedFrame(data.hooks[hook].displayName));
+    return hookLabels[hook];
+  };
+  auto kernelLabel = [&](uint32_t name) {
+    auto [it, inserted] = kernelLabels.try_emplace(name, 0);
+    if (inserted) it->second = tree.label(foldedFrame(demangle(data, name)));
+    return it->second;
+  };
+
   for (std::size_t ti = 0; ti < data.threads.size(); ++ti) {
     const ThreadTrack& t = data.threads[ti];
-    std::string path;
     std::vector<Open> stack;
     auto close = [&] {
       const Open& o = stack.back();
-      const uint64_t self = o.ownNs > o.childNs ? o.ownNs - o.childNs : 0;
-      weights[path.substr(0, o.pathLength)].hostNs += self;
+      tree.weights(o.node).hostNs += o.ownNs > o.childNs ? o.ownNs - o.childNs : 0;
       stack.pop_back();
-      path.resize(stack.empty() ? 0 : stack.back().pathLength);
     };
     for (uint32_t index : timelineOrder(t)) {
       const Event& e = t.events[index];
@@ -94,33 +171,28 @@ std::map<std::string, FoldWeights> foldStacks(const TraceData& data, const FoldO
       const uint64_t ns = static_cast<uint64_t>(data.toTraceNs(end) - data.toTraceNs(e.start));
       if (!stack.empty()) stack.back().childNs += ns;
       const bool insideApi = !stack.empty() && stack.back().api;
+      uint32_t node = stack.empty() ? PathTree::kRoot : stack.back().node;
       if (e.kind == EventKind::NvtxRange) {
-        // PyTorch op ranges fold by op name: their seq, op_id and sizes differ every call.
-        TorchOp op;
-        const std::string& text = data.strings.get(e.name);
-        appendFrame(path, parseTorchRange(text, op) ? op.name : std::string_view(text));
+        node = tree.child(node, rangeLabel(e.name));
       } else {
         const uint32_t stackId = stackIdOf(e);
-        if (!insideApi && stackId != 0 && stackId < data.stacks.size() && !data.stacks[stackId].empty()) {
-          if (!path.empty()) path += ';';
-          path += stackSegment(stackId);
-        }
-        const HookDescriptor& hook = data.hooks[e.hook];
-        appendFrame(path, hook.displayName);
-        if (hook.kind == ApiKind::Launch && e.launch.kernelName != 0)
-          appendFrame(path, demangle(data, e.launch.kernelName));
+        if (!insideApi && stackId != 0 && stackId < data.stacks.size() && !data.stacks[stackId].empty())
+          node = tree.child(node, stackLabel(stackId));
+        node = tree.child(node, hookLabel(e.hook));
+        if (data.hooks[e.hook].kind == ApiKind::Launch && e.launch.kernelName != 0)
+          node = tree.child(node, kernelLabel(e.launch.kernelName));
       }
-      FoldWeights& w = weights[path];
+      FoldWeights& w = tree.eventEndsAt(node);
       ++w.calls;
       if (!gpuNs.empty()) {
         auto it = gpuNs.find(static_cast<uint64_t>(ti) << 32 | index);
         if (it != gpuNs.end()) w.gpuNs += it->second;
       }
-      stack.push_back(Open{end, path.size(), 0, ns, e.kind == EventKind::Api});
+      stack.push_back(Open{end, node, 0, ns, e.kind == EventKind::Api});
     }
     while (!stack.empty()) close();
   }
-  return weights;
+  return tree.paths();
 }
 
 void writeFolded(const std::map<std::string, FoldWeights>& folded, FoldWeight weight, Sink& out) {
