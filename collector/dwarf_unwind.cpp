@@ -19,6 +19,8 @@ constexpr unsigned kRa = 16;
 //   bit  2     CFA base register is rbp (else rsp)
 //   bit  3     CFA = *(base + offset) (the realignment form) instead of base + offset
 //   bit  4     rbp is saved at CFA + rbpOffset (else it keeps its value)
+//   bit  5     with kind kUnsupported: no loaded object holds the address (not cached)
+//   bit  6     with bit 4: rbp is saved at rbp + rbpOffset instead
 //   bits 16-31 rbpOffset (signed)
 //   bits 32-63 cfaOffset (signed)
 // The return address is always at CFA - 8 (checked when the rule is computed).
@@ -26,12 +28,16 @@ enum Kind : uint64_t { kEmpty = 0, kFrame = 1, kOutermost = 2, kUnsupported = 3 
 constexpr uint64_t kCfaRbp = 1u << 2;
 constexpr uint64_t kCfaDeref = 1u << 3;
 constexpr uint64_t kRbpSaved = 1u << 4;
+// With kRbpSaved: rbp is saved at rbp + rbpOffset instead of CFA + rbpOffset (GCC's stack
+// realignment through a DRAP register describes the saved rbp that way).
+constexpr uint64_t kRbpAtRbp = 1u << 6;
 // Unsupported because no loaded object holds the address (yet: an object being loaded by
 // dlopen may not be known to _dl_find_object while it runs). Not cached.
 constexpr uint64_t kNoObject = kUnsupported | (1u << 5);
 
-uint64_t packRule(bool cfaRbp, bool deref, int64_t cfaOffset, bool rbpSaved, int64_t rbpOffset) {
+uint64_t packRule(bool cfaRbp, bool deref, int64_t cfaOffset, bool rbpSaved, bool rbpAtRbp, int64_t rbpOffset) {
   return kFrame | (cfaRbp ? kCfaRbp : 0) | (deref ? kCfaDeref : 0) | (rbpSaved ? kRbpSaved : 0) |
+         (rbpAtRbp ? kRbpAtRbp : 0) |
          (static_cast<uint64_t>(static_cast<uint16_t>(static_cast<int16_t>(rbpOffset))) << 16) |
          (static_cast<uint64_t>(static_cast<uint32_t>(static_cast<int32_t>(cfaOffset))) << 32);
 }
@@ -159,7 +165,8 @@ struct Reader {
 
 // The CFA program's state for the registers a walk needs.
 struct RegRule {
-  enum Type : uint8_t { Same, Offset, Undefined, Other } type = Same;
+  // Offset: saved at CFA + offset; AtRbp: saved at rbp + offset (DW_CFA_expression "breg6").
+  enum Type : uint8_t { Same, Offset, AtRbp, Undefined, Other } type = Same;
   int64_t offset = 0;
 };
 struct Row {
@@ -311,12 +318,18 @@ bool runCfa(Reader r, const Cie& cie, uint64_t loc, uint64_t pc, const Row& init
           }
           break;
         }
-        case 0x10: {  // expression
+        case 0x10: {  // expression: only rbp's "saved at rbp + offset" is understood
           const uint64_t reg = r.uleb();
           const uint64_t len = r.uleb();
           if (!r.has(len)) return false;
+          Reader e{r.p, r.p + len};
           r.p += len;
-          setRule(reg, {RegRule::Other, 0});
+          RegRule rule{RegRule::Other, 0};
+          if (e.fixed<uint8_t>() == 0x76) {  // DW_OP_breg6 (rbp)
+            const int64_t off = e.sleb();
+            if (e.ok && !e.has(1)) rule = {RegRule::AtRbp, off};
+          }
+          setRule(reg, rule);
           break;
         }
         case 0x11: {  // offset_extended_sf
@@ -433,10 +446,12 @@ uint64_t computeRule(uint64_t lookup) {
   if (row.ra.type == RegRule::Undefined) return kOutermost;
   if (row.cfaOther || (row.cfaReg != kRsp && row.cfaReg != kRbp)) return kUnsupported;
   if (row.ra.type != RegRule::Offset || row.ra.offset != -8) return kUnsupported;
-  if (row.rbp.type != RegRule::Same && row.rbp.type != RegRule::Offset) return kUnsupported;
+  const bool rbpSaved = row.rbp.type == RegRule::Offset || row.rbp.type == RegRule::AtRbp;
+  if (!rbpSaved && row.rbp.type != RegRule::Same) return kUnsupported;
   if (row.cfaOffset < INT32_MIN || row.cfaOffset > INT32_MAX) return kUnsupported;
-  if (row.rbp.type == RegRule::Offset && (row.rbp.offset < INT16_MIN || row.rbp.offset > INT16_MAX)) return kUnsupported;
-  return packRule(row.cfaReg == kRbp, row.cfaDeref, row.cfaOffset, row.rbp.type == RegRule::Offset, row.rbp.offset);
+  if (rbpSaved && (row.rbp.offset < INT16_MIN || row.rbp.offset > INT16_MAX)) return kUnsupported;
+  return packRule(row.cfaReg == kRbp, row.cfaDeref, row.cfaOffset, rbpSaved, row.rbp.type == RegRule::AtRbp,
+                  row.rbp.offset);
 }
 
 uint64_t ruleFor(uint64_t pc, uint64_t lookup) {
@@ -499,7 +514,7 @@ __attribute__((noinline, no_sanitize_address)) int backtrace(uint64_t* out, int 
     if (cfa <= sp || cfa > stackHi || !inStack(cfa - 8)) return -1;
     const uint64_t ra = *reinterpret_cast<const volatile uint64_t*>(cfa - 8);
     if (rule & kRbpSaved) {
-      const uint64_t at = cfa + static_cast<uint64_t>(rbpOffsetOf(rule));
+      const uint64_t at = ((rule & kRbpAtRbp) ? bp : cfa) + static_cast<uint64_t>(rbpOffsetOf(rule));
       if (!inStack(at)) return -1;
       bp = *reinterpret_cast<const volatile uint64_t*>(at);
     }

@@ -6,7 +6,8 @@
 // The rule of a code address is found once: _dl_find_object gives the object's .eh_frame_hdr,
 // its sorted table gives the FDE, and the FDE's CFA program is run up to the address. x86-64
 // code from GCC and Clang needs only "CFA = rsp or rbp + offset", the return address and rbp
-// saved at offsets from the CFA, and the stack-realignment form "CFA = *(rbp + offset)". Any
+// saved at offsets from the CFA, and GCC's stack-realignment forms "CFA = *(rbp + offset)" and
+// "rbp saved at rbp + offset". Any
 // other rule (signal frames, registers saved in registers, other expressions, code without an
 // FDE) makes the walk give up, and the caller unwinds that stack with libunwind instead: the
 // result is either the same frames libunwind would report or no result.

@@ -96,8 +96,23 @@ __attribute__((noinline)) void realigned(Walks& w) {
   buf[255] = 2;
 }
 
+__attribute__((noipa)) void sevenArguments(Walks& w, long a, long b, long c, long d, long e, long f) {
+  realigned(w);
+  asm volatile("" : : "r"(a + b + c + d + e + f));
+}
+
+// Realigned and passing arguments on the stack: GCC keeps the incoming stack pointer in a DRAP
+// register and describes the frame with expressions (CFA = *(rbp - N), rbp saved at rbp + 0),
+// the shape of cutrace's own launch shims (a 64-byte-aligned record, a launch's 8 arguments).
+__attribute__((noipa)) void realignedWithStackArgs(Walks& w) {
+  alignas(64) volatile long buf[8];
+  buf[0] = 1;
+  sevenArguments(w, buf[0], 2, 3, 4, 5, 6);
+  buf[7] = buf[0];
+}
+
 __attribute__((noinline)) void throughFunction(Walks& w) {
-  std::function<void()> f = [&] { realigned(w); };
+  std::function<void()> f = [&] { realignedWithStackArgs(w); };
   f();
   asm volatile("");
 }
