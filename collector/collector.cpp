@@ -1,6 +1,7 @@
 #include "collector/collector.h"
 
 #include <dlfcn.h>
+#include <linux/futex.h>
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -9,9 +10,9 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
-#include <condition_variable>
 #include <fstream>
 #include <mutex>
 #include <new>
@@ -64,9 +65,12 @@ struct Globals {
 
   // Drain thread. drainMutex serialises every use of `store` (drain passes, fork, finish).
   std::mutex drainMutex;
-  std::mutex wakeMutex;
-  std::condition_variable wake;
-  bool stopDrain = false;  // guarded by wakeMutex
+  // The drain thread sleeps on this futex word between passes. Whoever wants a pass sooner
+  // (stop, a terminating signal, a ring past half full) increments it and wakes the futex; an
+  // increment between the drain's load and its wait makes the wait return at once, so no wake
+  // is lost. Incrementing and waking are async-signal-safe and take no lock.
+  std::atomic<uint32_t> wakeWord{0};
+  std::atomic<bool> stopDrain{false};
   std::atomic<bool> drainStarted{false};
   pthread_t drainThread{};
   Store* store = nullptr;
@@ -185,16 +189,24 @@ void drainPass() {
   }
 }
 
+void wakeDrain() {
+  Globals& gl = g();
+  gl.wakeWord.fetch_add(1, std::memory_order_release);
+  syscall(SYS_futex, &gl.wakeWord, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+}
+
 void* drainMain(void*) {
   tls::busy = 1;  // the drain thread never records itself
   prctl(PR_SET_NAME, "cutrace-drain", 0, 0, 0);
   Globals& gl = g();
+  static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t), "the futex word is the atomic itself");
   for (;;) {
-    {
-      std::unique_lock<std::mutex> lock(gl.wakeMutex);
-      gl.wake.wait_for(lock, std::chrono::milliseconds(gl.config.drainIntervalMs), [&] { return gl.stopDrain; });
-      if (gl.stopDrain) break;
-    }
+    const uint32_t seen = gl.wakeWord.load(std::memory_order_acquire);
+    if (gl.stopDrain.load()) break;
+    const uint32_t ms = gl.config.drainIntervalMs;
+    timespec interval{static_cast<time_t>(ms / 1000), static_cast<long>(ms % 1000) * 1000000L};
+    syscall(SYS_futex, &gl.wakeWord, FUTEX_WAIT_PRIVATE, seen, &interval, nullptr, 0);
+    if (gl.stopDrain.load()) break;
     if (gl.finishRequested.load()) {
       Collector::finish();
       gl.finishDone.store(true);
@@ -226,11 +238,8 @@ void startDrainThread() {
 void stopDrainThread() {
   Globals& gl = g();
   if (!gl.drainStarted.load()) return;
-  {
-    std::lock_guard<std::mutex> lock(gl.wakeMutex);
-    gl.stopDrain = true;
-  }
-  gl.wake.notify_all();
+  gl.stopDrain.store(true);
+  wakeDrain();
   if (!pthread_equal(pthread_self(), gl.drainThread)) pthread_join(gl.drainThread, nullptr);
   gl.drainStarted.store(false);
 }
@@ -251,9 +260,8 @@ void atforkChild() {
   gl.drainMutex.unlock();
   // Only the forking thread exists here. The parent writes its own events; the child starts
   // empty: no inherited store, no inherited ring contents, a drain thread of its own.
-  new (&gl.wakeMutex) std::mutex();
-  new (&gl.wake) std::condition_variable();
-  gl.stopDrain = false;
+  gl.wakeWord.store(0);
+  gl.stopDrain.store(false);
   gl.drainStarted.store(false);
   gl.pid = getpid();
   gl.finishRequested.store(false);
@@ -282,6 +290,7 @@ void onTerminatingSignal(int sig) {
   Globals& gl = g();
   if (gl.drainStarted.load() && !gl.finished.load() && getpid() == gl.pid) {
     gl.finishRequested.store(true);
+    wakeDrain();
     for (int i = 0; i < 3000 && !gl.finishDone.load(); ++i) {
       timespec ts{0, 1000000};
       nanosleep(&ts, nullptr);
@@ -371,6 +380,13 @@ ThreadState* attachThread() {
   startDrainThread();
   errno = savedErrno;
   return s;
+}
+
+void nudgeDrain() {
+  // A hook's errno must come back unchanged (the futex call may set it).
+  const int savedErrno = errno;
+  if (g().drainStarted.load(std::memory_order_relaxed)) wakeDrain();
+  errno = savedErrno;
 }
 
 }  // namespace detail

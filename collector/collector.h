@@ -63,6 +63,7 @@ enum class Mode : uint8_t { Uninitialized, On, Off };
 namespace detail {
 extern std::atomic<Mode> mode;
 ThreadState* attachThread();  // slow path: first event of a thread
+void nudgeDrain();            // slow path: a ring passed half full; wake the drain thread now
 }  // namespace detail
 
 inline Mode currentMode() { return detail::mode.load(std::memory_order_acquire); }
@@ -101,6 +102,9 @@ inline bool appendRecord(ThreadState* s, const Record& r, const char* text = nul
     memcpy(&s->ring.at(at + 1 + b), text + off, n);
   }
   s->ring.commit(1 + blocks);
+  // A burst would fill the ring before the next timed pass: past half full, the drain is woken
+  // (once per pass of the drain over this ring).
+  if (__builtin_expect(s->ring.crossedHalf(), 0)) detail::nudgeDrain();
   return true;
 }
 

@@ -28,6 +28,7 @@ class SpscRing {
     head_.store(0, std::memory_order_relaxed);
     tail_.store(0, std::memory_order_relaxed);
     cachedTail_ = 0;
+    nudgedAt_ = 0;
   }
 
   uint64_t capacity() const { return mask_ + 1; }
@@ -47,6 +48,18 @@ class SpscRing {
     head_.store(head_.load(std::memory_order_relaxed) + n, std::memory_order_release);
   }
 
+  // Producer, after commit(): true the first time the ring is found more than half full since
+  // the consumer last released slots. Costs a compare while the ring looks less than half full
+  // (by the producer's possibly stale copy of tail_), a load of tail_ otherwise.
+  bool crossedHalf() {
+    const uint64_t head = head_.load(std::memory_order_relaxed);
+    if (head - cachedTail_ <= capacity() / 2) return false;
+    cachedTail_ = tail_.load(std::memory_order_acquire);
+    if (head - cachedTail_ <= capacity() / 2 || nudgedAt_ == cachedTail_ + 1) return false;
+    nudgedAt_ = cachedTail_ + 1;  // +1: 0 means never
+    return true;
+  }
+
   Slot& at(uint64_t index) { return slots_[index & mask_]; }
   const Slot& at(uint64_t index) const { return slots_[index & mask_]; }
 
@@ -60,6 +73,7 @@ class SpscRing {
   uint64_t mask_ = 0;
   alignas(64) std::atomic<uint64_t> head_{0};
   uint64_t cachedTail_ = 0;  // producer-private copy of tail_
+  uint64_t nudgedAt_ = 0;    // producer-private: tail_ + 1 when crossedHalf() last said true
   alignas(64) std::atomic<uint64_t> tail_{0};
 };
 

@@ -3,7 +3,7 @@
 //
 //   trace_check TRACE.json [--folded FILE] [--thread-ids FILE] [--allow-drops]
 //               [--view launches] [--expect-linked] [--stacks] [--python-frames FILE]
-//               [--expect-dwarf]
+//               [--expect-dwarf] [--max-dropped-percent P]
 //
 // Checks (any failure prints "FAIL: ..." on stderr and exits 1):
 // - the file parses as JSON (simdjson) with traceEvents and metadata;
@@ -19,7 +19,8 @@
 // - --thread-ids: each "name tid" line names a thread that is in the trace with that tid;
 // - device tracks (CUPTI): kernel/memcpy/memset X events; every flow "f" has its "s"; with
 //   --expect-linked every kernel has a flow and launches == kernels;
-// - --expect-dwarf: the stacks came from the .eh_frame walk, none left to its fallback.
+// - --expect-dwarf: the stacks came from the .eh_frame walk, none left to its fallback;
+// - --max-dropped-percent P (implies --allow-drops): at most P% of the events were dropped.
 // --view launches renders only NVTX ranges and launches ("launch kernel=..."), which is the
 // same whether a launch went through the shared runtime, a static one or the driver.
 // The summary lists per thread (threads ordered by name, then content) the event tree with
@@ -311,11 +312,13 @@ int main(int argc, char** argv) {
   }
   std::string foldedPath, tidsPath, view;
   bool allowDrops = false, expectLinked = false, expectDwarf = false;
+  int maxDroppedPercent = -1;
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--folded" && i + 1 < argc) foldedPath = argv[++i];
     else if (a == "--thread-ids" && i + 1 < argc) tidsPath = argv[++i];
     else if (a == "--allow-drops") allowDrops = true;
+    else if (a == "--max-dropped-percent" && i + 1 < argc) allowDrops = true, maxDroppedPercent = atoi(argv[++i]);
     else if (a == "--view" && i + 1 < argc) view = argv[++i];
     else if (a == "--expect-linked") expectLinked = true;
     else if (a == "--expect-dwarf") expectDwarf = true;
@@ -423,6 +426,13 @@ int main(int argc, char** argv) {
   uint64_t dropped = 0;
   if (meta["dropped_events"].get(dropped)) fail("metadata.dropped_events missing");
   if (dropped != 0 && !allowDrops) fail("trace reports " + std::to_string(dropped) + " dropped events");
+  if (maxDroppedPercent >= 0) {
+    uint64_t recorded = 0;
+    if (meta["events"].get(recorded)) fail("metadata.events missing");
+    if (dropped * 100 > static_cast<uint64_t>(maxDroppedPercent) * (recorded + dropped))
+      fail(std::to_string(dropped) + " of " + std::to_string(recorded + dropped) + " events dropped, more than " +
+           std::to_string(maxDroppedPercent) + "%");
+  }
 
   std::vector<Thread*> ordered;
   std::size_t launches = 0, total = 0;
@@ -542,7 +552,9 @@ int main(int argc, char** argv) {
   if (meta["capture"].get(capture) == simdjson::SUCCESS && capture != "all") summary << "capture " << capture << "\n";
   if (allowDrops) {
     // What was dropped depends on timing: only the drop-independent facts are summarised.
-    summary << "threads " << threads.size() << ", " << (droppedThreads > 0 ? "some" : "none")
+    summary << "threads " << threads.size() << ", "
+            << (maxDroppedPercent >= 0 ? "at most " + std::to_string(maxDroppedPercent) + "%"
+                                       : droppedThreads > 0 ? "some" : "none")
             << " dropped, seq gaps equal dropped on every thread\n";
     std::cout << summary.str();
     return 0;

@@ -70,6 +70,31 @@ TEST_CASE("multi-slot reservations are all-or-nothing", "[ring]") {
   REQUIRE(at == 8);  // indices keep growing; slots wrap by mask
 }
 
+TEST_CASE("crossedHalf: once when the fill passes half, again only after the consumer released", "[ring]") {
+  std::vector<Slot> slots(16);
+  SpscRing<Slot> ring(slots.data(), slots.size());
+  std::vector<int> crossedAt;
+  for (int i = 1; i <= 16; ++i) {
+    REQUIRE(push(ring, static_cast<uint64_t>(i)));
+    if (ring.crossedHalf()) crossedAt.push_back(i);
+  }
+  REQUIRE(crossedAt == std::vector<int>{9});  // 9 of 16 is the first fill past half
+  REQUIRE(drain(ring).size() == 16);
+  // Below half after the release: silent; past half again: once more.
+  crossedAt.clear();
+  for (int i = 1; i <= 12; ++i) {
+    REQUIRE(push(ring, static_cast<uint64_t>(i)));
+    if (ring.crossedHalf()) crossedAt.push_back(i);
+  }
+  REQUIRE(crossedAt == std::vector<int>{9});
+  // The consumer releases part of it, still past half: the producer is told again.
+  const uint64_t begin = ring.readBegin();
+  ring.release(begin + 2);
+  REQUIRE(push(ring, 13));
+  REQUIRE(ring.crossedHalf());
+  REQUIRE_FALSE(ring.crossedHalf());
+}
+
 TEST_CASE("concurrent producer and consumer: every accepted value arrives once, in order", "[ring]") {
   std::vector<Slot> storage(64);
   SpscRing<Slot> ring(storage.data(), 64);

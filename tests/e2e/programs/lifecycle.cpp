@@ -3,6 +3,7 @@
 //   sigterm       the process is killed by SIGTERM (no handler of its own)
 //   sigkill       the process is killed by SIGKILL: its journal is recovered afterwards
 //   stress        64 threads on tiny rings: drops are counted and match the gaps in seq
+//   burst         bursts that fill half a small ring: the drain wakes early and keeps them
 //   capture       calls inside and outside cudaProfilerStart/Stop, an NVTX range "focus",
 //                 and ten "ProfilerStep#N" steps: which are kept depends on CUTRACE_CAPTURE
 //   usr2, timed   capture by SIGUSR2 and by time
@@ -82,6 +83,18 @@ int stress() {
   return 0;
 }
 
+// Bursts of a quarter of a 64 KiB ring with pauses, under a 10 s drain interval: only the
+// drain's early wake-up when a ring passes half full keeps most of them (without it, every
+// burst after the fourth would be dropped).
+int burst() {
+  for (int b = 0; b < 100; ++b) {
+    for (int i = 0; i < 128; ++i) cudaStreamSynchronize(nullptr);  // 2 records each
+    usleep(5 * 1000);
+  }
+  printf("burst done\n");
+  return 0;
+}
+
 int capture() {
   calls(1);  // before anything: only "all" keeps it
   cudaProfilerStart();
@@ -130,6 +143,7 @@ int main(int argc, char** argv) {
   if (what == "sigterm") return sigterm();
   if (what == "sigkill") return sigkill();
   if (what == "stress") return stress();
+  if (what == "burst") return burst();
   if (what == "capture") return capture();
   if (what == "usr2") return usr2();
   if (what == "timed") return timed();
