@@ -6,6 +6,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <functional>
+#include <utility>
+#include <vector>
+
 #include "exporters/chrome_trace.h"
 #include "exporters/folded.h"
 
@@ -56,6 +61,71 @@ std::string safeFileStem(const std::string& exe) {
   return out;
 }
 
+namespace {
+
+constexpr const char* kTraceSuffix = ".trace.json";
+constexpr const char* kFoldedSuffix = ".folded";
+
+// One output file's contents, written before it gets a name.
+struct Pending {
+  const char* suffix;
+  int fd = -1;
+};
+
+bool writeTo(int fd, const std::function<void(Sink&)>& write) {
+  Sink out(fd);
+  write(out);
+  return out.flush();
+}
+
+// Gives the unnamed file `fd` (O_TMPFILE) the name `name` in `dirfd`; EEXIST when taken.
+bool nameTmpFile(int fd, int dirfd, const std::string& name) {
+  char proc[64];
+  snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+  return linkat(AT_FDCWD, proc, dirfd, name.c_str(), AT_SYMLINK_FOLLOW) == 0;
+}
+
+// The fallback: each file created under its final name and written there.
+bool writeInPlace(int dirfd, const std::string& dir, const std::string& base,
+                  const std::vector<std::pair<const char*, std::function<void(Sink&)>>>& files, std::string& stem,
+                  OutputResult& result, bool& ok) {
+  int traceFd = -1, foldedFd = -1;
+  for (int attempt = 0; attempt < 100 && traceFd < 0; ++attempt) {
+    stem = attempt == 0 ? base : base + "." + std::to_string(attempt);
+    traceFd = createExclusive(dirfd, stem + kTraceSuffix);
+    if (traceFd < 0 && errno != EEXIST && errno != ELOOP) break;
+    if (traceFd < 0) continue;
+    foldedFd = createExclusive(dirfd, stem + kFoldedSuffix);
+    if (foldedFd < 0) {
+      // Keep the pair's names matched: give up this stem and try the next one.
+      const int err = errno;
+      close(traceFd);
+      unlinkat(dirfd, (stem + kTraceSuffix).c_str(), 0);
+      traceFd = -1;
+      errno = err;
+      if (err != EEXIST && err != ELOOP) break;
+    }
+  }
+  if (traceFd < 0) return false;
+  ok = writeTo(traceFd, files[0].second) && ok;
+  ok = writeTo(foldedFd, files[1].second) && ok;
+  ok = (close(traceFd) == 0) && ok;
+  ok = (close(foldedFd) == 0) && ok;
+  for (std::size_t i = 2; i < files.size(); ++i) {
+    const int fd = createExclusive(dirfd, stem + files[i].first);
+    if (fd < 0) {
+      ok = false;
+      continue;
+    }
+    ok = writeTo(fd, files[i].second) && ok;
+    ok = (close(fd) == 0) && ok;
+    result.extraPaths.push_back(dir + "/" + stem + files[i].first);
+  }
+  return true;
+}
+
+}  // namespace
+
 OutputResult writeOutputFiles(const TraceData& data, const char* directory, const FoldOptions& fold) {
   OutputResult result;
   const std::string dir = directory;
@@ -65,64 +135,78 @@ OutputResult writeOutputFiles(const TraceData& data, const char* directory, cons
     result.error = "cannot open " + dir + ": " + strerror(errno);
     return result;
   }
-  const std::string base = outputStem(data.meta);
-  int traceFd = -1, foldedFd = -1;
-  std::string stem;
-  for (int attempt = 0; attempt < 100 && traceFd < 0; ++attempt) {
-    stem = attempt == 0 ? base : base + "." + std::to_string(attempt);
-    traceFd = createExclusive(dirfd, stem + ".trace.json");
-    if (traceFd < 0 && errno != EEXIST && errno != ELOOP) break;
-    if (traceFd < 0) continue;
-    foldedFd = createExclusive(dirfd, stem + ".folded");
-    if (foldedFd < 0) {
-      // Keep the pair's names matched: give up this stem and try the next one.
-      const int err = errno;
-      close(traceFd);
-      unlinkat(dirfd, (stem + ".trace.json").c_str(), 0);
-      traceFd = -1;
-      errno = err;
-      if (err != EEXIST && err != ELOOP) break;
-    }
-  }
-  if (traceFd < 0) {
-    result.error = "cannot create a trace file in " + dir + ": " + strerror(errno);
-    close(dirfd);
-    return result;
-  }
-  result.tracePath = dir + "/" + stem + ".trace.json";
-  result.foldedPath = dir + "/" + stem + ".folded";
-  bool ok = true;
-  {
-    Sink out(traceFd);
-    writeChromeTrace(data, out);
-    ok = out.flush() && ok;
-  }
   const auto folded = foldStacks(data, fold);
-  {
-    Sink out(foldedFd);
-    writeFolded(folded, FoldWeight::HostTime, out);
-    ok = out.flush() && ok;
-  }
-  ok = (close(traceFd) == 0) && ok;
-  ok = (close(foldedFd) == 0) && ok;
-  // The other weightings share the stem, which the pair above already made unique; a file in
-  // the way (or a symlink) is an error, not something to write through.
   bool anyGpu = false;
   for (const auto& entry : folded) anyGpu |= entry.second.gpuNs != 0;
-  for (const auto& [suffix, weight] : {std::pair{".calls.folded", FoldWeight::Calls}, std::pair{".gpu.folded", FoldWeight::GpuTime}}) {
-    if (weight == FoldWeight::GpuTime && !anyGpu) continue;
-    const int fd = createExclusive(dirfd, stem + suffix);
-    if (fd < 0) {
-      ok = false;
-      continue;
+  std::vector<std::pair<const char*, std::function<void(Sink&)>>> files = {
+      {kTraceSuffix, [&](Sink& out) { writeChromeTrace(data, out); }},
+      {kFoldedSuffix, [&](Sink& out) { writeFolded(folded, FoldWeight::HostTime, out); }},
+      {".calls.folded", [&](Sink& out) { writeFolded(folded, FoldWeight::Calls, out); }},
+  };
+  if (anyGpu) files.emplace_back(".gpu.folded", [&](Sink& out) { writeFolded(folded, FoldWeight::GpuTime, out); });
+
+  // Files are written unnamed (O_TMPFILE) and named only once complete, so a process killed
+  // while writing (or a full disk) leaves no truncated trace behind that would not open: the
+  // journal, kept until this returns, is what `cutrace recover` rebuilds from. Where the file
+  // system has no O_TMPFILE or /proc is missing, files are written in place as before.
+  const std::string base = outputStem(data.meta);
+  std::vector<Pending> pending;
+  bool ok = true;
+  for (const auto& [suffix, write] : files) {
+    const int fd = openat(dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
+    if (fd < 0) break;
+    pending.push_back({suffix, fd});
+    ok = writeTo(fd, write) && ok;
+  }
+  std::string stem;
+  bool named = pending.size() == files.size();
+  if (named && !ok) {
+    // Nothing incomplete gets a name: the unnamed files vanish as they are closed.
+    for (const Pending& p : pending) close(p.fd);
+    close(dirfd);
+    result.error = std::string("write error in ") + dir + " (nothing written; a full disk?)";
+    return result;
+  }
+  if (named) {
+    // The trace and the host-time folded file take the first stem free for both; the other
+    // weightings share it (a file in their way is an error, never overwritten).
+    named = false;
+    for (int attempt = 0; attempt < 100 && !named; ++attempt) {
+      stem = attempt == 0 ? base : base + "." + std::to_string(attempt);
+      if (!nameTmpFile(pending[0].fd, dirfd, stem + kTraceSuffix)) {
+        if (errno == EEXIST) continue;
+        break;
+      }
+      if (!nameTmpFile(pending[1].fd, dirfd, stem + kFoldedSuffix)) {
+        const int err = errno;
+        unlinkat(dirfd, (stem + kTraceSuffix).c_str(), 0);
+        if (err == EEXIST) continue;
+        break;
+      }
+      named = true;
     }
-    Sink out(fd);
-    writeFolded(folded, weight, out);
-    ok = out.flush() && ok;
-    ok = (close(fd) == 0) && ok;
-    result.extraPaths.push_back(dir + "/" + stem + suffix);
+    if (named) {
+      for (std::size_t i = 2; i < pending.size(); ++i) {
+        if (nameTmpFile(pending[i].fd, dirfd, stem + pending[i].suffix))
+          result.extraPaths.push_back(dir + "/" + stem + pending[i].suffix);
+        else
+          ok = false;
+      }
+    }
+  }
+  for (const Pending& p : pending) ok = (close(p.fd) == 0) && ok;
+  if (!named) {
+    ok = true;
+    result.extraPaths.clear();
+    if (!writeInPlace(dirfd, dir, base, files, stem, result, ok)) {
+      result.error = "cannot create a trace file in " + dir + ": " + strerror(errno);
+      close(dirfd);
+      return result;
+    }
   }
   close(dirfd);
+  result.tracePath = dir + "/" + stem + kTraceSuffix;
+  result.foldedPath = dir + "/" + stem + kFoldedSuffix;
   if (!ok) result.error = std::string("write error in ") + dir;
   result.ok = ok;
   return result;

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# A process killed while cutrace writes its trace at exit must leave no trace file that would
+# not open: the files are named only once complete. The kill is SIGXFSZ from a file-size limit
+# that the trace (megabytes) exceeds and the program's own output does not.
+#   usage: interrupted_write.sh PROGRAM ARGS...   (env: LIBTRACE, STANDIN_DIR, SANITIZER_RUNTIME)
+set -u
+work=$(mktemp -d "${TMPDIR:-/tmp}/cutrace-e2e-interrupted.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+preload="${SANITIZER_RUNTIME:+$SANITIZER_RUNTIME }$LIBTRACE"
+(
+  ulimit -f 256  # KiB
+  exec env ${STANDIN_DIR:+LD_LIBRARY_PATH="$STANDIN_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"} \
+    LD_PRELOAD="$preload" CUTRACE_OUTPUT="$work/out" CUTRACE_JOURNAL=0 "$@"
+) >"$work/stdout" 2>"$work/stderr"
+rc=$?
+if [ "$rc" -ne $((128 + 25)) ]; then
+  echo "FAIL: expected the process to be killed by SIGXFSZ while writing, got exit $rc" >&2
+  head -20 "$work/stderr" >&2
+  exit 1
+fi
+left=$(ls -A "$work/out" 2>/dev/null)
+if [ -n "$left" ]; then
+  echo "FAIL: an interrupted write left files behind:" >&2
+  ls -la "$work/out" >&2
+  exit 1
+fi
+echo "ok: killed while writing, no partial files"
