@@ -66,6 +66,9 @@ namespace {
 constexpr const char* kTraceSuffix = ".trace.json";
 constexpr const char* kFoldedSuffix = ".folded";
 
+// An output file: its suffix after the stem, and what writes its contents.
+using OutputFile = std::pair<const char*, std::function<void(Sink&)>>;
+
 // One output file's contents, written before it gets a name.
 struct Pending {
   const char* suffix;
@@ -87,7 +90,7 @@ bool nameTmpFile(int fd, int dirfd, const std::string& name) {
 
 // The fallback: each file created under its final name and written there.
 bool writeInPlace(int dirfd, const std::string& dir, const std::string& base,
-                  const std::vector<std::pair<const char*, std::function<void(Sink&)>>>& files, std::string& stem,
+                  const std::vector<OutputFile>& files, std::string& stem,
                   OutputResult& result, bool& ok) {
   int traceFd = -1, foldedFd = -1;
   for (int attempt = 0; attempt < 100 && traceFd < 0; ++attempt) {
@@ -138,7 +141,7 @@ OutputResult writeOutputFiles(const TraceData& data, const char* directory, cons
   const auto folded = foldStacks(data, fold);
   bool anyGpu = false;
   for (const auto& entry : folded) anyGpu |= entry.second.gpuNs != 0;
-  std::vector<std::pair<const char*, std::function<void(Sink&)>>> files = {
+  std::vector<OutputFile> files = {
       {kTraceSuffix, [&](Sink& out) { writeChromeTrace(data, out); }},
       {kFoldedSuffix, [&](Sink& out) { writeFolded(folded, FoldWeight::HostTime, out); }},
       {".calls.folded", [&](Sink& out) { writeFolded(folded, FoldWeight::Calls, out); }},
