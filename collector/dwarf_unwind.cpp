@@ -489,7 +489,8 @@ __attribute__((noinline, no_sanitize_address)) int backtrace(uint64_t* out, int 
       : "=r"(pc), "=r"(sp), "=r"(bp));
   const uint64_t lo = sp;
   if (stackHi <= lo || max <= 0) return -1;
-  auto inStack = [&](uint64_t addr) { return addr >= lo && addr <= stackHi - 8; };
+  // Every word read is an aligned word of this thread's stack: a wrong rule ends the walk.
+  auto inStack = [&](uint64_t addr) { return addr >= lo && addr <= stackHi - 8 && (addr & 7) == 0; };
   int n = 0;
   while (n < max) {
     uint64_t rule;
