@@ -115,6 +115,7 @@ bool parseUnwind(const char* v, Config& c) {
   else if (!strcmp(v, "dwarf")) c.unwinder = Unwinder::Dwarf;
   else if (!strcmp(v, "libunwind")) c.unwinder = Unwinder::Libunwind;
   else if (!strcmp(v, "fp")) c.unwinder = Unwinder::FramePointer;
+  else if (!strcmp(v, "verify")) c.unwinder = Unwinder::Verify;
   else return false;
   return true;
 }
@@ -229,8 +230,9 @@ constexpr Entry kEntries[] = {
     {{"CUTRACE_CUPTI", "auto|on|off", "device timeline through CUPTI (default auto: when libcupti and a GPU are there)"}, parseCupti},
     {{"CUTRACE_STACKS", "off|launches|calls", "call stacks at launches only, or at every recorded CUDA call (default calls)"}, parseStacks},
     {{"CUTRACE_STACK_DEPTH", "1 to 128", "frames kept per stack, innermost first (default 32)"}, parseStackDepth},
-    {{"CUTRACE_UNWIND", "auto|dwarf|libunwind|fp",
-      "stack unwinder (default auto, the same as dwarf: .eh_frame rules cached per address, libunwind.so.8 for the stacks they cannot follow)"},
+    {{"CUTRACE_UNWIND", "auto|dwarf|libunwind|fp|verify",
+      "stack unwinder (default auto, the same as dwarf: .eh_frame rules cached per address, libunwind.so.8 for the stacks they cannot follow; "
+      "verify: both walks, libunwind's stack kept, disagreements counted in metadata.stacks.unwind_mismatches)"},
      parseUnwind},
     {{"CUTRACE_PYTHON", "auto|off", "Python frames in stacks when the process is CPython 3.10 to 3.13 (default auto)"}, parsePython},
     {{"CUTRACE_MAX_MEMORY", "a size of at least 1M", "cap on the events kept per process; past it the newest are dropped and counted (default 2G)"}, parseMaxMemory},

@@ -15,7 +15,7 @@ namespace cutrace {
 
 enum class LogLevel : uint8_t { Off, Error, Warn, Info, Debug };
 enum class StackMode : uint8_t { Off, Launches, Calls };
-enum class Unwinder : uint8_t { Auto, Dwarf, Libunwind, FramePointer };
+enum class Unwinder : uint8_t { Auto, Dwarf, Libunwind, FramePointer, Verify };
 
 // CUTRACE_CAPTURE: when events are recorded (collector/capture.h).
 enum class CaptureMode : uint8_t { All, ProfilerApi, Nvtx, Time, Schedule, Signal };

@@ -28,7 +28,9 @@ using UnwBacktrace = int (*)(void** buffer, int size);
 struct State {
   StackTable table;
   bool dwarf = false;  // the .eh_frame walk first; unwBacktrace or frame pointers where it gives up
+  bool verify = false;  // CUTRACE_UNWIND=verify: both walks, libunwind's kept, disagreements counted
   std::atomic<uint64_t> fallbacks{0};
+  std::atomic<uint64_t> mismatches{0};
   UnwBacktrace unwBacktrace = nullptr;
   uint32_t depth = 0;
   uintptr_t ownBegin = 0;  // the text of the library holding the collector: frames to skip
@@ -60,6 +62,20 @@ int findOwnRange(struct dl_phdr_info* info, std::size_t, void* data) {
 
 // Frames of this library's own code (shim, HookCall, capture) sit on top of every stack.
 inline bool ownFrame(uint64_t pc) { return pc >= g_state.ownBegin && pc < g_state.ownEnd; }
+
+// Whether two walks agree on the callers below this library's own frames (as far as the
+// shorter of the two went, within the configured depth).
+bool sameCallers(const uint64_t* a, int na, const uint64_t* b, int nb) {
+  int i = 0, j = 0;
+  while (i < na && ownFrame(a[i])) ++i;
+  while (j < nb && ownFrame(b[j])) ++j;
+  const int depth = static_cast<int>(g_state.depth);
+  const int la = na - i < depth ? na - i : depth, lb = nb - j < depth ? nb - j : depth;
+  if (la != lb) return false;
+  for (int k = 0; k < la; ++k)
+    if (a[i + k] != b[j + k]) return false;
+  return true;
+}
 
 // Return addresses along the rbp chain, each frame checked to lie inside the thread's stack
 // and above the previous one, so a frame without a frame pointer ends the walk instead of
@@ -95,7 +111,7 @@ void initialize(const Config& config) {
   // Under ThreadSanitizer libunwind crashes at thread exit: its per-thread cache destructor
   // locks a mutex after TSan has torn the thread's state down. Frame pointers only, then.
   const bool tsan = dlsym(RTLD_DEFAULT, "__tsan_init") != nullptr;
-  if (config.unwinder == Unwinder::Auto || config.unwinder == Unwinder::Dwarf) {
+  if (config.unwinder == Unwinder::Auto || config.unwinder == Unwinder::Dwarf || config.unwinder == Unwinder::Verify) {
     g_state.dwarf = dwarf::initialize();
     if (!g_state.dwarf && config.unwinder == Unwinder::Dwarf)
       Collector::warnOnce("cutrace: CUTRACE_UNWIND=dwarf needs _dl_find_object (glibc 2.35 or later); using libunwind\n");
@@ -109,7 +125,12 @@ void initialize(const Config& config) {
     if (g_state.unwBacktrace == nullptr && config.unwinder == Unwinder::Libunwind)
       Collector::warnOnce("cutrace: CUTRACE_UNWIND=libunwind but libunwind.so.8 could not be loaded; using frame pointers\n");
   }
-  if (g_state.dwarf)
+  g_state.verify = config.unwinder == Unwinder::Verify && g_state.dwarf && g_state.unwBacktrace != nullptr;
+  if (config.unwinder == Unwinder::Verify && !g_state.verify)
+    Collector::warnOnce("cutrace: CUTRACE_UNWIND=verify needs both the dwarf walk and libunwind.so.8; not verifying\n");
+  if (g_state.verify)
+    g_state.unwinder = "dwarf, verified against libunwind";
+  else if (g_state.dwarf)
     g_state.unwinder = g_state.unwBacktrace != nullptr ? "dwarf, libunwind fallback" : "dwarf, frame-pointer fallback";
   else
     g_state.unwinder = g_state.unwBacktrace != nullptr ? "libunwind" : "frame-pointer";
@@ -156,6 +177,14 @@ uint32_t capture(ThreadState* s) {
     n = dwarf::backtrace(raw, max, s->stackHi, s->unwindMemo);
     if (__builtin_expect(n < 0, 0)) g_state.fallbacks.fetch_add(1, std::memory_order_relaxed);
   }
+  if (__builtin_expect(g_state.verify, 0)) {
+    // Both walks from this frame: below the library's own frames they must agree.
+    uint64_t theirs[kMaxStackDepth + 16];
+    const int m = g_state.unwBacktrace(reinterpret_cast<void**>(theirs), max);
+    if (n >= 0 && !sameCallers(raw, n, theirs, m)) g_state.mismatches.fetch_add(1, std::memory_order_relaxed);
+    for (int i = 0; i < m; ++i) raw[i] = theirs[i];
+    n = m;
+  }
   if (n < 0)
     n = g_state.unwBacktrace != nullptr ? g_state.unwBacktrace(reinterpret_cast<void**>(raw), max)
                                         : framePointerWalk(s, raw, max);
@@ -190,6 +219,7 @@ uint32_t capture(ThreadState* s) {
 StackTable& table() { return g_state.table; }
 const char* unwinderName() { return g_state.unwinder; }
 uint64_t unwindFallbacks() { return g_state.fallbacks.load(std::memory_order_relaxed); }
+uint64_t unwindMismatches() { return g_state.mismatches.load(std::memory_order_relaxed); }
 const char* pythonStatus() { return g_state.pythonStatus; }
 
 }  // namespace cutrace::stacks

@@ -543,6 +543,10 @@ class ChromeWriter {
     putJsonString(out_, data_.stackInfo.python);
     out_.put(",\"unwind_fallbacks\":");
     out_.putUint(data_.stackInfo.fallbacks);
+    if (data_.stackInfo.unwinder.find("verified") != std::string::npos) {
+      out_.put(",\"unwind_mismatches\":");
+      out_.putUint(data_.stackInfo.mismatches);
+    }
     out_.put(",\"depth\":");
     out_.putUint(data_.stackInfo.depth);
     out_.put(",\"distinct\":");

@@ -19,7 +19,8 @@
 // - --thread-ids: each "name tid" line names a thread that is in the trace with that tid;
 // - device tracks (CUPTI): kernel/memcpy/memset X events; every flow "f" has its "s"; with
 //   --expect-linked every kernel has a flow and launches == kernels;
-// - --expect-dwarf: the stacks came from the .eh_frame walk, none left to its fallback;
+// - --expect-dwarf: the stacks came from the .eh_frame walk, none left to its fallback (and,
+//   under CUTRACE_UNWIND=verify, none different from libunwind's);
 // - --max-dropped-percent P (implies --allow-drops): at most P% of the events were dropped.
 // --view launches renders only NVTX ranges and launches ("launch kernel=..."), which is the
 // same whether a launch went through the shared runtime, a static one or the driver.
@@ -507,6 +508,9 @@ int main(int argc, char** argv) {
       fail("metadata.stacks without unwinder/unwind_fallbacks");
     if (!unwinder.starts_with("dwarf")) fail("unwinder is '" + std::string(unwinder) + "', expected the dwarf walk");
     if (fallbacks != 0) fail(std::to_string(fallbacks) + " stacks were left to the fallback unwinder");
+    uint64_t mismatches = 0;  // only present under CUTRACE_UNWIND=verify
+    if (meta["stacks"]["unwind_mismatches"].get(mismatches) == simdjson::SUCCESS && mismatches != 0)
+      fail(std::to_string(mismatches) + " stacks differ between the dwarf walk and libunwind");
   }
 
   if (expectLinked) {

@@ -53,7 +53,7 @@ TEST_CASE("every accepted variable is parsed", "[config]") {
   REQUIRE_FALSE(c.python);
   REQUIRE_FALSE(c.foldedNvtx);
   for (const auto& [value, unwinder] : {std::pair{"dwarf", Unwinder::Dwarf}, std::pair{"libunwind", Unwinder::Libunwind},
-                                        std::pair{"auto", Unwinder::Auto}}) {
+                                        std::pair{"auto", Unwinder::Auto}, std::pair{"verify", Unwinder::Verify}}) {
     const std::string entry = std::string("CUTRACE_UNWIND=") + value;
     const char* one[] = {entry.c_str(), nullptr};
     REQUIRE(parseConfig(one, error).unwinder == unwinder);
