@@ -113,8 +113,8 @@ bool JournalWriter::append(const TraceData& data, const char* directory, ClockAn
       return false;
     }
     const std::string base = outputStem(data.meta);
-    for (int attempt = 0; attempt < 100 && fd_ < 0; ++attempt) {
-      const std::string name = (attempt == 0 ? base : base + "." + std::to_string(attempt)) + ".journal";
+    for (int attempt = 0; attempt < kStemAttempts && fd_ < 0; ++attempt) {
+      const std::string name = numberedStem(base, attempt) + ".journal";
       fd_ = createExclusive(dirfd, name);
       if (fd_ >= 0) path_ = dir + "/" + name;
       else if (errno != EEXIST && errno != ELOOP) break;

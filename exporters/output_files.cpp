@@ -50,6 +50,10 @@ std::string outputStem(const TraceMeta& meta) {
   return base;
 }
 
+std::string numberedStem(const std::string& stem, int attempt) {
+  return attempt == 0 ? stem : stem + "." + std::to_string(attempt);
+}
+
 std::string safeFileStem(const std::string& exe) {
   std::string out;
   for (char c : exe) {
@@ -93,8 +97,8 @@ bool writeInPlace(int dirfd, const std::string& dir, const std::string& base,
                   const std::vector<OutputFile>& files, std::string& stem,
                   OutputResult& result, bool& ok) {
   int traceFd = -1, foldedFd = -1;
-  for (int attempt = 0; attempt < 100 && traceFd < 0; ++attempt) {
-    stem = attempt == 0 ? base : base + "." + std::to_string(attempt);
+  for (int attempt = 0; attempt < kStemAttempts && traceFd < 0; ++attempt) {
+    stem = numberedStem(base, attempt);
     traceFd = createExclusive(dirfd, stem + kTraceSuffix);
     if (traceFd < 0 && errno != EEXIST && errno != ELOOP) break;
     if (traceFd < 0) continue;
@@ -174,8 +178,8 @@ OutputResult writeOutputFiles(const TraceData& data, const char* directory, cons
     // The trace and the host-time folded file take the first stem free for both; the other
     // weightings share it (a file in their way is an error, never overwritten).
     named = false;
-    for (int attempt = 0; attempt < 100 && !named; ++attempt) {
-      stem = attempt == 0 ? base : base + "." + std::to_string(attempt);
+    for (int attempt = 0; attempt < kStemAttempts && !named; ++attempt) {
+      stem = numberedStem(base, attempt);
       if (!nameTmpFile(pending[0].fd, dirfd, stem + kTraceSuffix)) {
         if (errno == EEXIST) continue;
         break;

@@ -28,6 +28,10 @@ OutputResult writeOutputFiles(const TraceData& data, const char* directory, cons
 std::string safeFileStem(const std::string& exe);
 // "<exe>-<pid>[-rank<R>]": the stem of a process's files.
 std::string outputStem(const TraceMeta& meta);
+// Where a stem is taken, the next candidates are "<stem>.1", "<stem>.2", ...: candidate
+// `attempt` for attempt 0 to kStemAttempts - 1 (0 is the stem itself).
+inline constexpr int kStemAttempts = 100;
+std::string numberedStem(const std::string& stem, int attempt);
 // mkdir -p; false with a message.
 bool makeDirectories(const std::string& path, std::string& error);
 // openat(O_WRONLY|O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC, 0644).
