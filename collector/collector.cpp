@@ -497,6 +497,7 @@ void Collector::finish() {
     meta.ticks = TickConverter(Clock::startAnchor(), end, !Clock::usesTsc());
     data.stackInfo.unwinder = stacks::unwinderName();
     data.stackInfo.fallbacks = stacks::unwindFallbacks();
+    data.stackInfo.verified = stacks::verifyingUnwind();
     data.stackInfo.mismatches = stacks::unwindMismatches();
     data.stackInfo.python = stacks::pythonStatus();
     data.stackInfo.depth = gl.config.stacks == StackMode::Off ? 0 : gl.config.stackDepth;

@@ -219,6 +219,7 @@ uint32_t capture(ThreadState* s) {
 StackTable& table() { return g_state.table; }
 const char* unwinderName() { return g_state.unwinder; }
 uint64_t unwindFallbacks() { return g_state.fallbacks.load(std::memory_order_relaxed); }
+bool verifyingUnwind() { return g_state.verify; }
 uint64_t unwindMismatches() { return g_state.mismatches.load(std::memory_order_relaxed); }
 const char* pythonStatus() { return g_state.pythonStatus; }
 

@@ -48,7 +48,9 @@ StackTable& table();
 const char* unwinderName();  // "dwarf, libunwind fallback", "libunwind", "frame-pointer", "off"...
 // Stacks the .eh_frame walk gave up on, which the fallback unwinder took.
 uint64_t unwindFallbacks();
-// Under CUTRACE_UNWIND=verify: stacks on which the .eh_frame walk and libunwind disagreed.
+// Whether CUTRACE_UNWIND=verify is in effect, and the stacks on which the .eh_frame walk and
+// libunwind disagreed.
+bool verifyingUnwind();
 uint64_t unwindMismatches();
 const char* pythonStatus();   // what Python frame support found in this process
 

@@ -246,7 +246,8 @@ struct TraceData {
   struct StackInfo {
     std::string unwinder = "off";  // stacks::unwinderName()
     uint64_t fallbacks = 0;        // stacks the dwarf walk left to the fallback unwinder
-    uint64_t mismatches = 0;       // CUTRACE_UNWIND=verify: stacks where the walks disagreed
+    bool verified = false;         // CUTRACE_UNWIND=verify was in effect
+    uint64_t mismatches = 0;       // then: stacks where the walks disagreed
     std::string python;            // what Python frame support found
     uint32_t depth = 0;
     uint64_t overflowed = 0;       // stacks not stored: the table was full

@@ -543,7 +543,7 @@ class ChromeWriter {
     putJsonString(out_, data_.stackInfo.python);
     out_.put(",\"unwind_fallbacks\":");
     out_.putUint(data_.stackInfo.fallbacks);
-    if (data_.stackInfo.unwinder.find("verified") != std::string::npos) {
+    if (data_.stackInfo.verified) {
       out_.put(",\"unwind_mismatches\":");
       out_.putUint(data_.stackInfo.mismatches);
     }
