@@ -18,7 +18,7 @@ const char* layerCategory(ApiLayer layer) { return layer == ApiLayer::Runtime ? 
 
 class ChromeWriter {
  public:
-  ChromeWriter(const TraceData& data, Sink& out) : data_(data), out_(out) {}
+  ChromeWriter(const TraceData& data, Sink& out) : data_(data), out_(out), stackJson_(data.stacks.size()) {}
 
   void write() {
     out_.put("{\"traceEvents\":[\n");
@@ -419,7 +419,6 @@ class ChromeWriter {
   // `,"stack":[...]` of a stack id, rendered once: a stack recurs on every call made from the
   // same place.
   const std::string& stackJson(uint32_t stack) {
-    if (stackJson_.size() < data_.stacks.size()) stackJson_.resize(data_.stacks.size());
     std::string& json = stackJson_[stack];
     if (json.empty()) {
       Sink text;
