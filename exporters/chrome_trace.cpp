@@ -20,6 +20,11 @@ class ChromeWriter {
  public:
   ChromeWriter(const TraceData& data, Sink& out) : data_(data), out_(out), stackJson_(data.stacks.size()) {}
 
+  void writeMetadataOnly() {
+    links_ = linkDeviceToHost(data_);
+    writeMetadata();
+  }
+
   void write() {
     out_.put("{\"traceEvents\":[\n");
     writeNames();
@@ -589,5 +594,11 @@ class ChromeWriter {
 }  // namespace
 
 void writeChromeTrace(const TraceData& data, Sink& out) { ChromeWriter(data, out).write(); }
+
+std::string chromeTraceMetadata(const TraceData& data) {
+  Sink out;
+  ChromeWriter(data, out).writeMetadataOnly();
+  return out.text();
+}
 
 }  // namespace cutrace
