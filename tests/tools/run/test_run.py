@@ -54,9 +54,9 @@ def pipeline(program, standin, merge):
         pids = {m.group(1) for f in created if (m := re.match(r"pipeline-(\d+)\.", f))}
         eq(len(pids), 1, f"one traced process: {created}")
         pid = pids.pop() if pids else "?"
-        want = {f"pipeline-{pid}.trace.json", f"pipeline-{pid}.folded"} | ({f"merged-{pid}.trace.json"} if merge else set())
+        want = {f"pipeline-{pid}.pftrace", f"pipeline-{pid}.trace.json", f"pipeline-{pid}.folded"} | ({f"merged-{pid}.trace.json"} if merge else set())
         check(want <= set(created), f"created {created} holds {sorted(want)}")
-        check(all(re.fullmatch(rf"(pipeline-{pid}(\.trace\.json|\.folded|\.calls\.folded|\.gpu\.folded)|merged-{pid}\.trace\.json)", f)
+        check(all(re.fullmatch(rf"(pipeline-{pid}(\.pftrace|\.trace\.json|\.folded|\.calls\.folded|\.gpu\.folded)|merged-{pid}\.trace\.json)", f)
                   for f in created), f"no other files: {created}")
         meta = json.load(open(os.path.join(out, f"pipeline-{pid}.trace.json")))["metadata"]
         row = re.search(rf"^pipeline\s+{pid}\s+-\s+(\d+)\s+(\d+)\s+pipeline-{pid}\.trace\.json$", stderr, re.M)
