@@ -206,11 +206,14 @@ class Merger {
     std::fwrite(event.data(), 1, event.size(), out_);
   }
 
+  // Viewers add the pid themselves (Perfetto "name 123", chrome://tracing "name (pid 123)"):
+  // the label names the pid only when the merge changed it, the one the process really had.
   static std::string label(const Input& in) {
     std::string s = in.exe;
     if (in.rank >= 0) s += fmt::format(" rank {}", in.rank);
     if (!in.host.empty()) s += " @" + in.host;
-    return s + fmt::format(" (pid {})", in.pid);
+    if (in.mergedPid != in.pid) s += fmt::format(" (real pid {})", in.pid);
+    return s;
   }
 
  private:

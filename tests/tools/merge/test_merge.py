@@ -68,7 +68,8 @@ def fixtures():
         raw = open(os.path.join(tmp, "merged.json")).read()
         check('"ts":133.956,' in raw and '"ts":0.000,' in raw, "ts written with 3 decimals")
         names = {e["pid"]: e["args"]["name"] for e in doc["traceEvents"] if e["ph"] == "M" and e["name"] == "process_name"}
-        eq(names, {100: "train rank 0 @hostA (pid 100)", 101: "train rank 1 @hostB (pid 100)"},
+        # Viewers append the pid themselves: only the remapped process names the pid it had.
+        eq(names, {100: "train rank 0 @hostA", 101: "train rank 1 @hostB (real pid 100)"},
            "process names (rank 1 from the file name)")
         sort = {e["pid"]: e["args"]["sort_index"] for e in doc["traceEvents"] if e["name"] == "process_sort_index"}
         eq(sort, {100: 0, 101: 1}, "processes sorted by rank")
@@ -163,7 +164,7 @@ def real(libtrace, program, standin):
             eq(got, want, f"pid {pid}: every event shifted by {shift_ns} ns")
             eq(len(pids[pid]), len(s["traceEvents"]) + 1, f"pid {pid}: all events copied, plus the sort index")
             name = [e["args"]["name"] for e in pids[pid] if e["name"] == "process_name"]
-            eq(name, [f"pipeline @{s['metadata']['hostname']} (pid {pid})"], "process name")
+            eq(name, [f"pipeline @{s['metadata']['hostname']}"], "process name (viewers add the pid)")
         eq(doc["metadata"]["pid_remaps"], [], "distinct pids: none remapped")
 
 
@@ -208,7 +209,7 @@ def bytes_in_names():
            "input paths: DEL kept (escaped), the byte 0xff (not UTF-8) as U+FFFD")
         check(b"in\\u007fput-rank0" in raw, "DEL written as \\u007f")
         names = {e["pid"]: e["args"]["name"] for e in doc["traceEvents"] if e["ph"] == "M" and e["name"] == "process_name"}
-        eq(names, {100: "tr\x7fain rank 0 @hostA (pid 100)", 101: "train rank 1 @hostB (pid 100)"}, "process names")
+        eq(names, {100: "tr\x7fain rank 0 @hostA", 101: "train rank 1 @hostB (real pid 100)"}, "process names")
         eq(sorted({e["name"] for e in doc["traceEvents"] if e["ph"] in "be"}), ["epoch", "ep\x7foch \U0001F600"],
            "event names: DEL and the surrogate pair's character kept")
         eq([e["args"]["note"] for e in doc["traceEvents"] if "note" in e.get("args", {})], ['a "quoted" \u00e9 \x7f \U0001F600'],
