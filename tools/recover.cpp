@@ -15,6 +15,7 @@
 #include "exporters/journal.h"
 #include "exporters/output_files.h"
 #include "tools/commands.h"
+#include "tools/input_file.h"
 #include "tools/recover.h"
 
 namespace cutrace::tools {
@@ -57,7 +58,9 @@ std::vector<std::string> journalsIn(const std::string& dir) {
 int recoverJournal(const std::string& journal, const std::string& outputDir, bool keep, std::string& written) {
   TraceData data;
   std::string error;
-  if (!readJournal(journal, data, error)) {
+  // The journal reader holds the whole file: a stream (/dev/zero, a pipe) or a file past the
+  // cap is refused before it is read.
+  if (!checkRegularFile(journal, wholeInputCap(), error) || !readJournal(journal, data, error)) {
     spdlog::error("{}", error);
     return kExitBadInput;
   }
