@@ -77,7 +77,17 @@ std::size_t utf8SequenceLength(std::string_view s, std::size_t i) {
   return 0;
 }
 
-void putJsonString(Sink& out, std::string_view text) {
+namespace {
+
+// The one JSON string writer: Sink (the exporters) and std::string (the tools) share it.
+struct StringOut {
+  std::string& s;
+  void put(std::string_view v) { s.append(v); }
+  void put(char c) { s.push_back(c); }
+};
+
+template <class Out>
+void writeJsonString(Out& out, std::string_view text) {
   static constexpr char kHex[] = "0123456789abcdef";
   out.put('"');
   std::size_t runStart = 0;
@@ -118,6 +128,22 @@ void putJsonString(Sink& out, std::string_view text) {
   }
   flushRun();
   out.put('"');
+}
+
+}  // namespace
+
+void putJsonString(Sink& out, std::string_view text) { writeJsonString(out, text); }
+
+void putJsonString(std::string& out, std::string_view text) {
+  StringOut o{out};
+  writeJsonString(o, text);
+}
+
+std::string jsonStringLiteral(std::string_view text) {
+  std::string out;
+  out.reserve(text.size() + 2);
+  putJsonString(out, text);
+  return out;
 }
 
 }  // namespace cutrace

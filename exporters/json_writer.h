@@ -49,9 +49,13 @@ class Sink {
 // there are not valid UTF-8 (RFC 3629: no overlongs, surrogates or code points past U+10FFFF).
 std::size_t utf8SequenceLength(std::string_view text, std::size_t i);
 
-// Writes `text` as a JSON string literal (with quotes). Quotes, backslashes and control bytes
-// are escaped; every byte sequence that is not valid UTF-8 becomes U+FFFD, so the output is
-// valid JSON whatever bytes the input holds.
+// Writes `text` as a JSON string literal (with quotes): the project's one JSON string escaper.
+// Quotes, backslashes and control bytes are escaped, DEL (0x7f) too: Perfetto's JSON tokenizer
+// fails the whole import on any iscntrl() byte inside a string. Every byte sequence that is not
+// valid UTF-8 becomes U+FFFD, so the output is valid UTF-8 JSON whatever bytes the input holds.
 void putJsonString(Sink& out, std::string_view text);
+// The same, appended to a string; and as a new string (for formatting).
+void putJsonString(std::string& out, std::string_view text);
+std::string jsonStringLiteral(std::string_view text);
 
 }  // namespace cutrace

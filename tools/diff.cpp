@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "exporters/json_writer.h"
 #include "tools/commands.h"
 #include "tools/report_model.h"
 
@@ -26,7 +27,8 @@ namespace {
 constexpr const char* kUsage = R"(usage: cutrace diff BASE NEW [options]
 
 Compares two traces or two `cutrace report --format json` outputs (or one of each), row by
-row (table and name) by total time. Exit 1 when a row regressed, 0 otherwise.
+row (table and name) by total time. Exit 1 when a row regressed, 0 otherwise. BASE or NEW
+'-' reads standard input; pipes such as <(zcat t.json.gz) are read as streams.
 
 options:
   --threshold PCT          a row regressed when its total grew by more than PCT percent
@@ -188,10 +190,10 @@ int diffCommand(int argc, char** argv) {
                                   : "null";
       // Op rows say their shapes (null when not grouped); other rows keep their fields.
       const std::string shapes =
-          c.section != Section::Op ? "" : ",\"shapes\":" + (c.shapes.empty() ? std::string("null") : jsonString(c.shapes));
+          c.section != Section::Op ? "" : ",\"shapes\":" + (c.shapes.empty() ? std::string("null") : jsonStringLiteral(c.shapes));
       text += fmt::format("{}\n{{\"section\":\"{}\",\"name\":{}{},\"status\":\"{}\",\"base_ns\":{},\"new_ns\":{},"
                           "\"delta_ns\":{},\"delta_pct\":{},\"regressed\":{}}}",
-                          i ? "," : "", kSectionKeys[static_cast<std::size_t>(c.section)], jsonString(c.name), shapes,
+                          i ? "," : "", kSectionKeys[static_cast<std::size_t>(c.section)], jsonStringLiteral(c.name), shapes,
                           !c.inBase ? "new" : !c.inNew ? "gone" : "changed", c.inBase ? std::to_string(c.baseNs) : "null",
                           c.inNew ? std::to_string(c.newNs) : "null", c.delta(), pct, c.regressed);
     }

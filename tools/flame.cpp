@@ -15,6 +15,7 @@
 #include <exception>
 #include <iterator>
 #include <map>
+#include <new>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -24,6 +25,7 @@
 #include <spdlog/spdlog.h>
 
 #include "tools/commands.h"
+#include "tools/input_file.h"
 
 namespace cutrace::tools {
 namespace {
@@ -38,6 +40,9 @@ constexpr int kYPadTop = kFontSize * 3;
 constexpr int kYPadBottom = kFontSize * 2 + 10;
 constexpr int kMinImageWidth = 64;
 constexpr int kMaxImageWidth = 1000000;
+// A folded line is one stack: 16 MiB is far past any real one (thousands of frames), and bounds
+// what an endless line (/dev/zero, a stray binary file) can cost.
+constexpr std::size_t kMaxLineBytes = std::size_t{16} << 20;
 
 struct Options {
   std::string title = "Flame Graph";
@@ -193,11 +198,6 @@ std::string colour(std::string_view name, bool gpu) {
   return fmt::format("rgb({},{},{})", 205 + 50 * v3 / 255, 230 * v1 / 255, 55 * v2 / 255);
 }
 
-struct ParseError {
-  std::size_t line = 0;
-  std::string what;
-};
-
 std::optional<uint64_t> parseWeight(std::string_view s) {
   uint64_t v = 0;
   if (s.empty() || s.front() < '0' || s.front() > '9') return std::nullopt;
@@ -206,31 +206,30 @@ std::optional<uint64_t> parseWeight(std::string_view s) {
   return v;
 }
 
-std::optional<ParseError> parseFolded(std::string_view text, Tree& tree) {
-  std::size_t lineNo = 0;
+// Reads the folded lines one at a time (memory is the tree plus one line). Returns the one
+// message for malformed or unreadable input, empty when all of it was read.
+std::string parseFolded(InputStream& in, Tree& tree) {
   std::vector<std::string> frames;
-  while (!text.empty()) {
-    ++lineNo;
-    const std::size_t nl = text.find('\n');
-    std::string_view line = text.substr(0, nl);
-    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  std::string_view line;
+  std::string error;
+  const auto bad = [&](std::string_view what) { return fmt::format("{}:{}: {}", in.name(), in.lineNumber(), what); };
+  while (in.nextLine(line, kMaxLineBytes, error)) {
     if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
     const std::size_t space = line.rfind(' ');
-    if (space == std::string_view::npos) return ParseError{lineNo, "expected 'stack WEIGHT'"};
+    if (space == std::string_view::npos) return bad("expected 'stack WEIGHT'");
     const std::optional<uint64_t> weight = parseWeight(line.substr(space + 1));
-    if (!weight) return ParseError{lineNo, "weight is not a non-negative 64-bit integer"};
+    if (!weight) return bad("weight is not a non-negative 64-bit integer");
     std::string_view stack = line.substr(0, space);
     frames.clear();
     for (;;) {
       const std::size_t semi = stack.find(';');
       const std::string_view frame = stack.substr(0, semi);
-      if (frame.empty()) return ParseError{lineNo, "empty frame name"};
+      if (frame.empty()) return bad("empty frame name");
       frames.push_back(sanitize(frame));
       if (semi == std::string_view::npos) break;
       stack.remove_prefix(semi + 1);
     }
-    if (tree.nodes[0].total > UINT64_MAX - *weight) return ParseError{lineNo, "total weight overflows 64 bits"};
+    if (tree.nodes[0].total > UINT64_MAX - *weight) return bad("total weight overflows 64 bits");
     std::size_t cur = 0;
     tree.nodes[cur].total += *weight;
     for (std::string& f : frames) {
@@ -240,7 +239,7 @@ std::optional<ParseError> parseFolded(std::string_view text, Tree& tree) {
       tree.nodes[cur].total += *weight;
     }
   }
-  return std::nullopt;
+  return error;
 }
 
 struct Box {
@@ -361,23 +360,6 @@ std::string renderSvg(const Tree& tree, const Options& opt) {
   return out;
 }
 
-bool readAll(const std::string& path, std::string& text) {
-  const bool useStdin = path == "-";
-  std::FILE* f = useStdin ? stdin : std::fopen(path.c_str(), "rb");
-  if (f == nullptr) {
-    spdlog::error("cannot open {}: {}", path, std::strerror(errno));
-    return false;
-  }
-  char buf[1 << 16];
-  std::size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
-  const bool failed = std::ferror(f) != 0;
-  const int err = errno;
-  if (!useStdin) std::fclose(f);
-  if (failed) spdlog::error("cannot read {}: {}", useStdin ? "<stdin>" : path, std::strerror(err));
-  return !failed;
-}
-
 bool writeFd(int fd, std::string_view data) {
   while (!data.empty()) {
     const ssize_t n = ::write(fd, data.data(), data.size());
@@ -480,14 +462,13 @@ std::optional<int> parseArgs(int argc, char** argv, Options& opt) {
 int run(int argc, char** argv) {
   Options opt;
   if (const std::optional<int> status = parseArgs(argc, argv, opt)) return *status;
-  std::string text;
-  if (!readAll(opt.input, text)) return kExitBadInput;
+  InputStream in;
+  std::string error;
   Tree tree;
-  if (const std::optional<ParseError> e = parseFolded(text, tree)) {
-    spdlog::error("{}:{}: {}", opt.input == "-" ? "<stdin>" : opt.input, e->line, e->what);
+  if (!in.open(opt.input, error) || !(error = parseFolded(in, tree)).empty()) {
+    spdlog::error("flame: {}", error);
     return kExitBadInput;
   }
-  text = {};
   return writeOutput(opt.output, renderSvg(tree, opt)) ? kExitOk : kExitOutput;
 }
 
@@ -496,6 +477,9 @@ int run(int argc, char** argv) {
 int flameCommand(int argc, char** argv) {
   try {
     return run(argc, argv);
+  } catch (const std::bad_alloc&) {
+    spdlog::error("flame: out of memory: too many distinct stacks");
+    return kExitBadInput;
   } catch (const std::exception& e) {
     spdlog::error("flame: {}", e.what());
     return kExitOutput;

@@ -17,7 +17,9 @@
 #include <simdjson.h>
 #include <spdlog/spdlog.h>
 
+#include "exporters/json_writer.h"
 #include "tools/commands.h"
+#include "tools/input_file.h"
 #include "tools/report_model.h"
 
 namespace cutrace::tools {
@@ -42,6 +44,9 @@ struct Input {
   uint64_t dropped = 0;
   uint64_t recorded = 0;  // metadata "events"
   uint64_t events = 0;    // copied into the merge
+  // The bytes of an input that can be read only once (a pipe), kept from pass 1 for pass 2;
+  // files are read again instead, so one file at a time is in memory.
+  InputBytes kept;
 };
 
 std::string_view trim(std::string_view s) {
@@ -80,11 +85,11 @@ class Merger {
 
   // Pass 1: the metadata of one input (at the end of cutrace's files, so the whole file is read).
   static bool readMeta(od::parser& parser, Input& in, std::string& error) {
-    simdjson::padded_string text;
+    InputBytes text;
     if (!loadJsonFile(in.file, text, error)) return false;
     od::document doc;
     od::object top;
-    if (auto e = parser.iterate(text).get(doc)) return fail(error, in.file, "not JSON", e);
+    if (auto e = parser.iterate(paddedView(text)).get(doc)) return fail(error, in.file, "not JSON", e);
     if (auto e = doc.get_object().get(top)) return fail(error, in.file, "not a JSON object with 'traceEvents'", e);
     bool sawEvents = false, sawOrigin = false, sawOffset = false, sawPid = false;
     int64_t monotonicOrigin = 0, realtimeOffset = 0;
@@ -152,6 +157,7 @@ class Merger {
       const std::size_t slash = in.file.rfind('/');
       in.exe = in.file.substr(slash == std::string::npos ? 0 : slash + 1);
     }
+    if (!isRereadable(in.file)) in.kept = std::move(text);
     return true;
   }
 
@@ -159,11 +165,11 @@ class Merger {
   bool copyEvents(od::parser& parser, std::size_t index, std::string& error) {
     Input& in = inputs_[index];
     index_ = index;
-    simdjson::padded_string text;
-    if (!loadJsonFile(in.file, text, error)) return false;
+    InputBytes text = std::move(in.kept);
+    if (text.data() == nullptr && !loadJsonFile(in.file, text, error)) return false;
     od::document doc;
     od::object top;
-    if (auto e = parser.iterate(text).get(doc)) return fail(error, in.file, "not JSON", e);
+    if (auto e = parser.iterate(paddedView(text)).get(doc)) return fail(error, in.file, "not JSON", e);
     if (auto e = doc.get_object().get(top)) return fail(error, in.file, "not a JSON object", e);
     sawProcessName_ = false;
     for (auto fieldResult : top) {
@@ -184,7 +190,7 @@ class Merger {
       in.events += n;
     }
     if (!sawProcessName_) {
-      emit(fmt::format(R"({{"ph":"M","name":"process_name","pid":{},"tid":0,"args":{{"name":{}}}}})", in.mergedPid, jsonString(label(in))));
+      emit(fmt::format(R"({{"ph":"M","name":"process_name","pid":{},"tid":0,"args":{{"name":{}}}}})", in.mergedPid, jsonStringLiteral(label(in))));
       ++in.events;
     }
     return true;
@@ -200,11 +206,14 @@ class Merger {
     std::fwrite(event.data(), 1, event.size(), out_);
   }
 
+  // Viewers add the pid themselves (Perfetto "name 123", chrome://tracing "name (pid 123)"):
+  // the label names the pid only when the merge changed it, the one the process really had.
   static std::string label(const Input& in) {
     std::string s = in.exe;
     if (in.rank >= 0) s += fmt::format(" rank {}", in.rank);
     if (!in.host.empty()) s += " @" + in.host;
-    return s + fmt::format(" (pid {})", in.pid);
+    if (in.mergedPid != in.pid) s += fmt::format(" (real pid {})", in.pid);
+    return s;
   }
 
  private:
@@ -216,7 +225,8 @@ class Merger {
   };
 
   static bool fail(std::string& error, const std::string& file, std::string_view what, simdjson::error_code e = simdjson::SUCCESS) {
-    error = e ? fmt::format("{}: {}: {}", file, what, simdjson::error_message(e)) : fmt::format("{}: {}", file, what);
+    const std::string name = inputName(file);
+    error = e ? fmt::format("{}: {}: {}", name, what, simdjson::error_message(e)) : fmt::format("{}: {}", name, what);
     return false;
   }
 
@@ -254,7 +264,7 @@ class Merger {
           if (auto e = f.unescaped_key().get(key)) return e;
           if (!first) out += ',';
           first = false;
-          out += jsonString(key);
+          putJsonString(out, key);
           out += ':';
           if (auto e = copyValue(f.value(), out)) return e;
         }
@@ -262,10 +272,11 @@ class Merger {
         return simdjson::SUCCESS;
       }
       case od::json_type::string: {
-        const std::string_view raw = trim(v.raw_json_token());
+        // Written again by the project's escaper rather than copied: the input may hold what
+        // JSON allows and Perfetto rejects (a raw DEL, surrogate-pair escapes).
         std::string_view s;
         if (auto e = v.get_string().get(s)) return e;
-        out += raw;
+        putJsonString(out, s);
         return simdjson::SUCCESS;
       }
       case od::json_type::number: {
@@ -320,9 +331,9 @@ class Merger {
         if (key == "ph" || key == "name") {
           od::json_type type;
           if (!(e = v.type().get(type)) && type == od::json_type::string) e = v.get_string().get(key == "ph" ? ph : name);
-          // copyValue below re-reads nothing: a consumed string is copied from its raw token.
+          // Read once, so written here from what was read (copyValue cannot read it again).
           if (!e && type == od::json_type::string) {
-            scratch_ += jsonString(key == "ph" ? ph : name);
+            putJsonString(scratch_, key == "ph" ? ph : name);
             f.end = scratch_.size();
             fields_.push_back(f);
             continue;
@@ -345,7 +356,7 @@ class Merger {
       const Field& f = fields_[i];
       const std::string_view copied = std::string_view(scratch_).substr(f.begin, f.end - f.begin);
       if (i) event_ += ',';
-      event_ += jsonString(f.key);
+      putJsonString(event_, f.key);
       event_ += ':';
       switch (f.kind) {
         case Kind::Ts:
@@ -359,14 +370,14 @@ class Merger {
           break;
         case Kind::Args:
           sawArgs = true;
-          event_ += processName ? fmt::format(R"({{"name":{}}})", jsonString(label(in))) : std::string(copied);
+          event_ += processName ? fmt::format(R"({{"name":{}}})", jsonStringLiteral(label(in))) : std::string(copied);
           break;
         case Kind::Copied:
           event_ += copied;
           break;
       }
     }
-    if (processName && !sawArgs) event_ += fmt::format(R"({}"args":{{"name":{}}})", fields_.empty() ? "" : ",", jsonString(label(in)));
+    if (processName && !sawArgs) event_ += fmt::format(R"({}"args":{{"name":{}}})", fields_.empty() ? "" : ",", jsonStringLiteral(label(in)));
     event_ += '}';
     emit(event_);
     return true;
@@ -417,7 +428,7 @@ void assignPids(std::vector<Input>& inputs, MergeSummary& summary) {
 std::string metadata(const std::vector<Input>& inputs, int64_t originNs, const MergeSummary& summary) {
   std::string m = R"("metadata":{"tool":"cutrace-merge")";
 #ifdef CUTRACE_VERSION
-  m += R"(,"version":)" + jsonString(CUTRACE_VERSION);
+  m += R"(,"version":)" + jsonStringLiteral(CUTRACE_VERSION);
 #endif
   m += fmt::format(R"(,"clock":{{"domain":"CLOCK_REALTIME","ts_origin_ns":{}}},"inputs":[)", originNs);
   uint64_t events = 0, dropped = 0;
@@ -426,19 +437,19 @@ std::string metadata(const std::vector<Input>& inputs, int64_t originNs, const M
     events += in.events;
     dropped += in.dropped;
     m += fmt::format(R"({}{{"file":{},"pid":{},"merged_pid":{},"exe":{},"host":{},"rank":{},"offset_us":{},"events":{},"dropped_events":{}}})",
-                     i ? "," : "", jsonString(in.file), in.pid, in.mergedPid, jsonString(in.exe), jsonString(in.host),
+                     i ? "," : "", jsonStringLiteral(in.file), in.pid, in.mergedPid, jsonStringLiteral(in.exe), jsonStringLiteral(in.host),
                      in.rank >= 0 ? fmt::format("{}", in.rank) : "null", micros(in.offsetNs), in.events, in.dropped);
   }
   m += R"(],"pid_remaps":[)";
   bool first = true;
   for (const Input& in : inputs) {
     if (in.mergedPid == in.pid) continue;
-    m += fmt::format(R"({}{{"file":{},"host":{},"pid":{},"merged_pid":{}}})", first ? "" : ",", jsonString(in.file), jsonString(in.host), in.pid,
+    m += fmt::format(R"({}{{"file":{},"host":{},"pid":{},"merged_pid":{}}})", first ? "" : ",", jsonStringLiteral(in.file), jsonStringLiteral(in.host), in.pid,
                      in.mergedPid);
     first = false;
   }
   m += fmt::format(R"(],"notes":[)");
-  for (std::size_t i = 0; i < summary.notes.size(); ++i) m += (i ? "," : "") + jsonString(summary.notes[i]);
+  for (std::size_t i = 0; i < summary.notes.size(); ++i) m += (i ? "," : "") + jsonStringLiteral(summary.notes[i]);
   m += fmt::format(R"(],"events":{},"dropped_events":{}}})", events, dropped);
   return m;
 }

@@ -25,6 +25,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "exporters/json_writer.h"
 #include "tools/commands.h"
 #include "tools/report_model.h"
 
@@ -34,7 +35,8 @@ namespace {
 constexpr const char* kUsage = R"(usage: cutrace report [options] TRACE...
 
 Tables by CUDA API, kernel, NVTX range and PyTorch op from cutrace Chrome traces; several
-traces are several processes, aggregated by name.
+traces are several processes, aggregated by name. TRACE '-' reads standard input; pipes
+such as <(zcat t.json.gz) are read as streams.
 
 options:
   --by api|kernel|nvtx|op|all
@@ -175,11 +177,11 @@ std::string renderCsv(const Report& rep, const std::vector<Section>& sections) {
 
 std::string renderJson(const Report& rep, const std::vector<Section>& sections, const std::vector<std::string>& inputs) {
   std::string out = "{\"tool\":\"cutrace-report\",\"version\":1,\"inputs\":[";
-  for (std::size_t i = 0; i < inputs.size(); ++i) out += (i ? "," : "") + jsonString(inputs[i]);
+  for (std::size_t i = 0; i < inputs.size(); ++i) out += (i ? "," : "") + jsonStringLiteral(inputs[i]);
   out += fmt::format("],\"processes\":{},\"wall_ns\":{},\"gpu_busy_ns\":{},\"kernel_source\":\"{}\",\"note\":{},"
                      "\"group_by_shapes\":{},\"sections\":{{",
                      rep.processes, rep.wallNs, rep.gpuBusyNs, rep.deviceKernels ? "device" : "launch",
-                     rep.cuptiNote.empty() ? "null" : jsonString(rep.cuptiNote), rep.opsGroupedByShapes);
+                     rep.cuptiNote.empty() ? "null" : jsonStringLiteral(rep.cuptiNote), rep.opsGroupedByShapes);
   for (std::size_t si = 0; si < sections.size(); ++si) {
     const Section s = sections[si];
     out += fmt::format("{}\n\"{}\":[", si ? "]," : "", kSectionKeys[static_cast<std::size_t>(s)]);
@@ -188,7 +190,7 @@ std::string renderJson(const Report& rep, const std::vector<Section>& sections, 
       const Row& r = rows[i];
       const std::string percent = r.percent < 0 ? "null" : fmt::format("{:.2f}", r.percent);
       out += i ? ",\n{" : "\n{";
-      out += "\"name\":" + jsonString(r.name);
+      out += "\"name\":" + jsonStringLiteral(r.name);
       if (s == Section::Kernel) {
         out += fmt::format(",\"launches\":{},\"host_total_ns\":{}", r.launches, r.hostNs);
         if (gpuColumns(r)) {
@@ -203,13 +205,13 @@ std::string renderJson(const Report& rep, const std::vector<Section>& sections, 
         const bool gpu = rep.deviceKernels;
         out += fmt::format(",\"shapes\":{},\"calls\":{},\"total_ns\":{},\"self_ns\":{},\"avg_ns\":{},\"min_ns\":{},"
                            "\"max_ns\":{},\"gpu_total_ns\":{},\"gpu_avg_ns\":{},\"kernels\":{},\"percent\":{}}}",
-                           r.shapes.empty() ? "null" : jsonString(r.shapes), r.calls, r.totalNs, r.selfNs, r.avgNs(), r.minNs,
+                           r.shapes.empty() ? "null" : jsonStringLiteral(r.shapes), r.calls, r.totalNs, r.selfNs, r.avgNs(), r.minNs,
                            r.maxNs, gpu ? std::to_string(r.gpuNs) : "null",
                            opGpuAvg(rep, r) ? std::to_string(opGpuAvgNs(r)) : "null", gpu ? std::to_string(r.kernels) : "null",
                            percent);
         continue;
       }
-      if (s == Section::Api) out += ",\"layer\":" + jsonString(r.layer);
+      if (s == Section::Api) out += ",\"layer\":" + jsonStringLiteral(r.layer);
       out += fmt::format(",\"calls\":{},\"total_ns\":{},\"self_ns\":{},\"avg_ns\":{},\"min_ns\":{},\"max_ns\":{}", r.calls,
                          r.totalNs, r.selfNs, r.avgNs(), r.minNs, r.maxNs);
       out += s == Section::Api ? fmt::format(",\"percent\":{}}}", percent) : "}";

@@ -14,6 +14,8 @@
 #include <simdjson.h>
 #include <spdlog/spdlog.h>
 
+#include "tools/input_file.h"
+
 namespace cutrace::tools {
 namespace {
 
@@ -142,9 +144,9 @@ int64_t toNs(double micros) { return std::llround(micros * 1000.0); }
 class Aggregator {
  public:
   // Parses one document (the parser's current one) as a trace.
-  bool addTrace(od::document& doc, const std::string& path, const simdjson::padded_string& text, std::string& error) {
+  bool addTrace(od::document& doc, const std::string& path, std::string_view text, std::string& error) {
     file_ = fileCount_++;
-    path_ = &path;
+    path_ = path;
     base_ = text.data();
     bytes_ = text.size();
     od::json_type type;
@@ -206,7 +208,7 @@ class Aggregator {
 
  private:
   bool fail(std::string& error, std::string_view what, simdjson::error_code e) const {
-    error = fmt::format("{}: {}: {}", *path_, what, simdjson::error_message(e));
+    error = fmt::format("{}: {}: {}", path_, what, simdjson::error_message(e));
     return false;
   }
 
@@ -230,7 +232,7 @@ class Aggregator {
     if (value.current_location().get(at) || at == nullptr) return;
     const auto offset = static_cast<uint64_t>(at - base_);
     if (offset < nextReport) return;
-    spdlog::info("reading {}: {}% of {} MB", *path_, offset * 100 / bytes_, bytes_ >> 20);
+    spdlog::info("reading {}: {}% of {} MB", path_, offset * 100 / bytes_, bytes_ >> 20);
     nextReport += bytes_ / 4;
   }
 
@@ -297,7 +299,7 @@ class Aggregator {
       }
       if (e == simdjson::INCORRECT_TYPE || e == simdjson::NUMBER_OUT_OF_RANGE) {
         const bool text = key == "ph" || key == "cat" || key == "name" || key == "args.kernel" || key == "args.op";
-        error = fmt::format("{}: event {}: '{}' is not {}", *path_, index, key,
+        error = fmt::format("{}: event {}: '{}' is not {}", path_, index, key,
                             text                 ? "a string"
                             : key == "args"      ? "an object"
                             : key == "args.sizes" ? "a list of integers or a string"
@@ -314,7 +316,7 @@ class Aggregator {
   bool addEvent(const Event& ev, uint64_t index, std::string& error) {
     if (ev.ph == "M") return true;
     if (ev.hasTs && !(std::fabs(ev.ts) < kMaxMicros)) {
-      error = fmt::format("{}: event {}: 'ts' out of range", *path_, index);
+      error = fmt::format("{}: event {}: 'ts' out of range", path_, index);
       return false;
     }
     if (ev.ph != "X") {
@@ -323,11 +325,11 @@ class Aggregator {
     }
     const char* missing = !ev.hasName ? "name" : !ev.hasTs ? "ts" : !ev.hasDur ? "dur" : !ev.hasTid ? "tid" : nullptr;
     if (missing != nullptr) {
-      error = fmt::format("{}: event {}: complete ('X') event without '{}'", *path_, index, missing);
+      error = fmt::format("{}: event {}: complete ('X') event without '{}'", path_, index, missing);
       return false;
     }
     if (!(ev.dur >= 0 && ev.dur < kMaxMicros)) {
-      error = fmt::format("{}: event {}: 'dur' negative or out of range", *path_, index);
+      error = fmt::format("{}: event {}: 'dur' negative or out of range", path_, index);
       return false;
     }
     const int64_t start = toNs(ev.ts);
@@ -540,7 +542,7 @@ class Aggregator {
   const char* base_ = nullptr;
   uint32_t fileCount_ = 0;
   uint32_t file_ = 0;
-  const std::string* path_ = nullptr;
+  std::string path_;
   uint64_t bytes_ = 0;
   Names apiNames_, nvtxNames_, kernelNames_, opNames_, shapeTexts_;
   std::vector<const char*> apiLayer_;
@@ -580,25 +582,18 @@ bool tooDeep(std::string_view text) {
   return false;
 }
 
-bool load(const std::string& path, simdjson::padded_string& text, std::string& error) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) {
-    error = fmt::format("{}: cannot open: {}", path, std::strerror(errno));
-    return false;
-  }
-  std::fclose(f);
-  if (auto e = simdjson::padded_string::load(path).get(text)) {
-    error = fmt::format("{}: cannot read: {}", path, simdjson::error_message(e));
-    return false;
-  }
-  if (tooDeep(text)) {
-    error = fmt::format("{}: JSON nested deeper than {} levels: not a cutrace trace", path, kMaxDepth);
+static_assert(kInputPadding >= simdjson::SIMDJSON_PADDING, "simdjson parses the input buffer in place");
+
+bool load(const std::string& path, InputBytes& bytes, std::string& error) {
+  if (!readInputFile(path, wholeInputCap(), bytes, error)) return false;
+  if (tooDeep(bytes.view())) {
+    error = fmt::format("{}: JSON nested deeper than {} levels: not a cutrace trace", inputName(path), kMaxDepth);
     return false;
   }
   return true;
 }
 
-bool parseTrace(od::parser& parser, simdjson::padded_string& text, Aggregator& agg, const std::string& path, std::string& error) {
+bool parseTrace(od::parser& parser, simdjson::padded_string_view text, Aggregator& agg, const std::string& path, std::string& error) {
   od::document doc;
   if (auto e = parser.iterate(text).get(doc)) {
     error = fmt::format("{}: not JSON: {}", path, simdjson::error_message(e));
@@ -727,7 +722,7 @@ bool readReport(od::document& doc, const std::string& path, Report& out, std::st
 }
 
 // After the file is loaded: a `cutrace report --format json` output or a trace, by content.
-bool readTraceOrReportPadded(simdjson::padded_string& text, const std::string& path, Report& out, std::string& error,
+bool readTraceOrReportPadded(simdjson::padded_string_view text, const std::string& path, Report& out, std::string& error,
                              const ReadOptions& options) {
   od::parser parser;
   od::document doc;
@@ -754,18 +749,18 @@ bool readTraceOrReportPadded(simdjson::padded_string& text, const std::string& p
 bool readTraces(const std::vector<std::string>& paths, Report& out, std::string& error, const ReadOptions& options) {
   od::parser parser;
   Aggregator agg;
+  InputBytes text;
   for (const std::string& path : paths) {
-    simdjson::padded_string text;
-    if (!load(path, text, error) || !parseTrace(parser, text, agg, path, error)) return false;
+    if (!load(path, text, error) || !parseTrace(parser, paddedView(text), agg, inputName(path), error)) return false;
   }
   agg.finish(out, options);
   return true;
 }
 
 bool readTraceOrReport(const std::string& path, Report& out, std::string& error, const ReadOptions& options) {
-  simdjson::padded_string text;
+  InputBytes text;
   if (!load(path, text, error)) return false;
-  return readTraceOrReportPadded(text, path, out, error, options);
+  return readTraceOrReportPadded(paddedView(text), inputName(path), out, error, options);
 }
 
 bool readTraceText(std::string_view bytes, const std::string& name, Report& out, std::string& error) {
@@ -790,7 +785,11 @@ bool readTraceOrReportText(std::string_view bytes, const std::string& name, Repo
   return readTraceOrReportPadded(text, name, out, error, {});
 }
 
-bool loadJsonFile(const std::string& path, simdjson::padded_string& text, std::string& error) { return load(path, text, error); }
+bool loadJsonFile(const std::string& path, InputBytes& bytes, std::string& error) { return load(path, bytes, error); }
+
+simdjson::padded_string_view paddedView(const InputBytes& bytes) {
+  return simdjson::padded_string_view(bytes.data(), bytes.size(), bytes.size() + kInputPadding);
+}
 
 bool jsonTooDeep(std::string_view text) { return tooDeep(text); }
 
@@ -860,33 +859,6 @@ std::string formatDuration(int64_t ns) {
   if (mag < 1e6) return fmt::format("{:.3f} us", v / 1e3);
   if (mag < 1e9) return fmt::format("{:.3f} ms", v / 1e6);
   return fmt::format("{:.3f} s", v / 1e9);
-}
-
-std::string jsonString(std::string_view s) {
-  std::string out = "\"";
-  for (const char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
 }
 
 std::string csvField(std::string_view s) {

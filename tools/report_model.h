@@ -11,10 +11,12 @@
 #include <vector>
 
 namespace simdjson {
-struct padded_string;
+class padded_string_view;
 }
 
 namespace cutrace::tools {
+
+class InputBytes;
 
 enum class Section { Api = 0, Kernel = 1, Nvtx = 2, Op = 3 };
 inline constexpr std::size_t kSectionCount = 4;
@@ -63,8 +65,9 @@ struct ReadOptions {
   bool groupByShapes = false;
 };
 
-// Reads cutrace traces (several files = several processes) into one report. False with a
-// message naming the file on unreadable or malformed input.
+// Reads cutrace traces (several files = several processes) into one report; a path "-" is
+// standard input, and pipes are read as streams (input_file.h). False with a message naming
+// the file on unreadable or malformed input.
 bool readTraces(const std::vector<std::string>& paths, Report& out, std::string& error, const ReadOptions& options = {});
 
 // Reads either a trace or a `cutrace report --format json` output, told apart by content
@@ -76,9 +79,12 @@ bool readTraceOrReport(const std::string& path, Report& out, std::string& error,
 bool readTraceText(std::string_view text, const std::string& name, Report& out, std::string& error);
 bool readTraceOrReportText(std::string_view text, const std::string& name, Report& out, std::string& error);
 
-// Loads a JSON file into simdjson's padded buffer, refusing nesting deeper than any trace has
-// (the check every reader above applies). False with a message naming the file.
-bool loadJsonFile(const std::string& path, simdjson::padded_string& text, std::string& error);
+// Reads a JSON input (a path, or "-" for standard input; see input_file.h) whole, at most
+// wholeInputCap() bytes, refusing nesting deeper than any trace has (the check every reader
+// above applies). False with a message naming the input. paddedView(bytes) is what simdjson
+// parses, in place (InputBytes keeps the padding it needs after the bytes).
+bool loadJsonFile(const std::string& path, InputBytes& bytes, std::string& error);
+simdjson::padded_string_view paddedView(const InputBytes& bytes);
 bool jsonTooDeep(std::string_view text);
 
 // "api", "kernel", "nvtx", "op" or "all" (every section; callers drop op when a trace has no
@@ -95,7 +101,6 @@ void sortRows(std::vector<Row>& rows, SortKey key, bool deviceKernels);
 // Human time: 3 decimals of the largest unit among us, ms, s that keeps the value >= 1
 // (values under 1 ms print in us).
 std::string formatDuration(int64_t ns);
-std::string jsonString(std::string_view s);
 std::string csvField(std::string_view s);
 
 // A text table: first column left-aligned, the rest right-aligned; long names are cut.

@@ -8,6 +8,7 @@ rank1 at 2000000000 + 4000000000 = 6000000000 ns, the earlier, so rank0's events
 """
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -67,7 +68,8 @@ def fixtures():
         raw = open(os.path.join(tmp, "merged.json")).read()
         check('"ts":133.956,' in raw and '"ts":0.000,' in raw, "ts written with 3 decimals")
         names = {e["pid"]: e["args"]["name"] for e in doc["traceEvents"] if e["ph"] == "M" and e["name"] == "process_name"}
-        eq(names, {100: "train rank 0 @hostA (pid 100)", 101: "train rank 1 @hostB (pid 100)"},
+        # Viewers append the pid themselves: only the remapped process names the pid it had.
+        eq(names, {100: "train rank 0 @hostA", 101: "train rank 1 @hostB (real pid 100)"},
            "process names (rank 1 from the file name)")
         sort = {e["pid"]: e["args"]["sort_index"] for e in doc["traceEvents"] if e["name"] == "process_sort_index"}
         eq(sort, {100: 0, 101: 1}, "processes sorted by rank")
@@ -162,12 +164,64 @@ def real(libtrace, program, standin):
             eq(got, want, f"pid {pid}: every event shifted by {shift_ns} ns")
             eq(len(pids[pid]), len(s["traceEvents"]) + 1, f"pid {pid}: all events copied, plus the sort index")
             name = [e["args"]["name"] for e in pids[pid] if e["name"] == "process_name"]
-            eq(name, [f"pipeline @{s['metadata']['hostname']} (pid {pid})"], "process name")
+            eq(name, [f"pipeline @{s['metadata']['hostname']}"], "process name (viewers add the pid)")
         eq(doc["metadata"]["pid_remaps"], [], "distinct pids: none remapped")
+
+
+def viewer_safe(raw, what):
+    """What Perfetto's JSON importer needs of the bytes (../shared/tools/perfetto_rules.py): valid
+    UTF-8, no raw control byte (iscntrl: below 0x20 or DEL) inside a string, which fails the
+    whole import, and no \\uD800-\\uDFFF escape in traceEvents, which its parser rejects. Outside
+    strings cutrace writes only '\\n' between events."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        check(False, f"{what}: not UTF-8: {e}")
+        text = raw.decode("utf-8", "replace")
+    bad = sorted({hex(ord(c)) for c in text if (ord(c) < 0x20 and c != "\n") or ord(c) == 0x7F})
+    eq(bad, [], f"{what}: raw control characters")
+    check(re.search(r'(?<!\\)(\\\\)*\\u[dD][89a-fA-F]', text) is None, f"{what}: a surrogate escape")
+
+
+def bytes_in_names():
+    """Input paths and strings holding DEL (0x7f), 0xff and a surrogate-pair escape: the merge
+    writes them through the project's one JSON escaper, so Perfetto and `cutrace report` read it."""
+    with tempfile.TemporaryDirectory() as tmp:
+        tmpb = os.fsencode(tmp)
+        p0 = os.path.join(tmpb, b"in\x7fput-rank0.trace.json")
+        p1 = os.path.join(tmpb, b"in\xffput-rank1.trace.json")
+        r0 = open(R0, "rb").read()
+        # Raw DEL is valid JSON (only bytes below 0x20 must be escaped), and so is a surrogate pair.
+        r0 = r0.replace(b'"exe":"train"', b'"exe":"tr\x7fain"').replace(b'"name":"epoch"', b'"name":"ep\x7foch \\ud83d\\ude00"')
+        r0 = r0.replace(b' name"}}', b' \x7f \\ud83d\\ude00"}}')  # args (copied values)
+        open(p0, "wb").write(r0)
+        open(p1, "wb").write(open(R1, "rb").read())
+        out = os.path.join(tmp, "merged.json")
+        p = subprocess.run([CUTRACE, "merge", "-o", out, p0, p1], capture_output=True)
+        eq(p.returncode, 0, f"merge exit ({p.stderr.decode('utf-8', 'replace').strip()})")
+        if p.returncode != 0:
+            return
+        raw = open(out, "rb").read()
+        viewer_safe(raw, "merged file")
+        doc = json.loads(raw.decode("utf-8", "replace"))
+        eq([i["file"] for i in doc["metadata"]["inputs"]],
+           [os.path.join(tmp, "in\x7fput-rank0.trace.json"), os.path.join(tmp, "in\ufffdput-rank1.trace.json")],
+           "input paths: DEL kept (escaped), the byte 0xff (not UTF-8) as U+FFFD")
+        check(b"in\\u007fput-rank0" in raw, "DEL written as \\u007f")
+        names = {e["pid"]: e["args"]["name"] for e in doc["traceEvents"] if e["ph"] == "M" and e["name"] == "process_name"}
+        eq(names, {100: "tr\x7fain rank 0 @hostA", 101: "train rank 1 @hostB (real pid 100)"}, "process names")
+        eq(sorted({e["name"] for e in doc["traceEvents"] if e["ph"] in "be"}), ["epoch", "ep\x7foch \U0001F600"],
+           "event names: DEL and the surrogate pair's character kept")
+        eq([e["args"]["note"] for e in doc["traceEvents"] if "note" in e.get("args", {})], ['a "quoted" \u00e9 \x7f \U0001F600'],
+           "args strings: DEL and the surrogate pair's character kept")
+        rc, rep, err = run("report", "--format", "json", "--by", "nvtx", out)
+        eq(rc, 0, f"cutrace report reads the merge ({err.strip()})")
 
 
 if CASE == "fixtures":
     fixtures()
+elif CASE == "bytes":
+    bytes_in_names()
 elif CASE == "malformed":
     malformed()
 elif CASE == "real":

@@ -78,7 +78,7 @@ def pipeline(program, standin, merge):
             eq(doc["metadata"]["tool"], "cutrace-merge", "merged tool")
             eq(len(doc["metadata"]["inputs"]), 1, "merged from this run's one trace (not old.trace.json)")
             names = [e["args"]["name"] for e in doc["traceEvents"] if e["ph"] == "M" and e["name"] == "process_name"]
-            eq(names, [f"pipeline @{meta['hostname']} (pid {pid})"], "merged process name")
+            eq(names, [f"pipeline @{meta['hostname']}"], "merged process name (viewers add the pid)")
             src = json.load(open(os.path.join(out, f"pipeline-{pid}.trace.json")))
             eq(len(doc["traceEvents"]), len(src["traceEvents"]) + 1, "merged holds every event (+ sort index)")
             check(all(isinstance(e["ts"], (int, float)) and e["ts"] >= 0 for e in doc["traceEvents"] if "ts" in e), "merged ts >= 0")
