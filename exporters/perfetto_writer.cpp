@@ -14,6 +14,10 @@
 #include "exporters/perfetto_fields.h"
 #include "exporters/trace_view.h"
 
+#ifndef CUTRACE_VERSION
+#define CUTRACE_VERSION "unknown"
+#endif
+
 namespace cutrace {
 
 namespace {
@@ -21,8 +25,6 @@ namespace {
 using proto::Writer;
 
 constexpr uint32_t kProcessSequence = 1;
-constexpr uint64_t kDropCounterSlot = 63;  // thread uuid + this: its drop counter track
-constexpr uint32_t kMaxDomainSlots = 62;   // thread uuid + 1 + slot: a non-default NVTX domain
 
 uint64_t clockNs(clockid_t id) {
   timespec ts{};
@@ -30,19 +32,12 @@ uint64_t clockNs(clockid_t id) {
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
-uint64_t deviceUuid(uint32_t pid, uint32_t device, uint32_t stream) {
-  return (uint64_t{pid} << 24) | 0x400000 | (uint64_t{device & 0x3f} << 16) | (stream & 0xffff);
-}
-uint64_t spanUuid(uint32_t pid, uint64_t n) { return (uint64_t{pid} << 24) | 0x800000 | (n & 0x7fffff); }
-
 std::string dims(uint32_t x, uint32_t y, uint32_t z) {
   return "[" + std::to_string(x) + "," + std::to_string(y) + "," + std::to_string(z) + "]";
 }
 
 const char* cuptiCopyKind(uint8_t k) {
-  static constexpr const char* kNames[] = {"unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
-                                           "AtoD",    "DtoA", "DtoD", "HtoH", "PtoP"};
-  return k < sizeof(kNames) / sizeof(kNames[0]) ? kNames[k] : "unknown";
+  return k < sizeof(kCuptiCopyKinds) / sizeof(kCuptiCopyKinds[0]) ? kCuptiCopyKinds[k] : "unknown";
 }
 
 void describeTrack(Writer& w, uint64_t uuid, uint64_t parent, std::string_view name) {
@@ -218,7 +213,11 @@ void PerfettoWriter::startProcess(const TraceData& data, std::string& out) {
 
   // What the process is, for readers that rebuild the Chrome trace's metadata.
   Sink json;
-  json.put("{\"pid\":");
+  json.put("{\"tool\":");
+  putJsonString(json, m.tool);
+  json.put(",\"version\":");
+  putJsonString(json, CUTRACE_VERSION);
+  json.put(",\"pid\":");
   json.putUint(m.pid);
   json.put(",\"exe\":");
   putJsonString(json, m.exe);
@@ -370,6 +369,11 @@ void PerfettoWriter::encodeEvent(const TraceData& data, std::size_t thread, cons
   const bool withStack = stack != 0 && stack < data.stacks.size() && !data.stacks[stack].empty();
   if (withStack) needStack(data, seq, stack);
   const HookDescriptor* hook = e.kind == EventKind::Api && e.hook < hookCount ? &data.hooks[e.hook] : nullptr;
+  uint32_t categoryName = 0;  // the name nvtxNameCategory gave, as the Chrome trace shows it
+  if (hook == nullptr && e.category != 0) {
+    auto it = data.categoryNames.find((uint64_t{e.domain} << 32) | e.category);
+    if (it != data.categoryNames.end()) categoryName = it->second;
+  }
   if (hook != nullptr) {
     switch (hook->kind) {
       case ApiKind::Launch:
@@ -398,6 +402,10 @@ void PerfettoWriter::encodeEvent(const TraceData& data, std::size_t thread, cons
       needString(data, seq, e.domain);
     }
     if (e.category != 0) needAnnotation(seq, Ann::Category);
+    if (categoryName != 0) {
+      needAnnotation(seq, Ann::CategoryName);
+      needString(data, seq, categoryName);
+    }
     if (e.flags & kEventUnclosed) needAnnotation(seq, Ann::Unclosed);
     if (e.flags & kEventEndLost) needAnnotation(seq, Ann::EndLost);
     if (e.flags & kEventTextTruncated) needAnnotation(seq, Ann::Truncated);
@@ -440,6 +448,7 @@ void PerfettoWriter::encodeEvent(const TraceData& data, std::size_t thread, cons
   } else {
     if (e.domain != 0) annotationInterned(Ann::Domain, e.domain);
     if (e.category != 0) annotationUint(Ann::Category, e.category);
+    if (categoryName != 0) annotationInterned(Ann::CategoryName, categoryName);
     if (e.flags & kEventUnclosed) annotationBool(Ann::Unclosed);
     if (e.flags & kEventEndLost) annotationBool(Ann::EndLost);
     if (e.flags & kEventTextTruncated) annotationBool(Ann::Truncated);
@@ -517,6 +526,9 @@ void PerfettoWriter::encodeDevice(const TraceData& data, std::string& out) {
     return x.start < y.start;
   });
   const uint32_t hookCount = static_cast<uint32_t>(data.hooks.size());
+  // The host call behind each device event, as the Chrome trace links them (its thread's track
+  // and the call's seq): written here because the host slice went out before CUPTI reported.
+  const std::vector<HostLink> links = linkDeviceToHost(data);
   uint64_t described = 0;
   for (uint32_t i : order) {
     const DeviceEvent& d = data.device[i];
@@ -529,7 +541,8 @@ void PerfettoWriter::encodeDevice(const TraceData& data, std::string& out) {
     }
     const uint32_t category = d.kind == DeviceKind::Kernel ? 4 : d.kind == DeviceKind::Memcpy ? 5 : 6;
     needCategory(process_, category);
-    for (Ann a : {Ann::Correlation, Ann::Grid, Ann::Block, Ann::Registers, Ann::SharedStatic, Ann::SharedDynamic, Ann::Bytes})
+    for (Ann a : {Ann::Correlation, Ann::Grid, Ann::Block, Ann::Registers, Ann::SharedStatic, Ann::SharedDynamic, Ann::Bytes,
+                  Ann::HostTrack, Ann::HostSeq})
       needAnnotation(process_, a);
     const bool named = d.kind == DeviceKind::Kernel && d.name != 0;
     if (named) needName(process_, std::size_t{hookCount} + 1 + d.name, demangle_(data, d.name));
@@ -553,6 +566,11 @@ void PerfettoWriter::encodeDevice(const TraceData& data, std::string& out) {
     } else {
       annotationUint(Ann::Bytes, d.bytes);
     }
+    if (links[i].thread >= 0) {
+      const auto thread = static_cast<std::size_t>(links[i].thread);
+      annotationUint(Ann::HostTrack, threadUuid(data.meta.pid, thread));
+      annotationUint(Ann::HostSeq, data.threads[thread].events[links[i].event].seq);
+    }
     w_.end(te);
     w_.end(p);
     p = beginPacket(process_, d.end);
@@ -569,6 +587,10 @@ void PerfettoWriter::encodeDevice(const TraceData& data, std::string& out) {
 void PerfettoWriter::encodeEnd(const TraceData& data, const TickConverter& ticks, uint64_t nowNs,
                                std::string_view metadataJson, std::string& out) {
   encodePass(data, ticks, nowNs, out);
+  // Threads that recorded nothing still have a name and a line in the metadata: describe them.
+  for (std::size_t i = 0; i < threads_.size(); ++i) {
+    if (!threads_[i].seq.started) startThread(data, i, nowNs, out);
+  }
   encodeDevice(data, out);
   auto p = w_.begin(pf::Trace::kPacket);
   w_.varint(pf::TracePacket::kTrustedPacketSequenceId, kProcessSequence);

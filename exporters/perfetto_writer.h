@@ -7,9 +7,13 @@
 // What is written (the reader, tools/trace_input, reads exactly this):
 // - Sequence 1 (the process): a ClockSnapshot (BOOTTIME, MONOTONIC, REALTIME), the process
 //   track (uuid processUuid(pid)) with pid, name and command line, and ChromeEventBundle
-//   metadata `cutrace.process` (JSON: pid, exe, host, rank, clock, capture, command line); at a
-//   normal end, the device work (one track per GPU stream) and `cutrace` metadata = the Chrome
-//   trace's `metadata` object.
+//   metadata `cutrace.process` (JSON: tool, version, pid, exe, hostname, rank, capture,
+//   clock_source, ts_origin_ns, realtime_minus_monotonic_ns, command_line, hooks: the hook
+//   table, {name, layer, kind} by hook index); at a normal end, the device work (one track per
+//   GPU stream, named "GPU <device> stream <stream>"; a slice linked to its host call carries
+//   host_track = that thread's track uuid and host_seq = the call's seq) and `cutrace`
+//   metadata = the Chrome trace's `metadata` object. Threads that recorded nothing are
+//   described at the end too.
 // - One sequence per thread track (id 2 + thread index): its first packet clears the
 //   incremental state and sets the defaults (timestamps on clock 64, delta-encoded, defined by
 //   a ClockSnapshot against MONOTONIC; events on the thread's track) and describes the track.
@@ -18,6 +22,10 @@
 //   by time), INSTANTs (NVTX marks). A timestamp lower than the previous one on the sequence is
 //   written absolute on MONOTONIC. Non-default NVTX domains and start/end ranges go on child
 //   tracks of the thread. The thread's running drop count is a counter track under it.
+//   Annotations (kAnnotationNames) carry the Event's fields: seq; by hook kind kernel, grid and
+//   block ("[x,y,z]"), shared, stream, bytes, kind, ptr, device, handle, result; for NVTX
+//   domain, category (its number) and category_name (when named), unclosed, end_lost,
+//   truncated, range_id (start/end ranges). An API call's stack is callstack_iid.
 // - Interned per sequence (each entry in the first packet that uses it): event names (hook i:
 //   iid i + 1; string s of the trace's pool: hookCount + 1 + s), categories (kCategories),
 //   annotation names (kAnnotationNames), annotation string values (pool id + 1), frames and
@@ -42,20 +50,35 @@ namespace cutrace {
 inline constexpr const char* kCategories[] = {"cuda_runtime", "cuda_driver", "nvtx", "kernel", "memcpy", "memset"};
 enum class Ann : uint8_t {
   Seq, Result, Kernel, Grid, Block, Shared, Stream, Bytes, Kind, Ptr, Device, Handle, Domain, Category,
-  Unclosed, EndLost, Truncated, Correlation, Registers, SharedStatic, SharedDynamic, RangeId, Count
+  Unclosed, EndLost, Truncated, Correlation, Registers, SharedStatic, SharedDynamic, RangeId,
+  CategoryName, HostTrack, HostSeq, Count
 };
 inline constexpr const char* kAnnotationNames[] = {
     "seq",       "result",   "kernel",    "grid",        "block",     "shared",        "stream",         "bytes",
     "kind",      "ptr",      "device",    "handle",      "domain",    "category",      "unclosed",       "end_lost",
-    "truncated", "correlation", "registers", "shared_static", "shared_dynamic", "range_id"};
+    "truncated", "correlation", "registers", "shared_static", "shared_dynamic", "range_id",
+    "category_name", "host_track", "host_seq"};
 static_assert(sizeof(kAnnotationNames) / sizeof(kAnnotationNames[0]) == static_cast<std::size_t>(Ann::Count));
+// CUPTI memcpy kinds by number, as a device copy's slice is named ("Memcpy HtoD").
+inline constexpr const char* kCuptiCopyKinds[] = {"unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
+                                                  "AtoD",    "DtoA", "DtoD", "HtoH", "PtoP"};
 
 // Track uuids: the pid in the high bits keeps the tracks of several processes apart when
-// their files are merged.
+// their files are merged. Below the pid: a thread's track, then its child tracks (uuid + 1 +
+// slot: non-default NVTX domains; + kDropCounterSlot: its drop counter), all below
+// kDeviceTrackBit; GPU streams have kDeviceTrackBit, NVTX start/end ranges kSpanTrackBit.
+inline constexpr uint64_t kDeviceTrackBit = 0x400000;
+inline constexpr uint64_t kSpanTrackBit = 0x800000;
+inline constexpr uint64_t kDropCounterSlot = 63;
+inline constexpr uint32_t kMaxDomainSlots = 62;
 inline uint64_t processUuid(uint32_t pid) { return (uint64_t{pid} << 24) | 1; }
 inline uint64_t threadUuid(uint32_t pid, std::size_t threadIndex) {
   return (uint64_t{pid} << 24) | (0x100 + (threadIndex & 0x3fff) * 64);
 }
+inline uint64_t deviceUuid(uint32_t pid, uint32_t device, uint32_t stream) {
+  return (uint64_t{pid} << 24) | kDeviceTrackBit | (uint64_t{device & 0x3f} << 16) | (stream & 0xffff);
+}
+inline uint64_t spanUuid(uint32_t pid, uint64_t n) { return (uint64_t{pid} << 24) | kSpanTrackBit | (n & 0x7fffff); }
 
 class PerfettoWriter {
  public:
