@@ -17,5 +17,6 @@ int mergeCommand(int argc, char** argv);
 int flameCommand(int argc, char** argv);
 int reportCommand(int argc, char** argv);
 int diffCommand(int argc, char** argv);
+int exportCommand(int argc, char** argv);
 
 }  // namespace cutrace::tools

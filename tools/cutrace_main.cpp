@@ -23,6 +23,7 @@ constexpr Subcommand kSubcommands[] = {
     {"diff", cutrace::tools::diffCommand, "compare two traces or reports; exit 1 past a threshold"},
     {"merge", cutrace::tools::mergeCommand, "merge traces of several processes and ranks into one"},
     {"flame", cutrace::tools::flameCommand, "render folded stacks as an SVG flamegraph"},
+    {"export", cutrace::tools::exportCommand, "Chrome trace and folded stacks from a .pftrace (a killed process's too)"},
 };
 
 void usage(std::FILE* out) {
