@@ -40,11 +40,38 @@ const char* cuptiCopyKind(uint8_t k) {
   return k < sizeof(kCuptiCopyKinds) / sizeof(kCuptiCopyKinds[0]) ? kCuptiCopyKinds[k] : "unknown";
 }
 
+// Text into a proto `string` field. Perfetto's schema declares them UTF-8 (protobuf's own
+// parsers refuse or complain about anything else), so each byte that does not start a valid
+// sequence becomes U+FFFD, as the Chrome and folded writers show it.
+void utf8(Writer& w, uint32_t field, std::string_view s) {
+  std::size_t i = 0;
+  for (std::size_t n; i < s.size(); i += n) {
+    n = static_cast<unsigned char>(s[i]) < 0x80 ? 1 : utf8SequenceLength(s, i);
+    if (n == 0) break;
+  }
+  if (i == s.size()) {
+    w.bytes(field, s);
+    return;
+  }
+  std::string fixed(s.substr(0, i));
+  while (i < s.size()) {
+    const std::size_t n = static_cast<unsigned char>(s[i]) < 0x80 ? 1 : utf8SequenceLength(s, i);
+    if (n == 0) {
+      fixed += "\xef\xbf\xbd";
+      ++i;
+    } else {
+      fixed.append(s.substr(i, n));
+      i += n;
+    }
+  }
+  w.bytes(field, fixed);
+}
+
 void describeTrack(Writer& w, uint64_t uuid, uint64_t parent, std::string_view name) {
   const auto d = w.begin(pf::TracePacket::kTrackDescriptor);
   w.varint(pf::TrackDescriptor::kUuid, uuid);
   if (parent != 0) w.varint(pf::TrackDescriptor::kParentUuid, parent);
-  w.bytes(pf::TrackDescriptor::kName, name);
+  utf8(w, pf::TrackDescriptor::kName, name);
   w.end(d);
 }
 
@@ -85,7 +112,7 @@ void PerfettoWriter::needName(Sequence& seq, uint64_t iid, std::string_view text
   if (!need(seq.names, iid)) return;
   const auto e = interned_.begin(pf::InternedData::kEventNames);
   interned_.varint(pf::InternedEntry::kIid, iid);
-  interned_.bytes(pf::InternedEntry::kName, text);
+  utf8(interned_, pf::InternedEntry::kName, text);
   interned_.end(e);
 }
 
@@ -110,7 +137,7 @@ void PerfettoWriter::needString(const TraceData& data, Sequence& seq, uint32_t p
   if (!need(seq.strings, std::size_t{poolId} + 1)) return;
   const auto e = interned_.begin(pf::InternedData::kDebugAnnotationStringValues);
   interned_.varint(pf::InternedEntry::kIid, std::size_t{poolId} + 1);
-  interned_.bytes(pf::InternedEntry::kName, demangle_(data, poolId));
+  utf8(interned_, pf::InternedEntry::kName, demangle_(data, poolId));
   interned_.end(e);
 }
 
@@ -121,7 +148,7 @@ void PerfettoWriter::needStack(const TraceData& data, Sequence& seq, uint32_t st
     if (!need(seq.frames, std::size_t{name} + 1)) continue;
     auto f = interned_.begin(pf::InternedData::kFunctionNames);
     interned_.varint(pf::InternedEntry::kIid, std::size_t{name} + 1);
-    interned_.bytes(pf::InternedEntry::kName, data.strings.get(name));
+    utf8(interned_, pf::InternedEntry::kName, data.strings.get(name));
     interned_.end(f);
     f = interned_.begin(pf::InternedData::kFrames);
     interned_.varint(pf::Frame::kIid, std::size_t{name} + 1);
@@ -205,8 +232,8 @@ void PerfettoWriter::startProcess(const TraceData& data, std::string& out) {
   w_.varint(pf::TrackDescriptor::kUuid, process_.uuid);
   auto pd = w_.begin(pf::TrackDescriptor::kProcess);
   w_.varint(pf::ProcessDescriptor::kPid, m.pid);
-  for (const std::string& arg : m.commandLine) w_.bytes(pf::ProcessDescriptor::kCmdline, arg);
-  w_.bytes(pf::ProcessDescriptor::kProcessName, m.exe);
+  for (const std::string& arg : m.commandLine) utf8(w_, pf::ProcessDescriptor::kCmdline, arg);
+  utf8(w_, pf::ProcessDescriptor::kProcessName, m.exe);
   w_.end(pd);
   w_.end(d);
   w_.end(p);
@@ -312,7 +339,7 @@ void PerfettoWriter::describeThread(const TraceData& data, std::size_t index, st
   auto td = w_.begin(pf::TrackDescriptor::kThread);
   w_.varint(pf::ThreadDescriptor::kPid, data.meta.pid);
   w_.varint(pf::ThreadDescriptor::kTid, t.tid);
-  w_.bytes(pf::ThreadDescriptor::kThreadName, t.name.empty() ? "thread " + std::to_string(t.tid) : t.name);
+  utf8(w_, pf::ThreadDescriptor::kThreadName, t.name.empty() ? "thread " + std::to_string(t.tid) : t.name);
   w_.end(td);
   w_.end(d);
   w_.end(p);

@@ -30,6 +30,8 @@
 //   iid i + 1; string s of the trace's pool: hookCount + 1 + s), categories (kCategories),
 //   annotation names (kAnnotationNames), annotation string values (pool id + 1), frames and
 //   function names (pool id + 1), callstacks (stack id; frames bottom first).
+// - Text in string fields (names, interned strings, descriptors) is valid UTF-8: a byte that
+//   does not start a valid sequence is written as U+FFFD, as the Chrome trace shows it.
 //
 // Concurrency: one writer per process, used under the collector's drain mutex only.
 
