@@ -710,16 +710,18 @@ class Rebuild : public PerfettoVisitor {
     if (t.kind == PfTrackKind::Process) notePid(t.pid);
     if (t.kind == PfTrackKind::Thread) {
       notePid(t.pid);
-      Thread& th = threads_[t.sequence];
-      th.track.tid = t.tid;
+      Thread* th = thread(t.sequence);
+      if (th == nullptr) return;
+      th->track.tid = t.tid;
       // The writer names an unnamed thread "thread <tid>", as the Chrome trace does.
-      th.track.name = t.name == "thread " + std::to_string(t.tid) ? std::string() : t.name;
+      th->track.name = t.name == "thread " + std::to_string(t.tid) ? std::string() : t.name;
       threadOfUuid_[t.uuid] = t.sequence;
     }
   }
 
   void counter(const PfTrack& t, uint32_t sequence, uint64_t, int64_t value) override {
-    if (t.kind == PfTrackKind::DropCounter && value >= 0) threads_[sequence].track.dropped = static_cast<uint64_t>(value);
+    if (t.kind != PfTrackKind::DropCounter || value < 0) return;
+    if (Thread* th = thread(sequence)) th->track.dropped = static_cast<uint64_t>(value);
   }
 
   void metadata(std::string_view name, std::string_view value) override {
@@ -793,7 +795,7 @@ class Rebuild : public PerfettoVisitor {
       ++info_.skippedEvents;
       return;
     }
-    threads_[s.sequence].track.events.push_back(e);
+    if (Thread* th = thread(s.sequence)) th->track.events.push_back(e);
   }
 
   // After the read: threads in the writer's order, the final metadata's per-thread figures, the
@@ -855,8 +857,22 @@ class Rebuild : public PerfettoVisitor {
     uint64_t track, seq;
     uint32_t correlation;
   };
-  // Stack ids are the writer's (StackTable ids); bigger is not a cutrace stream.
-  static constexpr uint64_t kMaxStackId = uint64_t{1} << 24;
+  // Stack ids are the writer's StackTable ids (at most Config::maxStacks, 2^16): one far past
+  // that is not a cutrace stream, and would cost the rebuild a table of its size.
+  static constexpr uint64_t kMaxStackId = uint64_t{1} << 20;
+
+  // Threads are sequences (2 + the writer's thread index). Each costs the rebuild a block of
+  // address space for its events, so a file naming more than any process has is refused.
+  static constexpr std::size_t kMaxThreads = std::size_t{1} << 16;
+  Thread* thread(uint32_t sequence) {
+    auto it = threads_.find(sequence);
+    if (it != threads_.end()) return &it->second;
+    if (threads_.size() >= kMaxThreads) {
+      error_ = "more than " + std::to_string(kMaxThreads) + " threads";
+      return nullptr;
+    }
+    return &threads_[sequence];
+  }
 
   void notePid(uint32_t pid) {
     if (pid == 0) return;
@@ -987,7 +1003,7 @@ class Rebuild : public PerfettoVisitor {
   }
 
   bool parse(std::string_view json, simdjson::dom::element& root, const char* what) {
-    if (parser_.parse(json.data(), json.size()).get(root) != simdjson::SUCCESS || !root.is_object()) {
+    if (json.empty() || parser_.parse(json.data(), json.size()).get(root) != simdjson::SUCCESS || !root.is_object()) {
       error_ = std::string("malformed ") + what + " metadata";
       return false;
     }

@@ -492,7 +492,9 @@ int runCommand(int argc, char** argv) {
     if (before.count(name) || !endsWith(name, ".pftrace")) continue;
     const std::string stem = name.substr(0, name.size() - 8);
     if (!after.count(stem + ".trace.json"))
-      std::fprintf(stderr, "cutrace: %s ended before writing its Chrome trace; its events are in %s/%s (opens in Perfetto UI)\n",
+      std::fprintf(stderr,
+                   "cutrace: %s ended before writing its Chrome trace; its events are in %s/%s (opens in Perfetto UI; "
+                   "'cutrace export' writes the Chrome trace and folded stacks from it)\n",
                    stem.c_str(), dir.c_str(), name.c_str());
   }
   std::vector<std::string> traces;
