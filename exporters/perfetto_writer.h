@@ -4,7 +4,7 @@
 // pass appends whole packets only, so it opens (ui.perfetto.dev, trace_processor) at every
 // moment: a process killed by SIGKILL leaves everything older than one drain interval.
 //
-// What is written (the reader, tools/trace_input, reads exactly this):
+// What is written (exporters/perfetto_reader reads exactly this):
 // - Sequence 1 (the process): a ClockSnapshot (BOOTTIME, MONOTONIC, REALTIME), the process
 //   track (uuid processUuid(pid)) with pid, name and command line, and ChromeEventBundle
 //   metadata `cutrace.process` (JSON: tool, version, pid, exe, hostname, rank, capture,
