@@ -1,6 +1,7 @@
 #include "exporters/folded.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <string>
 #include <unordered_map>
@@ -74,6 +75,47 @@ std::string foldedFrame(std::string_view name) {
   return out;
 }
 
+uint32_t FoldIndex::findOrInsert(uint64_t key, uint32_t value, bool& inserted) {
+  if ((size_ + 1) * 2 > keys_.size()) grow();  // at most half full
+  for (std::size_t i = slot(key);; i = (i + 1) & (keys_.size() - 1)) {
+    if (keys_[i] == key) {
+      inserted = false;
+      return values_[i];
+    }
+    if (keys_[i] == kEmpty) {
+      keys_[i] = key;
+      values_[i] = value;
+      ++size_;
+      inserted = true;
+      return value;
+    }
+  }
+}
+
+uint32_t FoldIndex::find(uint64_t key) const {
+  if (keys_.empty()) return UINT32_MAX;
+  for (std::size_t i = slot(key);; i = (i + 1) & (keys_.size() - 1)) {
+    if (keys_[i] == key) return values_[i];
+    if (keys_[i] == kEmpty) return UINT32_MAX;
+  }
+}
+
+void FoldIndex::grow() {
+  std::vector<uint64_t> keys = std::move(keys_);
+  std::vector<uint32_t> values = std::move(values_);
+  const std::size_t capacity = keys.empty() ? 1024 : keys.size() * 2;
+  keys_.assign(capacity, kEmpty);
+  values_.assign(capacity, 0);
+  shift_ = 64 - std::countr_zero(capacity);
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    if (keys[i] == kEmpty) continue;
+    std::size_t j = slot(keys[i]);
+    while (keys_[j] != kEmpty) j = (j + 1) & (capacity - 1);
+    keys_[j] = keys[i];
+    values_[j] = values[i];
+  }
+}
+
 uint32_t FoldedStacks::label(std::string_view text) {
   auto [it, inserted] = labelIds_.try_emplace(std::string(text), static_cast<uint32_t>(labels_.size()));
   if (inserted) labels_.push_back(&it->first);
@@ -81,7 +123,8 @@ uint32_t FoldedStacks::label(std::string_view text) {
 }
 
 uint32_t FoldedStacks::child(uint32_t node, uint32_t label) {
-  auto [it, inserted] = children_.try_emplace(uint64_t{node} << 32 | label, static_cast<uint32_t>(parent_.size()));
+  bool inserted = false;
+  const uint32_t id = children_.findOrInsert(uint64_t{node} << 32 | label, static_cast<uint32_t>(parent_.size()), inserted);
   if (inserted) {
     parent_.push_back(node);
     label_.push_back(label);
@@ -89,7 +132,7 @@ uint32_t FoldedStacks::child(uint32_t node, uint32_t label) {
     weights_.emplace_back();
     ends_.push_back(false);
   }
-  return it->second;
+  return id;
 }
 
 uint32_t FoldedStacks::descend(uint32_t node, uint32_t label) {
@@ -97,8 +140,8 @@ uint32_t FoldedStacks::descend(uint32_t node, uint32_t label) {
   return child(node, depth_[node] == maxFrames_ ? deeperLabel_ : label);
 }
 
-void FoldedStacks::appendPath(uint32_t node, std::string& out) const {
-  std::vector<uint32_t> chain;
+void FoldedStacks::appendPath(uint32_t node, std::string& out, std::vector<uint32_t>& chain) const {
+  chain.clear();
   for (uint32_t n = node; n != kRoot; n = parent_[n]) chain.push_back(n);
   for (auto n = chain.rbegin(); n != chain.rend(); ++n) {
     if (n != chain.rbegin()) out.push_back(';');
@@ -110,7 +153,7 @@ const FoldedStacks::value_type& FoldedStacks::const_iterator::operator*() const 
   if (built_ != i_) {
     const uint32_t node = owner_->lines_[i_];
     current_.first.clear();
-    owner_->appendPath(node, current_.first);
+    owner_->appendPath(node, current_.first, chain_);
     current_.second = owner_->weights_[node];
     built_ = i_;
   }
@@ -123,9 +166,8 @@ const FoldWeights* FoldedStacks::find(std::string_view stack) const {
     const std::size_t semi = stack.find(';', from);
     auto l = labelIds_.find(std::string(stack.substr(from, semi == std::string_view::npos ? semi : semi - from)));
     if (l == labelIds_.end()) return nullptr;
-    auto c = children_.find(uint64_t{node} << 32 | l->second);
-    if (c == children_.end()) return nullptr;
-    node = c->second;
+    node = children_.find(uint64_t{node} << 32 | l->second);
+    if (node == UINT32_MAX) return nullptr;
     if (semi == std::string_view::npos) break;
     from = semi + 1;
   }
@@ -231,19 +273,22 @@ FoldedStacks foldStacks(const TraceData& data, const FoldOptions& options) {
   constexpr uint32_t kNone = UINT32_MAX;
   std::unordered_map<uint32_t, uint32_t> frameLabels, rangeLabels, kernelLabels;
   std::vector<uint32_t> hookLabels(data.hooks.size(), kNone);
-  std::unordered_map<uint64_t, uint32_t> stackEnds;  // (node << 32 | stack id) -> node of its innermost frame
+  FoldIndex stackEnds;  // (node << 32 | stack id) -> node of its innermost frame
   auto frameLabel = [&](uint32_t name) {
     auto [it, inserted] = frameLabels.try_emplace(name, 0);
     if (inserted) it->second = f.label(foldedFrame(data.strings.get(name)));
     return it->second;
   };
   auto underStack = [&](uint32_t node, uint32_t stackId) {
-    auto [it, inserted] = stackEnds.try_emplace(uint64_t{node} << 32 | stackId, node);
-    if (inserted) {
-      const std::vector<uint32_t>& frames = data.stacks[stackId];
-      for (auto fr = frames.rbegin(); fr != frames.rend(); ++fr) it->second = f.descend(it->second, frameLabel(*fr));
-    }
-    return it->second;
+    const uint64_t key = uint64_t{node} << 32 | stackId;
+    const uint32_t known = stackEnds.find(key);
+    if (known != UINT32_MAX) return known;
+    uint32_t end = node;
+    const std::vector<uint32_t>& frames = data.stacks[stackId];
+    for (auto fr = frames.rbegin(); fr != frames.rend(); ++fr) end = f.descend(end, frameLabel(*fr));
+    bool inserted = false;
+    stackEnds.findOrInsert(key, end, inserted);
+    return end;
   };
   auto rangeLabel = [&](uint32_t name) {
     auto [it, inserted] = rangeLabels.try_emplace(name, 0);

@@ -42,6 +42,27 @@ struct FoldOptions {
   uint32_t maxFrames = kFoldedMaxFrames;  // frames of a line before the kDeeperFramesFrame one
 };
 
+// A map from (node << 32 | id) keys to node ids, open addressing with linear probing: a
+// folded tree has a node per distinct frame of every distinct stack, millions in a long run,
+// and a node-based hash map spent most of the folding in allocating them.
+class FoldIndex {
+ public:
+  // The value under `key`, after storing `value` there when there was none (`inserted`).
+  uint32_t findOrInsert(uint64_t key, uint32_t value, bool& inserted);
+  // The value under `key`, or UINT32_MAX.
+  uint32_t find(uint64_t key) const;
+
+ private:
+  static constexpr uint64_t kEmpty = UINT64_MAX;  // no node id is UINT32_MAX
+  std::size_t slot(uint64_t key) const { return (key * 0x9e3779b97f4a7c15ull) >> shift_; }
+  void grow();
+
+  std::vector<uint64_t> keys_;
+  std::vector<uint32_t> values_;
+  std::size_t size_ = 0;
+  int shift_ = 64;
+};
+
 struct FoldWeights {
   uint64_t hostNs = 0;
   uint64_t calls = 0;
@@ -82,6 +103,7 @@ class FoldedStacks {
     std::size_t i_;
     mutable std::size_t built_ = SIZE_MAX;
     mutable value_type current_;
+    mutable std::vector<uint32_t> chain_;
   };
 
   const_iterator begin() const { return const_iterator(this, 0); }
@@ -106,7 +128,8 @@ class FoldedStacks {
   // The node one frame below `node`: past maxFrames_ the kDeeperFramesFrame node, which is its
   // own child.
   uint32_t descend(uint32_t node, uint32_t label);
-  void appendPath(uint32_t node, std::string& out) const;
+  // `chain`: scratch space, kept by the caller across lines.
+  void appendPath(uint32_t node, std::string& out, std::vector<uint32_t>& chain) const;
   // Sorts the nodes where something ended into lines_.
   void finish();
 
@@ -115,7 +138,7 @@ class FoldedStacks {
   std::unordered_map<std::string, uint32_t> labelIds_;
   std::vector<const std::string*> labels_;  // by label id; the map's nodes do not move
   uint32_t deeperLabel_ = 0;
-  std::unordered_map<uint64_t, uint32_t> children_;  // (node << 32 | label) -> child
+  FoldIndex children_;  // (node << 32 | label) -> child
   // Per node; node 0 is the root.
   std::vector<uint32_t> parent_{0};
   std::vector<uint32_t> label_{0};
