@@ -18,7 +18,8 @@ const char* layerCategory(ApiLayer layer) { return layer == ApiLayer::Runtime ? 
 
 class ChromeWriter {
  public:
-  ChromeWriter(const TraceData& data, Sink& out) : data_(data), out_(out), stackJson_(data.stacks.size()) {}
+  ChromeWriter(const TraceData& data, Sink& out, const FoldedStacks* folded)
+      : data_(data), out_(out), folded_(folded), domainTracks_(data), order_(data), stackJson_(data.stacks.size()) {}
 
   void writeMetadataOnly() {
     links_ = linkDeviceToHost(data_);
@@ -30,8 +31,9 @@ class ChromeWriter {
     writeNames();
     links_ = linkDeviceToHost(data_);
     torch_ = linkTorchOps(data_, links_);
-    for (const ThreadTrack& t : data_.threads) {
-      for (uint32_t i : timelineOrder(t)) writeEvent(t, t.events[i]);
+    for (std::size_t ti = 0; ti < data_.threads.size(); ++ti) {
+      const ThreadTrack& t = data_.threads[ti];
+      for (uint32_t i : timelineOrder(t)) writeEvent(domainTracks_.tidOf(ti, t.events[i]), t.events[i]);
     }
     writeDevice();
     writeFlows();
@@ -48,7 +50,7 @@ class ChromeWriter {
     first_ = false;
   }
 
-  void head(const char* ph, std::string_view cat, std::string_view name, uint32_t tid) {
+  void head(const char* ph, std::string_view cat, std::string_view name, uint64_t tid) {
     sep();
     out_.put("{\"ph\":\"");
     out_.put(ph);
@@ -67,11 +69,20 @@ class ChromeWriter {
     out_.put("\"name\":");
     putJsonString(out_, data_.meta.exe);
     out_.put("}}");
-    for (const ThreadTrack& t : data_.threads) {
+    for (std::size_t ti = 0; ti < data_.threads.size(); ++ti) {
+      const ThreadTrack& t = data_.threads[ti];
       metaHead("thread_name", t.tid);
       out_.put("\"name\":");
-      putJsonString(out_, t.name.empty() ? std::string("thread ") + std::to_string(t.tid) : t.name);
+      putJsonString(out_, threadDisplayName(t));
       out_.put("}}");
+      sortIndex(t.tid, order_.thread(ti));
+    }
+    for (const NvtxDomainTracks::Track& d : domainTracks_.tracks()) {
+      metaHead("thread_name", d.tid);
+      out_.put("\"name\":");
+      putJsonString(out_, nvtxDomainTrackName(data_.threads[d.thread], data_.strings.get(d.domain)));
+      out_.put("}}");
+      sortIndex(d.tid, order_.domainTrack(d));
     }
     std::set<std::pair<uint32_t, uint32_t>> tracks;
     for (const DeviceEvent& d : data_.device) tracks.emplace(d.device, d.stream);
@@ -81,11 +92,15 @@ class ChromeWriter {
       out_.put("\"name\":");
       putJsonString(out_, "GPU " + std::to_string(device) + " stream " + std::to_string(stream));
       out_.put("}}");
-      metaHead("thread_sort_index", tid);  // GPU tracks below the host threads
-      out_.put("\"sort_index\":");
-      out_.putUint(1000000 + device * 100000ull + stream);
-      out_.put("}}");
+      sortIndex(tid, TrackOrder::gpuStream(device, stream));
     }
+  }
+
+  void sortIndex(uint64_t tid, int64_t index) {
+    metaHead("thread_sort_index", tid);
+    out_.put("\"sort_index\":");
+    out_.putInt(index);
+    out_.put("}}");
   }
 
   // {"ph":"M","name":WHAT,"pid":P,"tid":TID,"args":{   (the caller writes the args and "}}")
@@ -219,17 +234,19 @@ class ChromeWriter {
   void writeTorchFlows() {
     uint64_t id = uint64_t{1} << 40;
     for (const auto& [from, to] : torch_.forwardToBackward) {
-      const ThreadTrack& ft = data_.threads[static_cast<std::size_t>(from.thread)];
-      const ThreadTrack& bt = data_.threads[static_cast<std::size_t>(to.thread)];
-      writeFlow("autograd", "forward->backward", id++, ft.tid, data_.toTraceNs(ft.events[from.event].start), bt.tid,
-                data_.toTraceNs(bt.events[to.event].start));
+      const auto ft = static_cast<std::size_t>(from.thread), bt = static_cast<std::size_t>(to.thread);
+      const Event& fe = data_.threads[ft].events[from.event];
+      const Event& be = data_.threads[bt].events[to.event];
+      writeFlow("autograd", "forward->backward", id++, domainTracks_.tidOf(ft, fe), data_.toTraceNs(fe.start),
+                domainTracks_.tidOf(bt, be), data_.toTraceNs(be.start));
     }
     for (std::size_t i = 0; i < torch_.opOfDevice.size(); ++i) {
       const EventRef op = torch_.opOfDevice[i];
       if (op.thread < 0) continue;
-      const ThreadTrack& t = data_.threads[static_cast<std::size_t>(op.thread)];
+      const auto ot = static_cast<std::size_t>(op.thread);
+      const Event& oe = data_.threads[ot].events[op.event];
       const DeviceEvent& d = data_.device[i];
-      writeFlow("op", "op->device", id++, t.tid, data_.toTraceNs(t.events[op.event].start),
+      writeFlow("op", "op->device", id++, domainTracks_.tidOf(ot, oe), data_.toTraceNs(oe.start),
                 deviceTrackId(d.device, d.stream), data_.monotonicToTraceNs(d.start));
     }
   }
@@ -440,12 +457,13 @@ class ChromeWriter {
     return json;
   }
 
-  void writeEvent(const ThreadTrack& t, const Event& e) {
+  // `tid`: the track the event is drawn on (its thread's, or an NVTX domain's).
+  void writeEvent(uint64_t tid, const Event& e) {
     switch (e.kind) {
       case EventKind::Api: {
         if (e.hook >= data_.hooks.size()) return;
         const HookDescriptor& hook = data_.hooks[e.hook];
-        head("X", layerCategory(hook.layer), hook.displayName, t.tid);
+        head("X", layerCategory(hook.layer), hook.displayName, tid);
         times(e, true);
         argsOpen(e);
         apiArgs(e, hook);
@@ -456,7 +474,7 @@ class ChromeWriter {
         // A PyTorch op range shows its op name; the fields of its message become args.
         TorchOp op;
         const bool torch = parseTorchRange(data_.strings.get(e.name), op);
-        head("X", "nvtx", torch ? op.name : std::string_view(data_.strings.get(e.name)), t.tid);
+        head("X", "nvtx", torch ? op.name : std::string_view(data_.strings.get(e.name)), tid);
         times(e, true);
         argsOpen(e);
         if (torch) torchArgs(op);
@@ -465,7 +483,7 @@ class ChromeWriter {
         break;
       }
       case EventKind::NvtxMark:
-        head("i", "nvtx", data_.strings.get(e.name), t.tid);
+        head("i", "nvtx", data_.strings.get(e.name), tid);
         out_.put(",\"s\":\"t\"");
         times(e, false);
         argsOpen(e);
@@ -474,7 +492,7 @@ class ChromeWriter {
         break;
       case EventKind::NvtxSpan: {
         // Start/end ranges may cross threads, so they are async events, not X slices.
-        head("b", "nvtx", data_.strings.get(e.name), t.tid);
+        head("b", "nvtx", data_.strings.get(e.name), tid);
         out_.put(",\"id\":\"");
         out_.putHex(e.rangeId);
         out_.put('"');
@@ -482,7 +500,7 @@ class ChromeWriter {
         argsOpen(e);
         nvtxArgs(e);
         out_.put("}}");
-        head("e", "nvtx", data_.strings.get(e.name), t.tid);
+        head("e", "nvtx", data_.strings.get(e.name), tid);
         out_.put(",\"id\":\"");
         out_.putHex(e.rangeId);
         out_.put("\",\"ts\":");
@@ -561,6 +579,13 @@ class ChromeWriter {
     out_.putUint(data_.eventCount());
     out_.put(",\"dropped_events\":");
     out_.putUint(data_.droppedEvents());
+    if (folded_ != nullptr) {
+      out_.put(",\"folded\":{\"max_frames\":");
+      out_.putUint(folded_->maxFrames());
+      out_.put(",\"depth_capped\":");
+      out_.putUint(folded_->depthCapped());
+      out_.put('}');
+    }
     out_.put(",\"threads\":[");
     for (std::size_t i = 0; i < data_.threads.size(); ++i) {
       const ThreadTrack& t = data_.threads[i];
@@ -584,6 +609,9 @@ class ChromeWriter {
 
   const TraceData& data_;
   Sink& out_;
+  const FoldedStacks* folded_;
+  NvtxDomainTracks domainTracks_;
+  TrackOrder order_;
   Demangler demangle_;
   std::vector<HostLink> links_;
   TorchLinks torch_;
@@ -593,11 +621,13 @@ class ChromeWriter {
 
 }  // namespace
 
-void writeChromeTrace(const TraceData& data, Sink& out) { ChromeWriter(data, out).write(); }
+void writeChromeTrace(const TraceData& data, Sink& out, const FoldedStacks* folded) {
+  ChromeWriter(data, out, folded).write();
+}
 
 std::string chromeTraceMetadata(const TraceData& data) {
   Sink out;
-  ChromeWriter(data, out).writeMetadataOnly();
+  ChromeWriter(data, out, nullptr).writeMetadataOnly();
   return out.text();
 }
 

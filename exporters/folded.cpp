@@ -1,5 +1,8 @@
 #include "exporters/folded.h"
 
+#include <algorithm>
+#include <bit>
+#include <cstring>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -9,8 +12,46 @@
 
 namespace cutrace {
 
+namespace {
+
+bool isDigit(char c) { return c >= '0' && c <= '9'; }
+
+// Whether `s` ends in a character Perl's \s matches: flamegraph.pl reads its input as UTF-8,
+// so besides the space (control bytes were already turned into spaces) the Unicode White_Space
+// characters count: U+0085, U+00A0, U+1680, U+2000..U+200A, U+2028, U+2029, U+202F, U+205F and
+// U+3000.
+bool endsInWhitespace(std::string_view s) {
+  const auto at = [&](std::size_t back) { return static_cast<unsigned char>(s[s.size() - back]); };
+  if (s.empty()) return false;
+  if (at(1) == ' ') return true;
+  if (s.size() >= 2 && at(2) == 0xc2 && (at(1) == 0x85 || at(1) == 0xa0)) return true;
+  if (s.size() < 3) return false;
+  const uint32_t cp = (at(3) & 0x0fu) << 12 | (at(2) & 0x3fu) << 6 | (at(1) & 0x3fu);
+  if ((at(3) & 0xf0) != 0xe0 || (at(2) & 0xc0) != 0x80 || (at(1) & 0xc0) != 0x80) return false;
+  return cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200a) || cp == 0x2028 || cp == 0x2029 || cp == 0x202f ||
+         cp == 0x205f || cp == 0x3000;
+}
+
+// Where a number that flamegraph.pl would take for a weight starts at the end of `s`
+// (its pattern: whitespace, then \d+(\.\d*)? at the end), or npos.
+std::size_t trailingNumber(std::string_view s) {
+  std::size_t i = s.size();
+  while (i > 0 && isDigit(s[i - 1])) --i;
+  if (i > 0 && s[i - 1] == '.') {  // a fraction ("0.5", "2."): digits must come before the point
+    std::size_t j = i - 1;
+    while (j > 0 && isDigit(s[j - 1])) --j;
+    if (j == i - 1) return std::string_view::npos;
+    i = j;
+  } else if (i == s.size()) {
+    return std::string_view::npos;
+  }
+  return i > 0 && endsInWhitespace(s.substr(0, i)) ? i : std::string_view::npos;
+}
+
+}  // namespace
+
 std::string foldedFrame(std::string_view name) {
-  if (name.empty()) return "[empty]";
+  if (name.empty()) return "[No name]";
   std::string out;
   out.reserve(name.size());
   for (std::size_t i = 0; i < name.size();) {
@@ -29,71 +70,181 @@ std::string foldedFrame(std::string_view name) {
     out.push_back(c == ';' ? ':' : (c < 0x20 || c == 0x7f) ? ' ' : static_cast<char>(c));
     ++i;
   }
+  const std::size_t number = trailingNumber(out);
+  if (number != std::string_view::npos) out.insert(number, 1, '#');
   return out;
+}
+
+uint32_t FoldIndex::findOrInsert(uint64_t key, uint32_t value, bool& inserted) {
+  if ((size_ + 1) * 2 > keys_.size()) grow();  // at most half full
+  for (std::size_t i = slot(key);; i = (i + 1) & (keys_.size() - 1)) {
+    if (keys_[i] == key) {
+      inserted = false;
+      return values_[i];
+    }
+    if (keys_[i] == kEmpty) {
+      keys_[i] = key;
+      values_[i] = value;
+      ++size_;
+      inserted = true;
+      return value;
+    }
+  }
+}
+
+uint32_t FoldIndex::find(uint64_t key) const {
+  if (keys_.empty()) return UINT32_MAX;
+  for (std::size_t i = slot(key);; i = (i + 1) & (keys_.size() - 1)) {
+    if (keys_[i] == key) return values_[i];
+    if (keys_[i] == kEmpty) return UINT32_MAX;
+  }
+}
+
+void FoldIndex::grow() {
+  std::vector<uint64_t> keys = std::move(keys_);
+  std::vector<uint32_t> values = std::move(values_);
+  const std::size_t capacity = keys.empty() ? 1024 : keys.size() * 2;
+  keys_.assign(capacity, kEmpty);
+  values_.assign(capacity, 0);
+  shift_ = 64 - std::countr_zero(capacity);
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    if (keys[i] == kEmpty) continue;
+    std::size_t j = slot(keys[i]);
+    while (keys_[j] != kEmpty) j = (j + 1) & (capacity - 1);
+    keys_[j] = keys[i];
+    values_[j] = values[i];
+  }
+}
+
+uint32_t FoldedStacks::label(std::string_view text) {
+  auto [it, inserted] = labelIds_.try_emplace(std::string(text), static_cast<uint32_t>(labels_.size()));
+  if (inserted) labels_.push_back(&it->first);
+  return it->second;
+}
+
+uint32_t FoldedStacks::child(uint32_t node, uint32_t label) {
+  bool inserted = false;
+  const uint32_t id = children_.findOrInsert(uint64_t{node} << 32 | label, static_cast<uint32_t>(parent_.size()), inserted);
+  if (inserted) {
+    parent_.push_back(node);
+    label_.push_back(label);
+    depth_.push_back(depth_[node] + 1);
+    weights_.emplace_back();
+    ends_.push_back(false);
+  }
+  return id;
+}
+
+uint32_t FoldedStacks::descend(uint32_t node, uint32_t label) {
+  if (depth_[node] > maxFrames_) return node;  // the kDeeperFramesFrame node
+  return child(node, depth_[node] == maxFrames_ ? deeperLabel_ : label);
+}
+
+void FoldedStacks::appendPath(uint32_t node, std::string& out, std::vector<uint32_t>& chain) const {
+  chain.clear();
+  for (uint32_t n = node; n != kRoot; n = parent_[n]) chain.push_back(n);
+  for (auto n = chain.rbegin(); n != chain.rend(); ++n) {
+    if (n != chain.rbegin()) out.push_back(';');
+    out.append(*labels_[label_[*n]]);
+  }
+}
+
+const FoldedStacks::value_type& FoldedStacks::const_iterator::operator*() const {
+  if (built_ != i_) {
+    const uint32_t node = owner_->lines_[i_];
+    current_.first.clear();
+    owner_->appendPath(node, current_.first, chain_);
+    current_.second = owner_->weights_[node];
+    built_ = i_;
+  }
+  return current_;
+}
+
+const FoldWeights* FoldedStacks::find(std::string_view stack) const {
+  uint32_t node = kRoot;
+  for (std::size_t from = 0;;) {
+    const std::size_t semi = stack.find(';', from);
+    auto l = labelIds_.find(std::string(stack.substr(from, semi == std::string_view::npos ? semi : semi - from)));
+    if (l == labelIds_.end()) return nullptr;
+    node = children_.find(uint64_t{node} << 32 | l->second);
+    if (node == UINT32_MAX) return nullptr;
+    if (semi == std::string_view::npos) break;
+    from = semi + 1;
+  }
+  return ends_[node] ? &weights_[node] : nullptr;
+}
+
+bool FoldedStacks::anyGpu() const {
+  for (uint32_t n : lines_)
+    if (weights_[n].gpuNs != 0) return true;
+  return false;
+}
+
+void FoldedStacks::finish() {
+  // Children of each node, by parent (parents are created before their children).
+  const auto nodes = static_cast<uint32_t>(parent_.size());
+  std::vector<uint32_t> first(nodes + 1, 0), kids(nodes > 0 ? nodes - 1 : 0);
+  for (uint32_t n = 1; n < nodes; ++n) ++first[parent_[n] + 1];
+  for (uint32_t n = 0; n < nodes; ++n) first[n + 1] += first[n];
+  std::vector<uint32_t> fill(first.begin(), first.end() - 1);
+  for (uint32_t n = 1; n < nodes; ++n) kids[fill[parent_[n]]++] = n;
+
+  // Depth first, in bytewise order of the whole lines, with nothing but labels compared. Under
+  // one parent P the lines of a child c are "P;c" itself and the group "P;c;..." of its
+  // descendants (contiguous in the order: they share that prefix), two items keyed "c" and
+  // "c;". As no frame holds ';', comparing the keys bytewise (a key that ends first is the
+  // smaller) orders every line of one item against every line of another.
+  struct Item {
+    uint32_t node;
+    bool below;  // the group of its descendants, not its own line
+  };
+  const auto keyByte = [](const std::string& label, bool below, std::size_t i) {
+    return i < label.size() ? static_cast<int>(static_cast<unsigned char>(label[i])) : i == label.size() && below ? ';' : -1;
+  };
+  const auto less = [&](const Item& a, const Item& b) {
+    const std::string& x = *labels_[label_[a.node]];
+    const std::string& y = *labels_[label_[b.node]];
+    const std::size_t n = std::min(x.size(), y.size());
+    if (const int c = memcmp(x.data(), y.data(), n); c != 0) return c < 0;
+    for (std::size_t i = n;; ++i) {  // ends within two bytes: a key is its label and maybe ';'
+      const int bx = keyByte(x, a.below, i), by = keyByte(y, b.below, i);
+      if (bx != by) return bx < by;
+      if (bx < 0) return false;
+    }
+  };
+  std::vector<std::vector<Item>> levels;
+  std::vector<std::size_t> next;
+  const auto open = [&](uint32_t node) {
+    if (levels.size() <= next.size()) levels.emplace_back();
+    std::vector<Item>& items = levels[next.size()];
+    items.clear();
+    for (uint32_t k = first[node]; k < first[node + 1]; ++k) {
+      const uint32_t c = kids[k];
+      if (ends_[c]) items.push_back(Item{c, false});
+      if (first[c + 1] > first[c]) items.push_back(Item{c, true});
+    }
+    std::sort(items.begin(), items.end(), less);
+    next.push_back(0);
+  };
+  lines_.clear();
+  open(kRoot);
+  while (!next.empty()) {
+    std::vector<Item>& items = levels[next.size() - 1];
+    if (next.back() == items.size()) {
+      next.pop_back();
+      continue;
+    }
+    const Item item = items[next.back()++];
+    if (item.below) open(item.node);
+    else lines_.push_back(item.node);
+  }
 }
 
 namespace {
 
-// Paths are interned as a tree: a node is (parent node, label), a label one or more folded
-// frames. An event costs a hash probe instead of building and comparing its whole path (paths
-// of deep C++ stacks run to kilobytes); the strings are made once per distinct path at the end.
-class PathTree {
- public:
-  static constexpr uint32_t kRoot = 0;
-  PathTree() : parent_{kRoot}, label_{0}, weights_(1), ends_{false} {}
-
-  uint32_t label(std::string text) {
-    auto [it, inserted] = labelIds_.try_emplace(std::move(text), static_cast<uint32_t>(labels_.size()));
-    if (inserted) labels_.push_back(&it->first);
-    return it->second;
-  }
-  uint32_t child(uint32_t node, uint32_t label) {
-    auto [it, inserted] = children_.try_emplace(uint64_t{node} << 32 | label, static_cast<uint32_t>(parent_.size()));
-    if (inserted) {
-      parent_.push_back(node);
-      label_.push_back(label);
-      weights_.emplace_back();
-      ends_.push_back(false);
-    }
-    return it->second;
-  }
-  // The weights of the path of an event (only such paths are written, not the prefixes
-  // they share).
-  FoldWeights& eventEndsAt(uint32_t node) {
-    ends_[node] = true;
-    return weights_[node];
-  }
-  FoldWeights& weights(uint32_t node) { return weights_[node]; }
-
-  std::map<std::string, FoldWeights> paths() const {
-    std::map<std::string, FoldWeights> out;
-    std::vector<std::string> text(parent_.size());
-    // Parents are created before their children, so one pass in creation order builds them.
-    for (uint32_t n = 1; n < parent_.size(); ++n) {
-      const std::string& up = text[parent_[n]];
-      text[n] = up.empty() ? *labels_[label_[n]] : up + ';' + *labels_[label_[n]];
-      if (!ends_[n]) continue;
-      FoldWeights& w = out[text[n]];
-      w.hostNs += weights_[n].hostNs;
-      w.calls += weights_[n].calls;
-      w.gpuNs += weights_[n].gpuNs;
-    }
-    return out;
-  }
-
- private:
-  std::unordered_map<std::string, uint32_t> labelIds_;
-  std::vector<const std::string*> labels_;  // by label id; the map's nodes do not move
-  std::unordered_map<uint64_t, uint32_t> children_;
-  std::vector<uint32_t> parent_;
-  std::vector<uint32_t> label_;
-  std::vector<FoldWeights> weights_;
-  std::vector<bool> ends_;
-};
-
 struct Open {
   uint64_t end;
-  uint32_t node;    // the path up to and including this event
+  uint32_t node;     // the path up to and including this event
   uint64_t childNs;  // time covered by direct children
   uint64_t ownNs;
   bool api;
@@ -101,8 +252,10 @@ struct Open {
 
 }  // namespace
 
-std::map<std::string, FoldWeights> foldStacks(const TraceData& data, const FoldOptions& options) {
-  PathTree tree;
+FoldedStacks foldStacks(const TraceData& data, const FoldOptions& options) {
+  FoldedStacks f;
+  f.maxFrames_ = std::max<uint32_t>(options.maxFrames, 1);
+  f.deeperLabel_ = f.label(kDeeperFramesFrame);
   Demangler demangle;
   // Device time per host event that caused it, keyed by (thread, event).
   std::unordered_map<uint64_t, uint64_t> gpuNs;
@@ -114,41 +267,45 @@ std::map<std::string, FoldWeights> foldStacks(const TraceData& data, const FoldO
       gpuNs[static_cast<uint64_t>(links[i].thread) << 32 | links[i].event] += d.end > d.start ? d.end - d.start : 0;
     }
   }
-  // Labels by what they come from, each made once: a stack's frames root first (one label for
-  // the whole segment), an NVTX range's name (PyTorch op ranges by op name: their seq, op_id
-  // and sizes differ every call), an API's name, a kernel's demangled name.
+  // Labels by what they come from, each made once: a stack frame's name, an NVTX range's name
+  // (PyTorch op ranges by op name: their seq, op_id and sizes differ every call), an API's
+  // name, a kernel's demangled name. A call stack under a given node is walked once.
   constexpr uint32_t kNone = UINT32_MAX;
-  std::vector<uint32_t> stackLabels(data.stacks.size(), kNone);
-  std::unordered_map<uint32_t, uint32_t> rangeLabels, kernelLabels;
+  std::unordered_map<uint32_t, uint32_t> frameLabels, rangeLabels, kernelLabels;
   std::vector<uint32_t> hookLabels(data.hooks.size(), kNone);
-  auto stackLabel = [&](uint32_t id) {
-    if (stackLabels[id] == kNone) {
-      std::string segment;
-      const std::vector<uint32_t>& frames = data.stacks[id];
-      for (auto f = frames.rbegin(); f != frames.rend(); ++f) {
-        if (!segment.empty()) segment += ';';
-        segment += foldedFrame(data.strings.get(*f));
-      }
-      stackLabels[id] = tree.label(std::move(segment));
-    }
-    return stackLabels[id];
+  FoldIndex stackEnds;  // (node << 32 | stack id) -> node of its innermost frame
+  auto frameLabel = [&](uint32_t name) {
+    auto [it, inserted] = frameLabels.try_emplace(name, 0);
+    if (inserted) it->second = f.label(foldedFrame(data.strings.get(name)));
+    return it->second;
+  };
+  auto underStack = [&](uint32_t node, uint32_t stackId) {
+    const uint64_t key = uint64_t{node} << 32 | stackId;
+    const uint32_t known = stackEnds.find(key);
+    if (known != UINT32_MAX) return known;
+    uint32_t end = node;
+    const std::vector<uint32_t>& frames = data.stacks[stackId];
+    for (auto fr = frames.rbegin(); fr != frames.rend(); ++fr) end = f.descend(end, frameLabel(*fr));
+    bool inserted = false;
+    stackEnds.findOrInsert(key, end, inserted);
+    return end;
   };
   auto rangeLabel = [&](uint32_t name) {
     auto [it, inserted] = rangeLabels.try_emplace(name, 0);
     if (inserted) {
       TorchOp op;
       const std::string& text = data.strings.get(name);
-      it->second = tree.label(foldedFrame(parseTorchRange(text, op) ? op.name : std::string_view(text)));
+      it->second = f.label(foldedFrame(parseTorchRange(text, op) ? op.name : std::string_view(text)));
     }
     return it->second;
   };
   auto hookLabel = [&](uint32_t hook) {
-    if (hookLabels[hook] == kNone) hookLabels[hook] = tree.label(foldedFrame(data.hooks[hook].displayName));
+    if (hookLabels[hook] == kNone) hookLabels[hook] = f.label(foldedFrame(data.hooks[hook].displayName));
     return hookLabels[hook];
   };
   auto kernelLabel = [&](uint32_t name) {
     auto [it, inserted] = kernelLabels.try_emplace(name, 0);
-    if (inserted) it->second = tree.label(foldedFrame(demangle(data, name)));
+    if (inserted) it->second = f.label(foldedFrame(demangle(data, name)));
     return it->second;
   };
 
@@ -157,32 +314,35 @@ std::map<std::string, FoldWeights> foldStacks(const TraceData& data, const FoldO
     std::vector<Open> stack;
     auto close = [&] {
       const Open& o = stack.back();
-      tree.weights(o.node).hostNs += o.ownNs > o.childNs ? o.ownNs - o.childNs : 0;
+      f.weights_[o.node].hostNs += o.ownNs > o.childNs ? o.ownNs - o.childNs : 0;
       stack.pop_back();
     };
     for (uint32_t index : timelineOrder(t)) {
       const Event& e = t.events[index];
       if (e.kind != EventKind::Api && e.kind != EventKind::NvtxRange) continue;
       if (e.kind == EventKind::Api && e.hook >= data.hooks.size()) continue;
-      if (e.kind == EventKind::NvtxRange && !options.nvtxFrames) continue;
+      // Named domains nest only within themselves: the default domain's ranges are the frames.
+      if (e.kind == EventKind::NvtxRange && (!options.nvtxFrames || onNvtxDomainTrack(e))) continue;
       while (!stack.empty() && stack.back().end <= e.start) close();
       // A range that outlives its parent (an NVTX end we had to estimate) is clipped to it.
       const uint64_t end = stack.empty() ? e.end : std::min(e.end, stack.back().end);
       const uint64_t ns = static_cast<uint64_t>(data.toTraceNs(end) - data.toTraceNs(e.start));
       if (!stack.empty()) stack.back().childNs += ns;
       const bool insideApi = !stack.empty() && stack.back().api;
-      uint32_t node = stack.empty() ? PathTree::kRoot : stack.back().node;
+      uint32_t node = stack.empty() ? FoldedStacks::kRoot : stack.back().node;
       if (e.kind == EventKind::NvtxRange) {
-        node = tree.child(node, rangeLabel(e.name));
+        node = f.descend(node, rangeLabel(e.name));
       } else {
         const uint32_t stackId = stackIdOf(e);
         if (!insideApi && stackId != 0 && stackId < data.stacks.size() && !data.stacks[stackId].empty())
-          node = tree.child(node, stackLabel(stackId));
-        node = tree.child(node, hookLabel(e.hook));
+          node = underStack(node, stackId);
+        node = f.descend(node, hookLabel(e.hook));
         if (data.hooks[e.hook].kind == ApiKind::Launch && e.launch.kernelName != 0)
-          node = tree.child(node, kernelLabel(e.launch.kernelName));
+          node = f.descend(node, kernelLabel(e.launch.kernelName));
       }
-      FoldWeights& w = tree.eventEndsAt(node);
+      if (f.depth_[node] > f.maxFrames_) ++f.depthCapped_;
+      f.ends_[node] = true;
+      FoldWeights& w = f.weights_[node];
       ++w.calls;
       if (!gpuNs.empty()) {
         auto it = gpuNs.find(static_cast<uint64_t>(ti) << 32 | index);
@@ -192,24 +352,19 @@ std::map<std::string, FoldWeights> foldStacks(const TraceData& data, const FoldO
     }
     while (!stack.empty()) close();
   }
-  return tree.paths();
+  f.finish();
+  return f;
 }
 
-void writeFolded(const std::map<std::string, FoldWeights>& folded, FoldWeight weight, Sink& out) {
+void writeFolded(const FoldedStacks& folded, FoldWeight weight, Sink& out) {
   for (const auto& [stack, w] : folded) {
-    uint64_t value = 0;
-    switch (weight) {
-      case FoldWeight::HostTime: value = (w.hostNs + 500) / 1000; break;
-      case FoldWeight::Calls: value = w.calls; break;
-      case FoldWeight::GpuTime: value = (w.gpuNs + 500) / 1000; break;
-    }
-    if (weight != FoldWeight::HostTime && value == 0) continue;
+    const uint64_t value = weight == FoldWeight::HostTime ? w.hostNs : weight == FoldWeight::Calls ? w.calls : w.gpuNs;
+    if (value == 0) continue;
     out.put(stack);
     out.put(' ');
     out.putUint(value);
     out.put('\n');
   }
 }
-
 
 }  // namespace cutrace

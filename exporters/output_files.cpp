@@ -144,10 +144,9 @@ OutputResult writeOutputFiles(const TraceData& data, const char* directory, cons
     return result;
   }
   const auto folded = foldStacks(data, fold);
-  bool anyGpu = false;
-  for (const auto& entry : folded) anyGpu |= entry.second.gpuNs != 0;
+  const bool anyGpu = folded.anyGpu();
   std::vector<OutputFile> files = {
-      {kTraceSuffix, [&](Sink& out) { writeChromeTrace(data, out); }},
+      {kTraceSuffix, [&](Sink& out) { writeChromeTrace(data, out, &folded); }},
       {kFoldedSuffix, [&](Sink& out) { writeFolded(folded, FoldWeight::HostTime, out); }},
       {".calls.folded", [&](Sink& out) { writeFolded(folded, FoldWeight::Calls, out); }},
   };

@@ -2,6 +2,9 @@
 
 
 #include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
 #include <unordered_map>
 
 namespace cutrace {
@@ -72,6 +75,59 @@ std::vector<HostLink> linkDeviceToHost(const TraceData& data) {
     }
   }
   return links;
+}
+
+std::string threadDisplayName(const ThreadTrack& thread) {
+  return thread.name.empty() ? "thread " + std::to_string(thread.tid) : thread.name;
+}
+
+std::string nvtxDomainTrackName(const ThreadTrack& thread, std::string_view domain) {
+  return threadDisplayName(thread) + " nvtx domain " + std::string(domain);
+}
+
+NvtxDomainTracks::NvtxDomainTracks(const TraceData& data) : data_(data) {
+  std::set<std::pair<std::size_t, uint32_t>> used;  // (thread, domain)
+  std::map<std::string_view, uint32_t> byName;       // name -> domain id, ordered bytewise
+  for (std::size_t t = 0; t < data.threads.size(); ++t) {
+    for (const Event& e : data.threads[t].events) {
+      if (!onNvtxDomainTrack(e) || !used.emplace(t, e.domain).second) continue;
+      byName.emplace(data.strings.get(e.domain), e.domain);
+    }
+  }
+  // Two ids cannot share a name (the pool interns), so names rank the domains.
+  uint32_t ordinal = 0;
+  for (const auto& [name, domain] : byName) {
+    if (ordinal < kMaxNvtxDomainTracks) ++ordinal;
+    ordinals_.emplace(domain, ordinal);
+  }
+  for (const auto& [thread, domain] : used) {
+    const uint32_t o = ordinals_.at(domain);
+    tracks_.push_back(Track{thread, domain, o, (uint64_t{1} << 31) + (uint64_t{o} << 22) + data.threads[thread].tid});
+  }
+  std::sort(tracks_.begin(), tracks_.end(), [](const Track& a, const Track& b) {
+    return std::tie(a.thread, a.ordinal, a.domain) < std::tie(b.thread, b.ordinal, b.domain);
+  });
+}
+
+uint64_t NvtxDomainTracks::tidOf(std::size_t thread, const Event& e) const {
+  const uint32_t tid = data_.threads[thread].tid;
+  if (!onNvtxDomainTrack(e)) return tid;
+  auto it = ordinals_.find(e.domain);
+  const uint64_t ordinal = it == ordinals_.end() ? kMaxNvtxDomainTracks : it->second;
+  return (uint64_t{1} << 31) + (ordinal << 22) + tid;
+}
+
+TrackOrder::TrackOrder(const TraceData& data) : rank_(data.threads.size()) {
+  std::vector<uint32_t> order(data.threads.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    const ThreadTrack& x = data.threads[a];
+    const ThreadTrack& y = data.threads[b];
+    const bool xMain = x.tid == data.meta.pid, yMain = y.tid == data.meta.pid;
+    if (xMain != yMain) return xMain;
+    return x.tid < y.tid;
+  });
+  for (uint32_t r = 0; r < order.size(); ++r) rank_[order[r]] = r;
 }
 
 const std::string& Demangler::operator()(const TraceData& data, uint32_t stringId) {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -39,5 +40,63 @@ std::vector<HostLink> linkDeviceToHost(const TraceData& data);
 inline uint64_t deviceTrackId(uint32_t device, uint32_t stream) {
   return (uint64_t{1} << 30) + (uint64_t{device} << 22) + stream;
 }
+
+// A thread's name as viewers show it: "thread <tid>" when it was never named.
+std::string threadDisplayName(const ThreadTrack& thread);
+
+// NVTX ranges nest within their domain only: on one thread a library's range (its own domain)
+// may open before the user's range (the default domain) and close inside it, which no single
+// track can show (viewers drop, move or stretch slices that overlap without nesting). So the
+// ranges and marks of each named domain go on a track of their own per thread, "<thread> nvtx
+// domain <name>", next to the thread's track; the default domain's ranges and marks stay on the
+// thread's track with its CUDA calls, and only they are frames of the folded stacks. Start/end
+// spans are async (they may end on another thread) and belong to no thread track.
+inline bool onNvtxDomainTrack(const Event& e) {
+  return e.domain != 0 && (e.kind == EventKind::NvtxRange || e.kind == EventKind::NvtxMark);
+}
+std::string nvtxDomainTrackName(const ThreadTrack& thread, std::string_view domain);
+
+// The named-domain tracks of a process. A domain's ordinal is the rank of its name among the
+// named domains the process used (1, 2, ...; the ones past kMaxNvtxDomainTracks share the last),
+// so the same program gets the same track ids run after run. In the Chrome trace a track's tid
+// is 2^31 + ordinal * 2^22 + the thread's tid (real tids stay below 2^22, GPU streams use
+// [2^30, 2^31)), and a track's sort index follows its thread's (threadSortIndex).
+class NvtxDomainTracks {
+ public:
+  static constexpr uint32_t kMaxNvtxDomainTracks = 511;
+  struct Track {
+    std::size_t thread;  // index into TraceData::threads
+    uint32_t domain;     // string id of the domain's name
+    uint32_t ordinal;
+    uint64_t tid;
+  };
+
+  explicit NvtxDomainTracks(const TraceData& data);
+  // The tid of the track an event is drawn on: its thread's, or its domain's track.
+  uint64_t tidOf(std::size_t thread, const Event& e) const;
+  // Ordered by thread, then ordinal.
+  const std::vector<Track>& tracks() const { return tracks_; }
+
+ private:
+  const TraceData& data_;
+  std::unordered_map<uint32_t, uint32_t> ordinals_;  // domain string id -> ordinal
+  std::vector<Track> tracks_;
+};
+
+// Sort indices that keep the host threads in the order viewers use by default (the main
+// thread, then by tid) with each thread's NVTX domain tracks right below it, and the GPU
+// streams below all of them.
+class TrackOrder {
+ public:
+  explicit TrackOrder(const TraceData& data);
+  int64_t thread(std::size_t threadIndex) const { return int64_t{rank_[threadIndex]} * 512; }
+  int64_t domainTrack(const NvtxDomainTracks::Track& t) const { return thread(t.thread) + t.ordinal; }
+  static int64_t gpuStream(uint32_t device, uint32_t stream) {
+    return (int64_t{1} << 30) + int64_t{device % 1024} * (1 << 20) + (stream & ((1 << 20) - 1));
+  }
+
+ private:
+  std::vector<uint32_t> rank_;
+};
 
 }  // namespace cutrace

@@ -28,7 +28,7 @@ stem=${trace%.trace.json}
 folded=$stem.folded
 svg=$stem.svg
 cutrace="$root/$build/tools/cutrace"
-[ -x "$cutrace" ] && "$cutrace" flame --title "examples/pipeline: host time" --count-name us -o "$svg" "$folded"
+[ -x "$cutrace" ] && "$cutrace" flame --title "examples/pipeline: host time" --count-name ns -o "$svg" "$folded"
 echo
 echo "== outputs"
 echo "   Chrome trace (open in https://ui.perfetto.dev): $trace"
@@ -41,5 +41,5 @@ if [ -x "$cutrace" ]; then
   "$cutrace" report --limit 5 "$trace"
 fi
 echo
-echo "== heaviest stacks (host microseconds, self time)"
+echo "== heaviest stacks (host nanoseconds, self time)"
 awk '{w=$NF; sub(/ [0-9]+$/, ""); printf "%10d  %s\n", w, $0}' "$folded" | sort -rn | head -5

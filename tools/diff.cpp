@@ -19,6 +19,7 @@
 
 #include "exporters/json_writer.h"
 #include "tools/commands.h"
+#include "tools/output_file.h"
 #include "tools/report_model.h"
 
 namespace cutrace::tools {
@@ -207,8 +208,8 @@ int diffCommand(int argc, char** argv) {
     if (!cells.empty()) text = renderTable({"Name", "Table", "Base", "New", "Delta", "Delta %", "Status"}, cells) + "\n";
     text += summary + "\n";
   }
-  if (!writeOutput(output, text)) {
-    spdlog::error("diff: cannot write {}", output.empty() ? "to stdout" : output);
+  if (std::string error; !writeOutputText(output, text, error)) {
+    spdlog::error("diff: {}", error);
     return kExitOutput;
   }
   return regressions > 0 ? kExitCheckFailed : kExitOk;

@@ -26,6 +26,7 @@
 
 #include "tools/commands.h"
 #include "tools/input_file.h"
+#include "tools/output_file.h"
 
 namespace cutrace::tools {
 namespace {
@@ -75,7 +76,8 @@ void usage(std::FILE* out) {
                "  --title TEXT          title (default \"Flame Graph\")\n"
                "  --width PX            image width (default 1200)\n"
                "  --min-width PX        omit frames narrower than this (default 0.1)\n"
-               "  --count-name TEXT     unit of the weights shown on hover (default \"samples\")\n"
+               "  --count-name TEXT     unit of the weights shown on hover (default \"samples\";\n"
+               "                        cutrace's .folded and .gpu.folded weigh nanoseconds: ns)\n"
                "  --inverted            icicle graph: root at the top\n"
                "  -h, --help            this text\n\n"
                "Frames under a CUDA launch frame (cu*Launch*) and frames named \"[gpu]...\" are\n"
@@ -360,43 +362,6 @@ std::string renderSvg(const Tree& tree, const Options& opt) {
   return out;
 }
 
-bool writeFd(int fd, std::string_view data) {
-  while (!data.empty()) {
-    const ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    data.remove_prefix(static_cast<std::size_t>(n));
-  }
-  return true;
-}
-
-// A temporary file beside the target, renamed over it when complete: a failed run leaves
-// neither a partial SVG nor a clobbered old one.
-bool writeOutput(const std::string& path, std::string_view svg) {
-  if (path.empty()) {
-    if (writeFd(STDOUT_FILENO, svg)) return true;
-    spdlog::error("cannot write standard output: {}", std::strerror(errno));
-    return false;
-  }
-  std::string tmp = path + ".XXXXXX";
-  const int fd = ::mkstemp(tmp.data());
-  if (fd < 0) {
-    spdlog::error("cannot create {}: {}", tmp, std::strerror(errno));
-    return false;
-  }
-  const mode_t mask = ::umask(0);
-  ::umask(mask);
-  bool ok = ::fchmod(fd, 0666 & ~mask) == 0 && writeFd(fd, svg);
-  int err = errno;
-  if (::close(fd) != 0 && ok) ok = false, err = errno;
-  if (ok && ::rename(tmp.c_str(), path.c_str()) != 0) ok = false, err = errno;
-  if (!ok) {
-    spdlog::error("cannot write {}: {}", path, std::strerror(err));
-    ::unlink(tmp.c_str());
-  }
-  return ok;
-}
-
 // Returns an exit status when the command should stop here (help, usage error).
 std::optional<int> parseArgs(int argc, char** argv, Options& opt) {
   bool haveInput = false;
@@ -469,7 +434,11 @@ int run(int argc, char** argv) {
     spdlog::error("flame: {}", error);
     return kExitBadInput;
   }
-  return writeOutput(opt.output, renderSvg(tree, opt)) ? kExitOk : kExitOutput;
+  if (!writeOutputText(opt.output, renderSvg(tree, opt), error)) {
+    spdlog::error("flame: {}", error);
+    return kExitOutput;
+  }
+  return kExitOk;
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
 #include "tools/merge_traces.h"
+#include "tools/output_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -481,22 +482,16 @@ int mergeTraces(const std::vector<std::string>& files, const std::string& output
   for (Input& in : inputs) in.offsetNs = in.originNs - origin;
   assignPids(inputs, summary);
 
-  // Written beside the output and renamed into place: readers never see half a file, and a
-  // bad input found while copying leaves nothing behind.
-  std::string tmp = output + ".tmp.XXXXXX";
-  const int fd = mkstemp(tmp.data());
-  if (fd < 0) {
-    error = fmt::format("{}: cannot create a temporary file beside it: {}", output, std::strerror(errno));
-    return kExitOutput;
-  }
-  const mode_t mask = umask(0);
-  umask(mask);
-  fchmod(fd, 0666 & ~mask);
+  // Written beside the output and renamed into place (tools/output_file.h): a bad input found
+  // while copying leaves nothing behind.
+  OutputTarget target;
+  if (!openOutput(output, target, error)) return kExitOutput;
+  const int fd = target.fd;
   std::FILE* out = fdopen(fd, "w");
   if (out == nullptr) {
-    error = fmt::format("{}: {}", tmp, std::strerror(errno));
+    error = fmt::format("{}: {}", output, std::strerror(errno));
     close(fd);
-    unlink(tmp.c_str());
+    abandonOutput(target);
     return kExitOutput;
   }
   std::setvbuf(out, nullptr, _IOFBF, 1 << 20);
@@ -521,18 +516,15 @@ int mergeTraces(const std::vector<std::string>& files, const std::string& output
     std::fwrite(meta.data(), 1, meta.size(), out);
     std::fputs("}\n", out);
   }
-  const bool written = std::fflush(out) == 0 && std::ferror(out) == 0 && fsync(fd) == 0;
+  const bool written = std::fflush(out) == 0 && std::ferror(out) == 0 && (!target.tmp.empty() ? fsync(fd) == 0 : true);
   const int writeErrno = errno;
   const bool closed = std::fclose(out) == 0;
   if (status == kExitOk && !(written && closed)) {
     error = fmt::format("{}: cannot write: {}", output, std::strerror(writeErrno));
     status = kExitOutput;
   }
-  if (status == kExitOk && std::rename(tmp.c_str(), output.c_str()) != 0) {
-    error = fmt::format("{}: cannot rename {} into place: {}", output, tmp, std::strerror(errno));
-    status = kExitOutput;
-  }
-  if (status != kExitOk) unlink(tmp.c_str());
+  if (status == kExitOk && !commitOutput(target, error)) status = kExitOutput;
+  if (status != kExitOk) abandonOutput(target);
   return status;
 }
 

@@ -27,6 +27,7 @@
 
 #include "exporters/json_writer.h"
 #include "tools/commands.h"
+#include "tools/output_file.h"
 #include "tools/report_model.h"
 
 namespace cutrace::tools {
@@ -282,8 +283,8 @@ int reportCommand(int argc, char** argv) {
   const std::string text = format == "json"  ? renderJson(rep, sections, opts.positional)
                            : format == "csv" ? renderCsv(rep, sections)
                                              : renderTables(rep, sections);
-  if (!writeOutput(output, text)) {
-    spdlog::error("report: cannot write {}", output.empty() ? "to stdout" : output);
+  if (std::string error; !writeOutputText(output, text, error)) {
+    spdlog::error("report: {}", error);
     return kExitOutput;
   }
   return kExitOk;

@@ -920,16 +920,6 @@ std::string renderTable(const std::vector<std::string>& header, const std::vecto
   return out;
 }
 
-bool writeOutput(const std::string& path, const std::string& text) {
-  if (path.empty()) {
-    return std::fwrite(text.data(), 1, text.size(), stdout) == text.size() && std::fflush(stdout) == 0;
-  }
-  std::FILE* f = std::fopen(path.c_str(), "w");
-  if (f == nullptr) return false;
-  const bool written = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  return std::fclose(f) == 0 && written;
-}
-
 bool Options::has(std::string_view flag) const { return std::find(flags.begin(), flags.end(), flag) != flags.end(); }
 
 bool parseOptions(int argc, char** argv, const std::vector<std::string_view>& withValue, Options& out, std::string& error) {

@@ -106,8 +106,6 @@ std::string csvField(std::string_view s);
 // A text table: first column left-aligned, the rest right-aligned; long names are cut.
 std::string renderTable(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows);
 
-// Writes to FILE, or stdout when path is empty. False when it could not be written.
-bool writeOutput(const std::string& path, const std::string& text);
 
 // Minimal option parsing shared by the subcommands: `--name value`, `--name=value`, `-o value`.
 struct Options {

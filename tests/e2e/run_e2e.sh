@@ -7,14 +7,18 @@
 # the same Chrome trace and folded files as the process wrote itself (trace_check --compare).
 #
 # usage: run_e2e.sh NAME [--expected NAME] [--traces N] [--check-args "ARGS"] [--env K=V]... [--export]
-#                   -- PROGRAM [ARGS...]
+#                   [--max-rss-mb M] -- PROGRAM [ARGS...]
 #   --export: the program is killed before writing its trace; only its stream is left: run
 #   `cutrace export` on it, then check the exported traces.
 #   "@TIDS@" in ARGS becomes a file the program fills with "thread-name tid" lines, checked
 #   against the trace with --thread-ids.
+#   "@RSS@" in ARGS becomes a file the program writes a peak RSS in KiB to; --max-rss-mb M fails
+#   the test when the traced run's is above M MiB.
 # environment: LIBTRACE, TRACE_CHECK, E2E_EXPECTED (directory), STANDIN_DIR (stand-in CUDA
 #   libraries, optional), SANITIZER_RUNTIME (preloaded before libtrace.so in sanitizer builds),
-#   E2E_UPDATE=1 (write the expected file instead of comparing; review the diff before committing)
+#   E2E_UPDATE=1 (write the expected file instead of comparing; review the diff before committing),
+#   FLAMEGRAPH_PL (Brendan Gregg's flamegraph.pl; else one on PATH; with perl, every folded file
+#   is also rendered by it: trace_check --flamegraph)
 set -u
 name=$1
 shift
@@ -23,6 +27,7 @@ expected=$name
 check_args=""
 extra_env=()
 export_only=""
+max_rss_mb=""
 while [ $# -gt 0 ]; do
   case $1 in
     --traces) traces=$2; shift 2 ;;
@@ -30,6 +35,7 @@ while [ $# -gt 0 ]; do
     --check-args) check_args=$2; shift 2 ;;
     --env) extra_env+=("$2"); shift 2 ;;
     --export) export_only=1; shift ;;
+    --max-rss-mb) max_rss_mb=$2; shift 2 ;;
     --) shift; break ;;
     *) echo "run_e2e: unknown option $1" >&2; exit 2 ;;
   esac
@@ -45,6 +51,7 @@ trap 'rm -rf "$work"' EXIT
 args=()
 for a in "$@"; do
   a=${a//@TIDS@/$work/tids}
+  a=${a//@RSS@/$work/rss}
   if [[ $a == */* && -e $a && $a != /* ]]; then a=$(realpath "$a"); fi
   args+=("$a")
 done
@@ -74,9 +81,20 @@ fail() {
 }
 
 [ "$(cat "$work/bare.rc")" = "$(cat "$work/traced.rc")" ] || fail "exit status changed under the preload"
+if [ -n "$max_rss_mb" ]; then
+  rss_kb=$(cat "$work/rss" 2>/dev/null)
+  [ -n "$rss_kb" ] || fail "the program wrote no peak RSS"
+  [ "$rss_kb" -le $((max_rss_mb * 1024)) ] || fail "peak RSS under the preload $((rss_kb / 1024)) MiB, above $max_rss_mb MiB"
+fi
 cmp -s "$work/bare.out" "$work/traced.out" || fail "stdout changed under the preload"
 grep -v '^cutrace: ' "$work/traced.err" >"$work/traced.err.filtered"
 cmp -s "$work/bare.err" "$work/traced.err.filtered" || fail "stderr changed under the preload (beyond cutrace: lines)"
+
+flamegraph_args=()
+flamegraph_pl=${FLAMEGRAPH_PL:-$(command -v flamegraph.pl)}
+if [ -n "$flamegraph_pl" ] && [ -f "$flamegraph_pl" ] && command -v perl >/dev/null; then
+  flamegraph_args=(--flamegraph "$flamegraph_pl")
+fi
 
 shopt -s nullglob
 streams=("$work"/out/*.pftrace)
@@ -106,7 +124,7 @@ for f in "${files[@]}"; do
   tid_args=()
   [ -s "$work/tids" ] && tid_args=(--thread-ids "$work/tids")
   # shellcheck disable=SC2086
-  "$TRACE_CHECK" "$f" --folded "${f%.trace.json}.folded" "${tid_args[@]}" $check_args >"$work/one" 2>"$work/check.err" ||
+  "$TRACE_CHECK" "$f" --folded "${f%.trace.json}.folded" "${tid_args[@]}" "${flamegraph_args[@]}" $check_args >"$work/one" 2>"$work/check.err" ||
     { cat "$work/check.err" >&2; fail "trace_check rejected $(basename "$f")"; }
   cp "$work/one" "$work/summaries/$(basename "$f").txt"
 done

@@ -2,8 +2,9 @@
 // summary of it for end-to-end tests to compare with an expected file.
 //
 //   trace_check TRACE.json [--folded FILE] [--thread-ids FILE] [--allow-drops]
-//               [--view launches] [--expect-linked] [--stacks] [--python-frames FILE]
-//               [--expect-dwarf] [--max-dropped-percent P]
+//               [--view launches|shape] [--expect-linked] [--stacks] [--python-frames FILE]
+//               [--expect-dwarf] [--max-dropped-percent P] [--flamegraph flamegraph.pl]
+//               [--max-bytes-per-event B]
 //   trace_check --compare A.trace.json B.trace.json
 //
 // --compare: A is a process's own trace, B the one `cutrace export` rebuilt from its stream;
@@ -15,13 +16,23 @@
 // - the file parses as JSON (simdjson) with traceEvents and metadata;
 // - every event has ph, pid (= metadata.pid) and tid; X events have cat, ts, dur >= 0 and
 //   args.seq; every tid has a thread_name and the process a process_name;
-// - per thread, X events nest properly and seq grows strictly in timeline order;
+// - per track, X events nest properly and seq grows strictly in timeline order; NVTX ranges
+//   and marks of a named domain are on their thread's track for that domain (tid 2^31 +
+//   ordinal * 2^22 + the thread's tid, named "<thread> nvtx domain <domain>"), all others on
+//   their thread's;
 // - one launch, one kernel: no event carrying args.kernel lies inside another that does, and
 //   every launch API that is not nested in another launch carries one;
 // - metadata.dropped_events is 0 unless --allow-drops (then the summary is only what does not
 //   depend on timing); on every thread the gaps in args.seq equal metadata.threads[].dropped;
 // - metadata.rank, when present, is in the file name as -rank<R>;
-// - the folded file has sorted, distinct "frame;...;frame N" lines with integer weights;
+// - the folded files have sorted, distinct "frame;...;frame N" lines with integer weights
+//   and follow the viewers' rules (folded_rules.h: no weight 0, no stack ending in a number,
+//   something to draw); every stack of .folded is in .calls.folded, whose calls add up to the
+//   X events of the thread tracks; metadata.folded gives the depth cap;
+// - --flamegraph PATH: each folded file rendered by flamegraph.pl (perl PATH FILE) exits 0,
+//   reads every line as written (no differential frames, its total is the file's) and draws
+//   every frame wide enough to draw under its own name;
+// - --max-bytes-per-event B: the trace file holds at most B bytes per traceEvents entry;
 // - --thread-ids: each "name tid" line names a thread that is in the trace with that tid;
 // - device tracks (CUPTI): kernel/memcpy/memset X events; every flow "f" has its "s"; with
 //   --expect-linked every kernel has a flow and launches == kernels;
@@ -30,6 +41,8 @@
 // - --max-dropped-percent P (implies --allow-drops): at most P% of the events were dropped.
 // --view launches renders only NVTX ranges and launches ("launch kernel=..."), which is the
 // same whether a launch went through the shared runtime, a static one or the driver.
+// --view shape renders, for traces too deep to list, per thread the X events and the deepest
+// nesting, and of the folded files the lines, the most frames in a line and the calls.
 // The summary lists per thread (threads ordered by name, then content) the event tree with
 // names and the deterministic args (kernel, grid, block, bytes, kind, result); --stacks adds
 // each event's args.stack. Stacks (there and in the folded list) leave out frames that differ
@@ -45,13 +58,30 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <regex>
 #include <cstdint>
 #include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "folded_rules.h"
+
 namespace {
+
+// Synthetic track ids (exporters/trace_view.h): GPU streams in [2^30, 2^31), NVTX domain
+// tracks from 2^31 with the thread's tid in the low 22 bits.
+constexpr int64_t kGpuTrackBase = int64_t{1} << 30;
+constexpr int64_t kDomainTrackBase = int64_t{1} << 31;
+bool isGpuTrack(int64_t tid) { return tid >= kGpuTrackBase && tid < kDomainTrackBase; }
+bool isDomainTrack(int64_t tid) { return tid >= kDomainTrackBase; }
+int64_t ownerThread(int64_t tid) { return isDomainTrack(tid) ? tid & ((int64_t{1} << 22) - 1) : tid; }
 
 struct Ev {
   std::string ph, cat, name;
@@ -59,6 +89,7 @@ struct Ev {
   int64_t seq = -1;
   std::string args;         // canonical deterministic args
   std::string stack;        // args.stack, machine-specific frames left out (--stacks)
+  std::string domain;       // args.domain
   bool hasKernel = false;
   std::vector<std::size_t> children;
 };
@@ -68,6 +99,7 @@ struct Thread {
   std::string name;
   std::vector<Ev> events;
   std::string rendered;
+  std::size_t deepest = 0;  // most X events open at once
 };
 
 [[noreturn]] void fail(const std::string& why) {
@@ -279,28 +311,145 @@ std::string withoutMachineFrames(const std::string& stack) {
   return kept;
 }
 
-// The host-time file lists every stack; the calls file (same stem, .calls.folded) the same
-// stacks with how many calls ended there. With --stacks the stacks are listed (machine-specific
-// frames left out); otherwise, so that the summary does not depend on the unwinder or on what
-// the compiler inlined, only the leaf frames with their calls, and the calls must add up to the
-// host events of the trace.
-void checkFolded(const std::string& path, std::ostream& summary, bool list, std::size_t hostEvents) {
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail("cannot open " + path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void checkRules(const std::string& path) {
+  const cutrace::test::FoldedRules r = cutrace::test::checkFoldedRules(slurp(path));
+  if (!r.problems.empty()) fail(path + ": " + r.problems.front());
+}
+
+std::string shellQuote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+std::string htmlUnescape(std::string s) {
+  for (const auto& [from, to] : {std::pair<std::string, std::string>{"&lt;", "<"}, {"&gt;", ">"}, {"&quot;", "\""},
+                                 {"&amp;", "&"}}) {
+    for (std::size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
+      s.replace(at, from.size(), to);
+  }
+  return s;
+}
+
+// Renders `path` with flamegraph.pl and checks it read every line as written: exit 0, nothing
+// ignored, no differential frame, the total of the file, and a box under its own name for every
+// frame wide enough to draw (a zero-weight line can erase one).
+void checkWithFlamegraphPl(const std::string& script, const std::string& path) {
+  const auto stacks = readFolded(path);
+  if (stacks.empty()) return;  // nothing to draw: flamegraph.pl says so and exits 2
+  char errPath[] = "/tmp/trace_check-fg-XXXXXX";
+  const int fd = mkstemp(errPath);
+  if (fd < 0) fail("mkstemp failed");
+  close(fd);
+  const std::string command = "perl " + shellQuote(script) + " " + shellQuote(path) + " 2>" + shellQuote(errPath);
+  FILE* p = popen(command.c_str(), "r");
+  if (p == nullptr) fail("cannot run " + command);
+  std::string svg;
+  char buf[65536];
+  for (std::size_t n; (n = fread(buf, 1, sizeof(buf), p)) > 0;) svg.append(buf, n);
+  const int status = pclose(p);
+  const std::string err = slurp(errPath);
+  unlink(errPath);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) fail("flamegraph.pl failed on " + path + ": " + err);
+  if (err.find("Ignored") != std::string::npos) fail("flamegraph.pl on " + path + ": " + err);
+
+  uint64_t total = 0;
+  std::map<std::string, uint64_t> nodes;  // path prefix -> weight
+  std::set<std::string> frames;
+  for (const auto& [stack, w] : stacks) {
+    total += w;
+    for (std::size_t semi = 0;; ++semi) {
+      semi = stack.find(';', semi);
+      const std::string prefix = stack.substr(0, semi);
+      nodes[prefix] += w;
+      frames.insert(prefix.substr(prefix.rfind(';') == std::string::npos ? 0 : prefix.rfind(';') + 1));
+      if (semi == std::string::npos) break;
+    }
+  }
+  std::set<std::string> shown;
+  bool sawAll = false;
+  static const std::regex kTitle(R"((.*) \(([\d,]+) samples, [\d.]+%(; [+-]?[\d.]+%)?\))");
+  for (std::size_t at = svg.find("<title>"); at != std::string::npos; at = svg.find("<title>", at + 7)) {
+    const std::size_t close = svg.find("</title>", at);
+    if (close == std::string::npos) break;
+    const std::string title = htmlUnescape(svg.substr(at + 7, close - at - 7));
+    std::smatch m;
+    if (!std::regex_match(title, m, kTitle)) continue;
+    if (m[3].matched) fail("flamegraph.pl read a differential line in " + path + ": " + title);
+    std::string count = m[2].str();
+    count.erase(std::remove(count.begin(), count.end(), ','), count.end());
+    if (m[1].str() == "all" && !sawAll) {
+      sawAll = true;
+      if (std::stoull(count) != total)
+        fail("flamegraph.pl's total for " + path + " is " + count + ", the file's " + std::to_string(total));
+      continue;
+    }
+    shown.insert(m[1].str());
+  }
+  if (!sawAll) fail("flamegraph.pl drew no 'all' frame for " + path);
+  for (const std::string& f : shown)
+    if (!frames.count(f)) fail("flamegraph.pl drew a frame that is not in " + path + ": " + f);
+  for (const auto& [prefix, w] : nodes) {
+    // flamegraph.pl leaves out boxes narrower than 0.1 px of its 1180 px: keep a margin.
+    if (static_cast<double>(w) * 1180.0 / static_cast<double>(total) < 0.15) continue;
+    const std::string leaf = prefix.substr(prefix.rfind(';') == std::string::npos ? 0 : prefix.rfind(';') + 1);
+    if (!shown.count(leaf)) fail("flamegraph.pl drew no box for " + leaf + " in " + path);
+  }
+}
+
+// The stacks of the time file are those of the calls file (same stem, .calls.folded) that took
+// any time; the calls file lists every stack where a call or range ended. With --stacks the
+// stacks are listed (machine-specific frames left out); otherwise, so that the summary does
+// not depend on the unwinder or on what the compiler inlined, only the leaf frames with their
+// calls, and the calls must add up to the X events of the thread tracks.
+void checkFolded(const std::string& path, std::ostream& summary, bool list, bool shape, std::size_t hostEvents,
+                 const std::string& flamegraph) {
   const auto host = readFolded(path);
   std::map<std::string, uint64_t> calls;
-  const std::string callsPath = path.substr(0, path.size() - std::string(".folded").size()) + ".calls.folded";
-  if (std::ifstream(callsPath)) {
-    calls = readFolded(callsPath);
-    if (calls.size() != host.size()) fail("calls.folded and .folded list different stacks");
+  const std::string stem = path.substr(0, path.size() - std::string(".folded").size());
+  std::vector<std::string> files{path};
+  if (std::ifstream(stem + ".calls.folded")) {
+    files.push_back(stem + ".calls.folded");
+    calls = readFolded(stem + ".calls.folded");
+    for (const auto& [stack, w] : host)
+      if (!calls.count(stack)) fail(".folded stack missing from calls.folded: " + stack);
     uint64_t total = 0;
-    for (const auto& [stack, n] : calls) {
-      if (n == 0 || !host.count(stack)) fail("calls.folded stack missing from .folded: " + stack);
-      total += n;
-    }
+    for (const auto& [stack, n] : calls) total += n;
     if (total != hostEvents)
       fail("calls.folded counts " + std::to_string(total) + " calls, the trace has " + std::to_string(hostEvents));
   }
+  if (std::ifstream(stem + ".gpu.folded")) {
+    files.push_back(stem + ".gpu.folded");
+    for (const auto& [stack, w] : readFolded(stem + ".gpu.folded"))
+      if (!calls.empty() && !calls.count(stack)) fail("gpu.folded stack missing from calls.folded: " + stack);
+  }
+  for (const std::string& f : files) {
+    checkRules(f);
+    if (!flamegraph.empty()) checkWithFlamegraphPl(flamegraph, f);
+  }
+  const auto& all = calls.empty() ? host : calls;
+  if (shape) {
+    std::size_t maxFrames = 0;
+    uint64_t total = 0;
+    for (const auto& [stack, n] : all) {
+      maxFrames = std::max<std::size_t>(maxFrames, 1 + std::count(stack.begin(), stack.end(), ';'));
+      total += n;
+    }
+    summary << "folded lines " << all.size() << " max frames " << maxFrames;
+    if (!calls.empty()) summary << " calls " << total;
+    summary << "\n";
+    return;
+  }
   std::map<std::string, uint64_t> shown;
-  for (const auto& [stack, w] : host) {
+  for (const auto& [stack, w] : all) {
     const std::size_t semi = stack.rfind(';');
     const std::string key = listStacks ? withoutMachineFrames(stack) : stack.substr(semi == std::string::npos ? 0 : semi + 1);
     shown[key] += calls.count(stack) ? calls[stack] : 0;
@@ -419,9 +568,10 @@ int main(int argc, char** argv) {
     std::cerr << "usage: trace_check TRACE.json [--folded FILE] [--thread-ids FILE] [--allow-drops]\n";
     return 2;
   }
-  std::string foldedPath, tidsPath, view;
+  std::string foldedPath, tidsPath, view, flamegraph;
   bool allowDrops = false, expectLinked = false, expectDwarf = false;
   int maxDroppedPercent = -1;
+  double maxBytesPerEvent = -1;
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--folded" && i + 1 < argc) foldedPath = argv[++i];
@@ -433,6 +583,8 @@ int main(int argc, char** argv) {
     else if (a == "--expect-dwarf") expectDwarf = true;
     else if (a == "--stacks") listStacks = true;
     else if (a == "--python-frames" && i + 1 < argc) pythonFile = argv[++i];
+    else if (a == "--flamegraph" && i + 1 < argc) flamegraph = argv[++i];
+    else if (a == "--max-bytes-per-event" && i + 1 < argc) maxBytesPerEvent = atof(argv[++i]);
     else fail("unknown argument " + a);
   }
 
@@ -485,7 +637,7 @@ int main(int argc, char** argv) {
         (ph == "s" ? hostFlows[id].first : hostFlows[id].second) = {tid, toNs(ts)};
       continue;
     }
-    if (tid >= (int64_t{1} << 30)) {  // a GPU stream track
+    if (isGpuTrack(tid)) {
       const std::string cat = str(e["cat"]);
       if (cat != "kernel" && cat != "memcpy" && cat != "memset") fail("unexpected cat on a GPU track: " + cat);
       double dur;
@@ -510,13 +662,38 @@ int main(int argc, char** argv) {
     if (e["args"].get(args) || args["seq"].get(ev.seq)) fail("event without args.seq: " + ev.name);
     ev.args = renderArgs(args, ev.hasKernel);
     ev.stack = renderStack(args);
+    simdjson::dom::element domain;
+    if (args["domain"].get(domain) == simdjson::SUCCESS) ev.domain = str(domain);
+    const bool onDomainTrack = ev.cat == "nvtx" && !ev.domain.empty() && (ph == "X" || ph == "i");
+    if (onDomainTrack != isDomainTrack(tid))
+      fail("NVTX domain '" + ev.domain + "' event " + ev.name + " on track " + std::to_string(tid));
     Thread& t = threads[tid];
     t.tid = tid;
     t.events.push_back(std::move(ev));
   }
   if (processName.empty()) fail("no process_name metadata event");
   launchesView = view == "launches";
-  if (!view.empty() && !launchesView) fail("unknown view " + view);
+  const bool shapeView = view == "shape";
+  if (!view.empty() && !launchesView && !shapeView) fail("unknown view " + view);
+  if (maxBytesPerEvent >= 0) {
+    struct stat st;
+    if (stat(argv[1], &st) != 0) fail("cannot stat the trace");
+    const double perEvent = static_cast<double>(st.st_size) / static_cast<double>(std::max<std::size_t>(events.size(), 1));
+    if (perEvent > maxBytesPerEvent)
+      fail("the trace holds " + std::to_string(perEvent) + " bytes per event, more than " + std::to_string(maxBytesPerEvent));
+  }
+  // A domain track belongs to its thread, and is named after it.
+  for (const auto& [tid, name] : threadNames) {
+    if (!isDomainTrack(tid)) continue;
+    auto owner = threadNames.find(ownerThread(tid));
+    if (owner == threadNames.end()) fail("domain track " + std::to_string(tid) + " of no thread");
+    auto t = threads.find(tid);
+    if (t == threads.end() || t->second.events.empty()) fail("domain track " + std::to_string(tid) + " without events");
+    const std::string domain = t->second.events[0].domain;
+    if (name != owner->second + " nvtx domain " + domain) fail("domain track named '" + name + "'");
+    for (const Ev& ev : t->second.events)
+      if (ev.domain != domain) fail("domain track '" + name + "' holds an event of domain " + ev.domain);
+  }
   for (int64_t tid : deviceTids)
     if (!threadNames.count(tid)) fail("GPU track " + std::to_string(tid) + " has no thread_name");
   for (const auto& [id, ends] : flows)
@@ -585,8 +762,10 @@ int main(int argc, char** argv) {
       if (e.hasKernel) ++launches;
       ++total;
       if (e.ph == "X") stack.push_back(idx);
+      t.deepest = std::max(t.deepest, stack.size());
     }
-    for (std::size_t r : roots) render(t, t.events[r], 0, t.rendered);
+    if (!shapeView)
+      for (std::size_t r : roots) render(t, t.events[r], 0, t.rendered);
     ordered.push_back(&t);
   }
   std::sort(ordered.begin(), ordered.end(), [](const Thread* a, const Thread* b) {
@@ -637,10 +816,12 @@ int main(int argc, char** argv) {
     int64_t tid = 0;
     uint64_t threadDropped = 0, seqEnd = 0;
     if (mt["tid"].get(tid) || mt["dropped"].get(threadDropped)) fail("metadata.threads entry without tid/dropped");
-    auto it = threads.find(tid);
-    if (it == threads.end()) continue;
+    // The thread's own track and its NVTX domain tracks share its sequence numbers.
     std::set<uint64_t> seqs;
-    for (const Ev& ev : it->second.events) seqs.insert(ev.seq);
+    for (const auto& [track, t] : threads)
+      if (ownerThread(track) == tid)
+        for (const Ev& ev : t.events) seqs.insert(ev.seq);
+    if (seqs.empty()) continue;
     // seq_end (known once a thread exited) also counts drops after the last delivered event.
     const bool knowsEnd = mt["seq_end"].get(seqEnd) == simdjson::SUCCESS;
     if (knowsEnd && !seqs.empty() && *seqs.rbegin() >= seqEnd) fail("thread " + std::to_string(tid) + ": seq beyond seq_end");
@@ -650,6 +831,17 @@ int main(int argc, char** argv) {
            std::to_string(threadDropped) + " dropped");
     droppedThreads += threadDropped > 0;
   }
+
+  // The folded stacks hold the X events of the threads' own tracks (NVTX domain tracks are no
+  // frames), their depth cut as metadata.folded says.
+  std::size_t hostEvents = 0;
+  for (const auto& [tid, t] : threads)
+    if (!isDomainTrack(tid))
+      for (const Ev& ev : t.events) hostEvents += ev.ph == "X";
+  uint64_t depthCapped = 0, maxFrames = 0;
+  if (!foldedPath.empty() &&
+      (meta["folded"]["depth_capped"].get(depthCapped) || meta["folded"]["max_frames"].get(maxFrames)))
+    fail("metadata.folded without depth_capped/max_frames");
 
   std::ostringstream summary;
   summary << "process " << processName << "\n";
@@ -668,6 +860,7 @@ int main(int argc, char** argv) {
             << (maxDroppedPercent >= 0 ? "at most " + std::to_string(maxDroppedPercent) + "%"
                                        : droppedThreads > 0 ? "some" : "none")
             << " dropped, seq gaps equal dropped on every thread\n";
+    if (!foldedPath.empty()) checkFolded(foldedPath, summary, false, false, hostEvents, flamegraph);
     std::cout << summary.str();
     return 0;
   }
@@ -680,12 +873,21 @@ int main(int argc, char** argv) {
     for (const auto& [cat, n] : deviceCounts) summary << " " << cat << " " << n;
     summary << " flows " << flows.size() << " counters " << (counterEvents > 0 ? "yes" : "no") << "\n";
   }
-  for (const Thread* t : ordered) summary << "thread " << t->name << "\n" << t->rendered;
+  for (const Thread* t : ordered) {
+    summary << "thread " << t->name << "\n";
+    if (!shapeView) {
+      summary << t->rendered;
+      continue;
+    }
+    std::size_t x = 0;
+    for (const Ev& ev : t->events) x += ev.ph == "X";
+    summary << "  X events " << x << " deepest nesting " << t->deepest << "\n";
+  }
   for (const std::string& f : autogradFlows) summary << "autograd flow " << f << "\n";
-  std::size_t hostEvents = 0;
-  for (const auto& [tid, t] : threads)
-    for (const Ev& ev : t.events) hostEvents += ev.ph == "X";
-  if (!foldedPath.empty()) checkFolded(foldedPath, summary, !launchesView, hostEvents);
+  if (!foldedPath.empty()) {
+    checkFolded(foldedPath, summary, !launchesView, shapeView, hostEvents, flamegraph);
+    if (depthCapped != 0) summary << "folded depth capped " << depthCapped << " (max frames " << maxFrames << ")\n";
+  }
   std::cout << summary.str();
   return 0;
 }

@@ -2,6 +2,7 @@
 #include <simdjson.h>
 
 #include <map>
+#include <set>
 #include <tuple>
 #include <string>
 #include <vector>
@@ -9,6 +10,7 @@
 #include "exporters/chrome_trace.h"
 #include "exporters/folded.h"
 #include "exporters/frame_names.h"
+#include "../e2e/folded_rules.h"
 #include "trace_builder.h"
 
 using namespace cutrace;
@@ -61,6 +63,7 @@ TEST_CASE("Chrome trace follows the output contract", "[chrome]") {
     if (ph == "M") {
       ++metaEvents;
       if (name == "thread_name") REQUIRE(std::string_view(e["args"]["name"]) == "main");
+      if (name == "thread_sort_index") REQUIRE(int64_t(e["args"]["sort_index"]) == 0);
       continue;
     }
     ++byName[name];
@@ -92,7 +95,7 @@ TEST_CASE("Chrome trace follows the output contract", "[chrome]") {
     }
     if (name == "checkpoint \"A\"") REQUIRE(std::string_view(e["ph"]) == "i");
   }
-  REQUIRE(metaEvents == 2);
+  REQUIRE(metaEvents == 3);
   REQUIRE(launchesWithKernel == 1);
   REQUIRE(byName == std::map<std::string, int>{{"step", 1}, {"cudaMalloc", 1}, {"cudaLaunchKernel", 1},
                                                {"cuLaunchKernel", 1}, {"checkpoint \"A\"", 1}});
@@ -193,8 +196,8 @@ TEST_CASE("folded stacks: call stacks root first between NVTX and API frames, th
   writeFolded(folded, FoldWeight::HostTime, host);
   REQUIRE(calls.text() == "step 1\n" + site2 + ";cudaDeviceSynchronize 1\n" + site2 + ";cudaLaunchKernel;k2 1\n" +
                               site1 + " 2\n" + site1 + ";cuLaunchKernel 1\n");
-  REQUIRE(gpu.text() == site2 + ";cudaLaunchKernel;k2 3\n" + site1 + " 4\n");  // 2.5 us rounds to 3
-  REQUIRE(host.text().find("step 1\n") == 0);  // 0.5 us of self time rounds up
+  REQUIRE(gpu.text() == site2 + ";cudaLaunchKernel;k2 2500\n" + site1 + " 4000\n");
+  REQUIRE(host.text().find("step 500\n") == 0);
 
   const auto noNvtx = foldStacks(d, FoldOptions{false});
   REQUIRE(noNvtx.count("main;train_step;launch_site;cudaLaunchKernel;k1") == 1);
@@ -323,7 +326,7 @@ TEST_CASE("chrome trace: args.stack shows elided names, the folded stacks keep t
   REQUIRE(folded.begin()->second.calls == 2);
 }
 
-TEST_CASE("folded file: sorted lines, one space, integer microseconds, zero weights kept", "[folded]") {
+TEST_CASE("folded file: sorted lines, one space, integer nanoseconds", "[folded]") {
   TraceBuilder b;
   b.push(1, 0, 0, 0, "a;b\nc");    // ';' and newline cannot appear inside a frame
   b.api(1, test::kCudaDeviceSynchronize, 1, 1000, 3600);
@@ -332,14 +335,291 @@ TEST_CASE("folded file: sorted lines, one space, integer microseconds, zero weig
   Sink out;
   writeFolded(foldStacks(b.finish(5000)), FoldWeight::HostTime, out);
   REQUIRE(out.text() ==
-          "a:b c 2\n"
-          "a:b c;cudaDeviceSynchronize 3\n"
-          "a:b c;cudaFree 0\n");
+          "a:b c 2300\n"
+          "a:b c;cudaDeviceSynchronize 2600\n"
+          "a:b c;cudaFree 100\n");
 }
 
 TEST_CASE("frame names are sanitised", "[folded]") {
   REQUIRE(foldedFrame("x;y") == "x:y");
-  REQUIRE(foldedFrame("") == "[empty]");
+  REQUIRE(foldedFrame("") == "[No name]");  // as Perfetto shows an empty name
   REQUIRE(foldedFrame("tab\there") == "tab here");
   REQUIRE(foldedFrame("bad\xff \xc3\xa9") == "bad\xef\xbf\xbd \xc3\xa9");
+}
+
+// ------------------------------------------------------------------ viewers (issue 13)
+
+namespace {
+
+std::string foldedText(const TraceData& d, FoldWeight weight) {
+  Sink out;
+  writeFolded(foldStacks(d), weight, out);
+  return out.text();
+}
+
+std::string problems(const std::string& folded) {
+  std::string all;
+  for (const std::string& p : test::checkFoldedRules(folded).problems) all += p + "\n";
+  return all;
+}
+
+}  // namespace
+
+TEST_CASE("folded files have no zero-weight line: nanoseconds keep every box", "[folded][viewers]") {
+  // flamegraph.pl erased the bundled example's cudaLaunchKernel/cuLaunchKernel boxes: their
+  // lines of weight 0 (sub-microsecond self time) drew zero-width boxes of the same name.
+  TraceBuilder b;
+  TraceData& d = sampleTrace(b);
+  const std::string host = foldedText(d, FoldWeight::HostTime);
+  INFO(host);
+  REQUIRE(problems(host).empty());
+  REQUIRE(host ==
+          "step 500\n"
+          "step;cudaLaunchKernel;void ns::scale<float>(float*, int) 200\n"
+          "step;cudaLaunchKernel;void ns::scale<float>(float*, int);cuLaunchKernel 200\n"
+          "step;cudaMalloc 100\n");
+
+  // A call that spent no time of its own is left out of the time file (its child keeps the
+  // box drawn) and stays in the calls file.
+  TraceBuilder c;
+  c.launch(5, test::kCudaLaunchKernel, 0, 300, 700, "k");
+  c.launch(5, test::kCuLaunchKernel, 1, 300, 700, nullptr);
+  TraceData& covered = c.finish(1000);
+  REQUIRE(foldedText(covered, FoldWeight::HostTime) == "cudaLaunchKernel;k;cuLaunchKernel 400\n");
+  REQUIRE(foldedText(covered, FoldWeight::Calls) == "cudaLaunchKernel;k 1\ncudaLaunchKernel;k;cuLaunchKernel 1\n");
+  REQUIRE(foldedText(covered, FoldWeight::GpuTime).empty());
+}
+
+TEST_CASE("a folded file of sub-microsecond ranges still has something to draw", "[folded][viewers]") {
+  // All weights rounded to 0 made flamegraph.pl stop with "No stack counts found".
+  TraceBuilder b;
+  for (uint64_t i = 0; i < 3; ++i) {
+    const uint64_t t = i * 1000;
+    b.push(1, 2 * i, t, 0, "quick");
+    b.push(1, 2 * i + 1, t + 50, 1, "quicker");
+    b.pop(1, t + 250, 1);
+    b.pop(1, t + 300, 0);
+  }
+  const std::string host = foldedText(b.finish(3000), FoldWeight::HostTime);
+  INFO(host);
+  REQUIRE(problems(host).empty());
+  REQUIRE(host == "quick 300\nquick;quicker 600\n");
+  REQUIRE(test::checkFoldedRules(host).total == 900);
+}
+
+TEST_CASE("frame names never end a line in two numbers", "[folded][viewers]") {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"epoch 1", "epoch #1"},
+      {"iter 12", "iter #12"},
+      {"lr 0.5", "lr #0.5"},
+      {"v 2.", "v #2."},
+      {"step 0 3", "step 0 #3"},
+      {"tab\t7", "tab #7"},
+      {"nbsp\xc2\xa0" "1", "nbsp\xc2\xa0#1"},
+      {"wide\xe3\x80\x80" "2", "wide\xe3\x80\x80#2"},  // U+3000
+      {"thin\xe2\x80\x89" "3", "thin\xe2\x80\x89#3"},  // U+2009
+      // Not read as a number after whitespace: unchanged.
+      {"layer12", "layer12"},
+      {"42", "42"},
+      {"v 1.2.3", "v 1.2.3"},
+      {"a .5", "a .5"},
+      {"x -1", "x -1"},
+      {"dots 1..", "dots 1.."},
+      {"e\xc3\xa9" "1", "e\xc3\xa9" "1"},
+      {"forward (model.py:42)", "forward (model.py:42)"},
+  };
+  for (const auto& [name, folded] : cases) {
+    INFO(name);
+    REQUIRE(foldedFrame(name) == folded);
+  }
+
+  // As written files: ranges named like counters and values, leaves and parents alike.
+  TraceBuilder b;
+  b.push(1, 0, 0, 0, "epoch 1");
+  b.push(1, 1, 100, 1, "iter 12");
+  b.api(1, test::kCudaDeviceSynchronize, 2, 200, 300);
+  b.pop(1, 400, 1);
+  b.push(1, 3, 500, 1, "lr 0.5");
+  b.pop(1, 600, 1);
+  b.pop(1, 700, 0);
+  TraceData& d = b.finish(1000);
+  for (FoldWeight w : {FoldWeight::HostTime, FoldWeight::Calls}) {
+    const std::string text = foldedText(d, w);
+    INFO(text);
+    REQUIRE(problems(text).empty());
+  }
+  REQUIRE(foldedText(d, FoldWeight::Calls) ==
+          "epoch #1 1\nepoch #1;iter #12 1\nepoch #1;iter #12;cudaDeviceSynchronize 1\nepoch #1;lr #0.5 1\n");
+}
+
+TEST_CASE("folded lines come out in bytewise order whatever the frame names", "[folded]") {
+  // Names where the order of the lines is not the order of their frames: ' ' and '!' sort
+  // before ';', 'b' and '~' after it, and one name is a prefix of others.
+  const std::vector<std::string> names = {"a", "a b", "a!", "ab", "a~", "b", " a", "a;x", "~"};
+  TraceBuilder b;
+  std::set<std::string> expected;
+  std::vector<std::string> open;
+  uint64_t x = 0x2545f4914f6cdd1dull, t = 0, seq = 0;
+  for (int i = 0; i < 3000; ++i) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    t += 10;
+    if (!open.empty() && (open.size() >= 5 || x % 3 == 0)) {
+      b.pop(1, t, static_cast<uint16_t>(open.size() - 1));
+      open.pop_back();
+      continue;
+    }
+    const std::string& name = names[(x >> 8) % names.size()];
+    b.push(1, seq++, t, static_cast<uint16_t>(open.size()), name);
+    open.push_back(foldedFrame(name));
+    std::string path;
+    for (const std::string& f : open) path += (path.empty() ? "" : ";") + f;
+    expected.insert(path);
+  }
+  while (!open.empty()) {
+    t += 10;
+    b.pop(1, t, static_cast<uint16_t>(open.size() - 1));
+    open.pop_back();
+  }
+  std::vector<std::string> got;
+  for (const auto& [stack, w] : foldStacks(b.finish(t + 10))) got.push_back(stack);
+  REQUIRE(got == std::vector<std::string>(expected.begin(), expected.end()));
+}
+
+namespace {
+
+// A range pushed every step and never popped, with a CUDA call in each step.
+TraceData& unpoppedTrace(TraceBuilder& b, int steps) {
+  for (int i = 0; i < steps; ++i) {
+    const uint64_t t = 100 * static_cast<uint64_t>(i);
+    b.push(1, 2 * i, t, static_cast<uint16_t>(i), "step " + std::to_string(i));
+    b.api(1, test::kCudaDeviceSynchronize, 2 * i + 1, t + 10, t + 60);
+  }
+  return b.finish(100 * static_cast<uint64_t>(steps));
+}
+
+}  // namespace
+
+TEST_CASE("folded stacks of unpopped pushes stop at the depth cap, their time kept", "[folded][viewers]") {
+  TraceBuilder b;
+  const TraceData& d = unpoppedTrace(b, 1000);
+  std::size_t lines = 0, maxFrames = 0;
+  uint64_t hostNs = 0, calls = 0;
+  std::string deepest;
+  for (const auto& [stack, w] : foldStacks(d)) {
+    ++lines;
+    const std::size_t frames = 1 + static_cast<std::size_t>(std::count(stack.begin(), stack.end(), ';'));
+    if (frames > maxFrames) maxFrames = frames, deepest = stack;
+    hostNs += w.hostNs;
+    calls += w.calls;
+  }
+  // Ranges 1..256 and the calls under the first 255 of them have lines of their own; every
+  // deeper range and call is one "[deeper frames]" frame under range 256.
+  REQUIRE(maxFrames == 257);
+  REQUIRE(deepest.substr(deepest.size() - 16) == ";[deeper frames]");
+  REQUIRE(deepest.substr(0, 16) == "step #0;step #1;");
+  REQUIRE(lines == 256 + 255 + 1);
+  REQUIRE(hostNs == 100000);  // nothing lost: the outermost range's time, all of it
+  REQUIRE(calls == 2000);
+}
+
+TEST_CASE("the trace metadata counts what the folded depth cap merged; the JSON stays linear", "[folded][chrome][viewers]") {
+  TraceBuilder b;
+  const TraceData& d = unpoppedTrace(b, 1000);
+  const FoldedStacks folded = foldStacks(d);
+  REQUIRE(folded.maxFrames() == kFoldedMaxFrames);
+  // Ranges 257..1000 (744) and the calls of steps 256..1000 (745).
+  REQUIRE(folded.depthCapped() == 744 + 745);
+  Sink out;
+  writeChromeTrace(d, out, &folded);
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  REQUIRE(parser.parse(out.text()).get(doc) == simdjson::SUCCESS);
+  REQUIRE(uint64_t(doc["metadata"]["folded"]["depth_capped"]) == 1489);
+  REQUIRE(uint64_t(doc["metadata"]["folded"]["max_frames"]) == 256);
+  REQUIRE(out.text().size() < 2000 * 200);  // bytes per event do not grow with the depth
+  Sink plain;
+  writeChromeTrace(d, plain);
+  REQUIRE(parser.parse(plain.text()).get(doc) == simdjson::SUCCESS);
+  REQUIRE(doc["metadata"]["folded"].error() == simdjson::NO_SUCH_FIELD);
+}
+
+TEST_CASE("NVTX ranges of a named domain get a track of their own; the default domain's are folded", "[chrome][folded][viewers]") {
+  // A library's range opens before the user's range and closes inside it: legal (one stack per
+  // domain), but on one track the two overlap without nesting.
+  TraceBuilder b;
+  const uint32_t lib = b.name("lib");
+  b.threadName(11, 11, "main");
+  b.push(11, 0, 100, 0, "lib op", lib);  // lib op [100, 500)
+  b.mem(11, test::kCudaMalloc, 1, 150, 200, 64);
+  b.push(11, 2, 250, 0, "user step");  // user step [250, 800)
+  b.mark(11, 3, 260, "lib mark", lib);
+  b.api(11, test::kCudaDeviceSynchronize, 4, 300, 400);
+  b.pop(11, 500, 0, lib);
+  b.api(11, test::kCudaFree, 5, 600, 700);
+  b.pop(11, 800, 0);
+  b.api(11, test::kCudaDeviceSynchronize, 6, 900, 950);
+  TraceData& d = b.finish(1000);
+
+  const uint64_t libTrack = (uint64_t{1} << 31) + (uint64_t{1} << 22) + 11;
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  const std::string text = chrome(d);
+  REQUIRE(parser.parse(text).get(doc) == simdjson::SUCCESS);
+  std::vector<std::string> events;
+  std::map<uint64_t, std::string> trackNames;
+  std::map<uint64_t, int64_t> sortIndex;
+  for (simdjson::dom::object e : doc["traceEvents"].get_array()) {
+    const std::string ph = str(e["ph"]), name = str(e["name"]);
+    const uint64_t tid = uint64_t(e["tid"]);
+    if (ph == "M" && name == "thread_name") trackNames[tid] = str(e["args"]["name"]);
+    if (ph == "M" && name == "thread_sort_index") sortIndex[tid] = int64_t(e["args"]["sort_index"]);
+    if (ph == "M") continue;
+    events.push_back(ph + " " + name + " @" + (tid == 11 ? "main" : tid == libTrack ? "lib" : std::to_string(tid)));
+  }
+  REQUIRE(events == std::vector<std::string>{"X lib op @lib", "X cudaMalloc @main", "X user step @main",
+                                             "i lib mark @lib", "X cudaDeviceSynchronize @main", "X cudaFree @main",
+                                             "X cudaDeviceSynchronize @main"});
+  REQUIRE(trackNames == std::map<uint64_t, std::string>{{11, "main"}, {libTrack, "main nvtx domain lib"}});
+  REQUIRE(sortIndex == std::map<uint64_t, int64_t>{{11, 0}, {libTrack, 1}});
+
+  // Folded by the default domain: the calls after "lib op" ended keep their "user step" frame.
+  REQUIRE(foldedText(d, FoldWeight::HostTime) ==
+          "cudaDeviceSynchronize 50\n"
+          "cudaMalloc 50\n"
+          "user step 350\n"
+          "user step;cudaDeviceSynchronize 100\n"
+          "user step;cudaFree 100\n");
+}
+
+TEST_CASE("domain tracks: ordinals by domain name, sort indices right under their thread", "[chrome][viewers]") {
+  TraceBuilder b;
+  const uint32_t zeta = b.name("zeta"), alpha = b.name("alpha");
+  b.threadName(7, 7, "worker");
+  b.threadName(4242, 4242, "main");
+  b.push(7, 0, 0, 0, "z", zeta);
+  b.pop(7, 10, 0, zeta);
+  b.push(4242, 0, 0, 0, "a", alpha);
+  b.pop(4242, 10, 0, alpha);
+  b.push(4242, 1, 20, 0, "z", zeta);
+  b.pop(4242, 30, 0, zeta);
+  TraceData& d = b.finish(100);
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  const std::string text = chrome(d);
+  REQUIRE(parser.parse(text).get(doc) == simdjson::SUCCESS);
+  std::map<std::string, int64_t> sortByName;
+  std::map<uint64_t, std::string> names;
+  for (simdjson::dom::object e : doc["traceEvents"].get_array())
+    if (str(e["ph"]) == "M" && str(e["name"]) == "thread_name") names[uint64_t(e["tid"])] = str(e["args"]["name"]);
+  for (simdjson::dom::object e : doc["traceEvents"].get_array())
+    if (str(e["ph"]) == "M" && str(e["name"]) == "thread_sort_index")
+      sortByName[names[uint64_t(e["tid"])]] = int64_t(e["args"]["sort_index"]);
+  // The main thread (tid = pid) first, then by tid; alpha is ordinal 1, zeta 2 everywhere.
+  REQUIRE(sortByName == std::map<std::string, int64_t>{{"main", 0},
+                                                       {"main nvtx domain alpha", 1},
+                                                       {"main nvtx domain zeta", 2},
+                                                       {"worker", 512},
+                                                       {"worker nvtx domain zeta", 514}});
+  REQUIRE(names.count((uint64_t{1} << 31) + (uint64_t{2} << 22) + 7) == 1);
+  REQUIRE(names.count((uint64_t{1} << 31) + (uint64_t{1} << 22) + 4242) == 1);
 }

@@ -155,5 +155,5 @@ TEST_CASE("chrome trace: op names, op args, autograd and op flows; folded by op 
   REQUIRE(sawKernelOp);
   const auto folded = foldStacks(d);
   REQUIRE(folded.count("aten::linear;aten::addmm;cudaLaunchKernel;gemm") == 1);
-  REQUIRE(folded.at("aten::linear;aten::addmm;cudaLaunchKernel;gemm").gpuNs == 2000);
+  REQUIRE(folded.find("aten::linear;aten::addmm;cudaLaunchKernel;gemm")->gpuNs == 2000);
 }

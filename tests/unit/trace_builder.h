@@ -72,8 +72,9 @@ class TraceBuilder {
     r.nvtx.domain = domain;
     store_.decode(tid, tid, r, nullptr, 0);
   }
-  void mark(uint32_t tid, uint64_t seq, uint64_t t, const std::string& text) {
+  void mark(uint32_t tid, uint64_t seq, uint64_t t, const std::string& text, uint32_t domain = 0) {
     Record r = base(RecordType::NvtxMark, seq, t, t);
+    r.nvtx.domain = domain;
     r.nvtx.length = static_cast<uint16_t>(text.size());
     store_.decode(tid, tid, r, text.data(), text.size());
   }

@@ -6,6 +6,8 @@ usage: test_inputs.py CUTRACE FIXTURES_ROOT CASE
            /dev/fd/N) and FIFOs, with the same output as from the file
   bounded  /dev/zero, an endless single line and a file past the cap are malformed input:
            exit 3 with one message, in bounded memory, for every command that reads input
+  outputs  -o naming a FIFO (as /dev/null is a device): written through, never replaced by a
+           regular file; a regular file is replaced whole, a failed run leaves it as it was
 FIXTURES_ROOT is tests/tools (its report/, merge/ and flame/ fixtures are used).
 """
 import json
@@ -259,8 +261,46 @@ def bounded():
         expect_bad_input(["merge", "-o", merged, big], "merge <4 GiB file>", message=capped, max_rss_kb=64 << 10)
 
 
+def outputs():
+    """Each command that writes -o: a FIFO at the path gets the output and stays a FIFO (the
+    same rule keeps /dev/null a device; renaming a temporary over it made it a regular file)."""
+    import stat
+    commands = {
+        "report": ["report", "--format", "json", "-o", "{}", TRACE],
+        "diff": ["diff", "-o", "{}", TRACE, TRACE],
+        "merge": ["merge", "-o", "{}", R0, R1],
+        "flame": ["flame", "-o", "{}", FOLDED],
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, args in commands.items():
+            regular = os.path.join(tmp, name + ".out")
+            rc, _, err, _ = run([regular if a == "{}" else a for a in args])
+            eq(rc, 0, f"{name} -o FILE ({err.strip()[:200]})")
+            want = open(regular, "rb").read()
+            check(len(want) > 0, f"{name}: output written")
+            fifo = os.path.join(tmp, name + ".fifo")
+            os.mkfifo(fifo)
+            got = []
+            reader = threading.Thread(target=lambda: got.append(open(fifo, "rb").read()), daemon=True)
+            reader.start()
+            rc, _, err, _ = run([fifo if a == "{}" else a for a in args])
+            reader.join(30)
+            eq(rc, 0, f"{name} -o FIFO ({err.strip()[:200]})")
+            check(stat.S_ISFIFO(os.lstat(fifo).st_mode), f"{name}: the FIFO is still a FIFO")
+            eq(got[0] if got else None, want, f"{name}: the FIFO's reader got the whole output")
+            eq(sorted(f for f in os.listdir(tmp) if ".tmp." in f), [], f"{name}: no temporary left")
+        # A failed run leaves an existing output untouched.
+        old = os.path.join(tmp, "old.svg")
+        open(old, "w").write("old")
+        rc, _, _, _ = run(["flame", "-o", old, os.path.join(tmp, "missing.folded")])
+        eq(rc, 3, "flame of a missing input: exit 3")
+        eq(open(old).read(), "old", "the old output is untouched")
+
+
 if CASE == "streams":
     streams()
+elif CASE == "outputs":
+    outputs()
 elif CASE == "bounded":
     bounded()
 else:
