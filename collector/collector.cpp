@@ -168,6 +168,9 @@ void drainPass() {
     gl.store->setMemoryCap(gl.config.maxMemory);
     gl.store->data().hooks.assign(gl.hooks, gl.hooks + gl.hookCount);
   }
+  // The anchor is taken before the rings are read: every record consumed below is older.
+  gl.lastAnchor = Clock::sampleAnchor();
+  gl.store->setClock(TickConverter(Clock::startAnchor(), gl.lastAnchor, !Clock::usesTsc()));
   for (ThreadState* s = gl.registry.load(std::memory_order_acquire); s; s = s->next) {
     const Life life = s->life.load(std::memory_order_acquire);
     if (life != Life::Active && life != Life::Retired) continue;
@@ -178,7 +181,6 @@ void drainPass() {
     if (gl.symbolizer == nullptr) gl.symbolizer = new Symbolizer();
     gl.store->resolveStacks(stacks::table(), *gl.symbolizer);
   }
-  gl.lastAnchor = Clock::sampleAnchor();
   // Nothing is written for a process that recorded nothing (a shell, a helper process).
   if (gl.stream != nullptr && gl.store->data().eventCount() + gl.store->data().droppedEvents() > 0) {
     TraceMeta& meta = gl.store->data().meta;
@@ -186,8 +188,7 @@ void drainPass() {
       fillProcessMeta(meta);
       gl.streamMeta = true;
     }
-    gl.stream->pass(gl.store->data(), gl.config, TickConverter(Clock::startAnchor(), gl.lastAnchor, !Clock::usesTsc()),
-                    gl.lastAnchor.monotonicNs);
+    gl.stream->pass(gl.store->data(), gl.config, gl.lastAnchor.monotonicNs);
   }
 }
 
@@ -496,7 +497,6 @@ void Collector::finish() {
     TraceMeta& meta = data.meta;
     fillProcessMeta(meta);
     meta.endMonotonicNs = end.monotonicNs;
-    meta.ticks = TickConverter(Clock::startAnchor(), end, !Clock::usesTsc());
     data.stackInfo.unwinder = stacks::unwinderName();
     data.stackInfo.fallbacks = stacks::unwindFallbacks();
     data.stackInfo.verified = stacks::verifyingUnwind();

@@ -122,7 +122,7 @@ class Collector {
   // killed process leaves its events on disk. `pass` runs under the drain mutex; `forget` in a
   // forked child. The Writer above ends the stream.
   struct Stream {
-    void (*pass)(const TraceData& data, const Config& config, const TickConverter& ticks, uint64_t nowNs);
+    void (*pass)(const TraceData& data, const Config& config, uint64_t nowNs);
     void (*forget)();
   };
   static void initialize(const HookDescriptor* hooks, std::size_t hookCount, Writer writer,

@@ -347,9 +347,10 @@ void PerfettoWriter::describeThread(const TraceData& data, std::size_t index, st
   w_.clear();
 }
 
-void PerfettoWriter::encodeEvent(const TraceData& data, std::size_t thread, const Event& e, const TickConverter& ticks,
+void PerfettoWriter::encodeEvent(const TraceData& data, std::size_t thread, const Event& e,
                                  std::string& out) {
   Sequence& seq = threads_[thread].seq;
+  const TickConverter& ticks = data.meta.ticks;
   const uint64_t start = ticks.toMonotonicNs(e.start);
   const uint64_t end = ticks.toMonotonicNs(e.end);
   const uint32_t hookCount = static_cast<uint32_t>(data.hooks.size());
@@ -497,7 +498,8 @@ void PerfettoWriter::encodeEvent(const TraceData& data, std::size_t thread, cons
   w_.clear();
 }
 
-void PerfettoWriter::encodePass(const TraceData& data, const TickConverter& ticks, uint64_t nowNs, std::string& out) {
+void PerfettoWriter::encodePass(const TraceData& data, uint64_t nowNs, std::string& out) {
+  const TickConverter& ticks = data.meta.ticks;
   if (!processStarted_) startProcess(data, out);
   if (threads_.size() < data.threads.size()) threads_.resize(data.threads.size());
   for (std::size_t i = 0; i < data.threads.size(); ++i) {
@@ -510,7 +512,7 @@ void PerfettoWriter::encodePass(const TraceData& data, const TickConverter& tick
     } else if (mark.name != t.name) {
       describeThread(data, i, out);
     }
-    for (; mark.events < t.events.size(); ++mark.events) encodeEvent(data, i, t.events[mark.events], ticks, out);
+    for (; mark.events < t.events.size(); ++mark.events) encodeEvent(data, i, t.events[mark.events], out);
     if (mark.dropped != t.dropped) {
       // Ring drops happen before encoding: a counter with the running total gives each loss a
       // time (previous_packet_dropped would make readers distrust the interned state).
@@ -611,9 +613,9 @@ void PerfettoWriter::encodeDevice(const TraceData& data, std::string& out) {
   }
 }
 
-void PerfettoWriter::encodeEnd(const TraceData& data, const TickConverter& ticks, uint64_t nowNs,
+void PerfettoWriter::encodeEnd(const TraceData& data, uint64_t nowNs,
                                std::string_view metadataJson, std::string& out) {
-  encodePass(data, ticks, nowNs, out);
+  encodePass(data, nowNs, out);
   // Threads that recorded nothing still have a name and a line in the metadata: describe them.
   for (std::size_t i = 0; i < threads_.size(); ++i) {
     if (!threads_[i].seq.started) startThread(data, i, nowNs, out);

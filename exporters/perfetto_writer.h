@@ -85,10 +85,10 @@ inline uint64_t spanUuid(uint32_t pid, uint64_t n) { return (uint64_t{pid} << 24
 class PerfettoWriter {
  public:
   // Packets for what `data` gained since the last call; `ticks` maps its event times.
-  void encodePass(const TraceData& data, const TickConverter& ticks, uint64_t nowNs, std::string& out);
+  void encodePass(const TraceData& data, uint64_t nowNs, std::string& out);
   // At the end: the remaining events (encodePass), the device work and the final metadata
   // (`metadataJson`: the Chrome trace's metadata object).
-  void encodeEnd(const TraceData& data, const TickConverter& ticks, uint64_t nowNs, std::string_view metadataJson,
+  void encodeEnd(const TraceData& data, uint64_t nowNs, std::string_view metadataJson,
                  std::string& out);
 
  private:
@@ -111,7 +111,7 @@ class PerfettoWriter {
   void startProcess(const TraceData& data, std::string& out);
   void startThread(const TraceData& data, std::size_t index, uint64_t ns, std::string& out);
   void describeThread(const TraceData& data, std::size_t index, std::string& out);
-  void encodeEvent(const TraceData& data, std::size_t thread, const Event& e, const TickConverter& ticks,
+  void encodeEvent(const TraceData& data, std::size_t thread, const Event& e,
                    std::string& out);
   void encodeDevice(const TraceData& data, std::string& out);
 

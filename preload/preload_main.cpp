@@ -46,10 +46,10 @@ void appendStream(StreamOutput& s, const Config& config, const TraceData& data) 
   s.buffer.clear();
 }
 
-void streamPass(const TraceData& data, const Config& config, const TickConverter& ticks, uint64_t nowNs) {
+void streamPass(const TraceData& data, const Config& config, uint64_t nowNs) {
   StreamOutput& s = stream();
   if (s.failed) return;
-  s.writer.encodePass(data, ticks, nowNs, s.buffer);
+  s.writer.encodePass(data, nowNs, s.buffer);
   appendStream(s, config, data);
 }
 
@@ -68,7 +68,7 @@ void writeOutputsAndReport(TraceData& data, const Config& config) {
   data.meta.version = CUTRACE_VERSION;
   StreamOutput& s = stream();
   if (!s.failed) {
-    s.writer.encodeEnd(data, data.meta.ticks, data.meta.endMonotonicNs, chromeTraceMetadata(data), s.buffer);
+    s.writer.encodeEnd(data, data.meta.endMonotonicNs, chromeTraceMetadata(data), s.buffer);
     appendStream(s, config, data);
   }
   const std::string streamPath = s.failed ? std::string() : s.file.path();

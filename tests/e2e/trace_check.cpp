@@ -8,9 +8,9 @@
 //   trace_check --compare A.trace.json B.trace.json
 //
 // --compare: A is a process's own trace, B the one `cutrace export` rebuilt from its stream;
-// they must hold the same traceEvents (as a multiset; ts and dur equal, or within what the TSC
-// fits allow: see closeTimes), the same metadata object, and their folded files (same stems)
-// the same stacks and weights.
+// they must hold the same traceEvents (as a multiset, ts and dur exactly equal: events are
+// converted to nanoseconds once, in the store, and both files read those), the same metadata
+// object, and their folded files (same stems) the same stacks and weights.
 //
 // Checks (any failure prints "FAIL: ..." on stderr and exits 1):
 // - the file parses as JSON (simdjson) with traceEvents and metadata;
@@ -492,13 +492,7 @@ std::vector<Untimed> untimedEvents(simdjson::dom::array events) {
 // fits share the start anchor, so the difference grows with the time since the start: allowed
 // up to 100 ns + 100 ppm of it (NTP slews CLOCK_MONOTONIC by at most 500 ppm, measured
 // differences are a few ns per second).
-bool closeTimes(int64_t a, int64_t b, int64_t ts, bool tsc) {
-  if (!tsc) return a == b;
-  const int64_t allowed = 100 + std::llabs(ts) / 10000;
-  return std::llabs(a - b) <= allowed;
-}
-
-void compareFolded(const std::string& a, const std::string& b, bool tsc, bool hostTime) {
+void compareFolded(const std::string& a, const std::string& b) {
   const bool haveA = static_cast<bool>(std::ifstream(a)), haveB = static_cast<bool>(std::ifstream(b));
   if (haveA != haveB) fail(a + (haveA ? " exists, " : " is missing, ") + b + (haveB ? " exists" : " is missing"));
   if (!haveA) return;
@@ -506,16 +500,13 @@ void compareFolded(const std::string& a, const std::string& b, bool tsc, bool ho
   if (x.size() != y.size()) fail(a + " and " + b + " list " + std::to_string(x.size()) + " and " + std::to_string(y.size()) + " stacks");
   for (auto i = x.begin(), j = y.begin(); i != x.end(); ++i, ++j) {
     if (i->first != j->first) fail(a + " and " + b + " differ at stack " + printable(i->first) + " / " + printable(j->first));
-    // Host time in rounded microseconds: under the TSC a sum can cross a rounding boundary.
-    const uint64_t slack = hostTime && tsc ? 1 + i->second / 10000 : 0;
-    const uint64_t diff = i->second > j->second ? i->second - j->second : j->second - i->second;
-    if (diff > slack)
+    if (i->second != j->second)
       fail(a + " and " + b + ": stack " + printable(i->first) + " weighs " + std::to_string(i->second) + " and " + std::to_string(j->second));
   }
 }
 
 // The process's own Chrome trace and folded files against those rebuilt from its stream
-// (cutrace export): the same events (times as closeTimes allows), the same metadata, the
+// (cutrace export): the same events (exactly the same times), the same metadata, the
 // same folded stacks.
 int compareMain(const std::string& a, const std::string& b) {
   simdjson::dom::parser pa, pb;
@@ -526,10 +517,8 @@ int compareMain(const std::string& a, const std::string& b) {
   simdjson::dom::element ma, mb;
   if (da["traceEvents"].get(ea) || db["traceEvents"].get(eb)) fail("no traceEvents array");
   if (da["metadata"].get(ma) || db["metadata"].get(mb)) fail("no metadata object");
-  const bool tsc = str(ma["clock"]["source"]) == "tsc";
   const std::vector<Untimed> x = untimedEvents(ea), y = untimedEvents(eb);
   std::size_t i = 0, j = 0, shown = 0;
-  int64_t worst = 0;
   while (i < x.size() || j < y.size()) {
     if (j == y.size() || (i < x.size() && x[i].key < y[j].key)) {
       if (shown++ < 10) std::cerr << "only in " << a << ": " << printable(x[i].key) << "\n";
@@ -538,12 +527,11 @@ int compareMain(const std::string& a, const std::string& b) {
       if (shown++ < 10) std::cerr << "only in " << b << ": " << printable(y[j].key) << "\n";
       ++j;
     } else {
-      if (!closeTimes(x[i].ts, y[j].ts, x[i].ts, tsc) || !closeTimes(x[i].dur, y[j].dur, x[i].ts, tsc)) {
+      if (x[i].ts != y[j].ts || x[i].dur != y[j].dur) {
         if (shown++ < 10)
           std::cerr << "times differ: " << printable(x[i].key) << " ts " << x[i].ts << "/" << y[j].ts << " dur " << x[i].dur
                     << "/" << y[j].dur << "\n";
       }
-      worst = std::max<int64_t>({worst, std::llabs(x[i].ts - y[j].ts), std::llabs(x[i].dur - y[j].dur)});
       ++i;
       ++j;
     }
@@ -553,10 +541,8 @@ int compareMain(const std::string& a, const std::string& b) {
     fail("metadata differ:\n  " + simdjson::minify(ma) + "\n  " + simdjson::minify(mb));
   const std::string stemA = a.substr(0, a.size() - std::string(".trace.json").size());
   const std::string stemB = b.substr(0, b.size() - std::string(".trace.json").size());
-  compareFolded(stemA + ".folded", stemB + ".folded", tsc, true);
-  for (const char* suffix : {".calls.folded", ".gpu.folded"}) compareFolded(stemA + suffix, stemB + suffix, tsc, false);
-  std::cout << "same: " << x.size() << " events" << (tsc ? ", times within " + std::to_string(worst) + " ns" : "")
-            << ", metadata, folded stacks\n";
+  for (const char* suffix : {".folded", ".calls.folded", ".gpu.folded"}) compareFolded(stemA + suffix, stemB + suffix);
+  std::cout << "same: " << x.size() << " events, metadata, folded stacks\n";
   return 0;
 }
 

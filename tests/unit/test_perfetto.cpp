@@ -119,7 +119,7 @@ struct SampleStream {
     b.threadName(11, 11, "main");
     d.threads[0].dropped = 3;
     d.meta.ticks = TickConverter(ClockAnchor{0, 0}, ClockAnchor{0, 0}, true);
-    writer.encodePass(d, d.meta.ticks, 3000, bytes);
+    writer.encodePass(d, 3000, bytes);
     passEnds.push_back(bytes.size());
 
     b.push(12, 1, 3050, 0, "AddBackward0, seq = 12, op_id = 9");
@@ -129,7 +129,7 @@ struct SampleStream {
     b.api(11, test::kCudaDeviceSynchronize, 10, 3600, 3700);
     b.threadName(13, 13, "idle");
     d.threads[0].dropped = 5;
-    writer.encodePass(d, d.meta.ticks, 4000, bytes);
+    writer.encodePass(d, 4000, bytes);
     passEnds.push_back(bytes.size());
 
     b.finish(5000);
@@ -162,7 +162,7 @@ struct SampleStream {
     k2.start = 3500, k2.end = 4500, k2.correlation = 43, k2.device = 1, k2.stream = 70000, k2.name = kernelB;
     d.device = {k1, c1, orphan, k2};
     d.apiActivity = {{210, 890, 11, 41}, {1210, 1490, 11, 42}, {3110, 3390, 12, 43}};
-    writer.encodeEnd(d, d.meta.ticks, 5000, chromeTraceMetadata(d), bytes);
+    writer.encodeEnd(d, 5000, chromeTraceMetadata(d), bytes);
     passEnds.push_back(bytes.size());
     return d;
   }
