@@ -138,10 +138,10 @@ int worker(const std::string& which, long calls, int depth) {
   return 0;
 }
 
-// Runs one worker; returns {wall ns/call, cpu ns/call} and, traced, the Chrome trace's bytes per
-// event (its files are removed afterwards).
+// Runs one worker; returns {wall ns/call, cpu ns/call} and, traced, the Chrome trace's and the
+// .pftrace's bytes per event (its files are removed afterwards).
 bool runWorker(const char* self, const Case& c, long calls, const std::string& preload, double& wall, double& cpu,
-               double& traceBytesPerEvent) {
+               double& traceBytesPerEvent, double& streamBytesPerEvent) {
   std::string callsArg = std::to_string(calls);
   std::string depthArg = std::to_string(c.depth);
   const char* argv[] = {self, "--worker", c.loop, "--calls", callsArg.c_str(), "--depth", depthArg.c_str(), nullptr};
@@ -187,17 +187,19 @@ bool runWorker(const char* self, const Case& c, long calls, const std::string& p
     while (err != nullptr && fgets(line, sizeof(line), err) != nullptr) {
       if (strstr(line, "cutrace: wrote") == nullptr || strstr(line, ", 0 dropped") == nullptr) continue;
       clean = true;
-      // "cutrace: wrote DIR/STEM.trace.json and DIR/STEM.folded, N events, 0 dropped"
-      char trace[512] = {};
+      // "cutrace: wrote DIR/STEM.pftrace, DIR/STEM.trace.json and DIR/STEM.folded, N events, 0 dropped"
+      char stream[512] = {}, trace[512] = {};
       unsigned long events = 0;
-      const char* folded = strstr(line, " and ");
       const char* count = strstr(line, ".folded, ");
-      struct stat st;
-      if (folded != nullptr && count != nullptr && sscanf(line, "cutrace: wrote %511s", trace) == 1 &&
-          sscanf(count, ".folded, %lu events", &events) == 1 && events > 0 && stat(trace, &st) == 0) {
+      struct stat st, sst;
+      if (count != nullptr && sscanf(line, "cutrace: wrote %511[^,], %511s", stream, trace) == 2 &&
+          sscanf(count, ".folded, %lu events", &events) == 1 && events > 0 && stat(trace, &st) == 0 &&
+          stat(stream, &sst) == 0) {
         traceBytesPerEvent = static_cast<double>(st.st_size) / static_cast<double>(events);
+        streamBytesPerEvent = static_cast<double>(sst.st_size) / static_cast<double>(events);
         const std::string stem(trace, strlen(trace) - strlen(".trace.json"));
-        for (const char* suffix : {".trace.json", ".folded", ".calls.folded", ".gpu.folded"}) unlink((stem + suffix).c_str());
+        for (const char* suffix : {".pftrace", ".trace.json", ".folded", ".calls.folded", ".gpu.folded"})
+          unlink((stem + suffix).c_str());
       }
     }
     if (err != nullptr) fclose(err);
@@ -244,25 +246,26 @@ int main(int argc, char** argv) {
   self[len] = '\0';
 
   printf("cutrace bench_events: %d runs x %ld calls per case, medians, stand-in CUDA libraries\n", runs, calls);
-  printf("%-14s %8s %10s %10s %8s %16s %16s %14s\n", "case", "events", "bare ns", "traced ns", "ratio", "wall ns/event",
-         "cpu ns/event", "trace B/event");
+  printf("%-14s %8s %10s %10s %8s %16s %16s %14s %16s\n", "case", "events", "bare ns", "traced ns", "ratio", "wall ns/event",
+         "cpu ns/event", "json B/event", "pftrace B/event");
   std::vector<double> tracedWallByCase, tracedCpuByCase;
   for (const Case& c : kCases) {
-    std::vector<double> bareWall, bareCpu, tracedWall, tracedCpu, tracedBytes;
+    std::vector<double> bareWall, bareCpu, tracedWall, tracedCpu, tracedBytes, streamBytes;
     for (int r = 0; r < runs; ++r) {  // interleaved so drift hits both alike
-      double w, cpu, bytes = 0;
-      if (!runWorker(self, c, calls, "", w, cpu, bytes)) return 1;
+      double w, cpu, bytes = 0, sbytes = 0;
+      if (!runWorker(self, c, calls, "", w, cpu, bytes, sbytes)) return 1;
       bareWall.push_back(w);
       bareCpu.push_back(cpu);
-      if (!runWorker(self, c, calls, libtrace, w, cpu, bytes)) return 1;
+      if (!runWorker(self, c, calls, libtrace, w, cpu, bytes, sbytes)) return 1;
       tracedWall.push_back(w);
       tracedCpu.push_back(cpu);
       tracedBytes.push_back(bytes);
+      streamBytes.push_back(sbytes);
     }
     const double bw = median(bareWall), tw = median(tracedWall);
     const double bc = median(bareCpu), tc = median(tracedCpu);
-    printf("%-14s %8d %10.1f %10.1f %8.2f %16.1f %16.1f %14.0f\n", c.name, c.eventsPerCall, bw, tw, tw / bw,
-           (tw - bw) / c.eventsPerCall, (tc - bc) / c.eventsPerCall, median(tracedBytes));
+    printf("%-14s %8d %10.1f %10.1f %8.2f %16.1f %16.1f %14.0f %16.1f\n", c.name, c.eventsPerCall, bw, tw, tw / bw,
+           (tw - bw) / c.eventsPerCall, (tc - bc) / c.eventsPerCall, median(tracedBytes), median(streamBytes));
     tracedWallByCase.push_back(tw);
     tracedCpuByCase.push_back(tc);
   }

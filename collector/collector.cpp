@@ -51,8 +51,8 @@ struct Globals {
   const HookDescriptor* hooks = nullptr;
   std::size_t hookCount = 0;
   Collector::Writer writer = nullptr;
-  const Collector::Journal* journal = nullptr;
-  bool journalMeta = false;  // the store's metadata is filled for the journal (drain mutex)
+  const Collector::Stream* stream = nullptr;
+  bool streamMeta = false;  // the store's metadata is filled for the stream (drain mutex)
   struct Counter {
     std::atomic<const char*> name{nullptr};
     std::atomic<uint64_t> value{0};
@@ -168,6 +168,9 @@ void drainPass() {
     gl.store->setMemoryCap(gl.config.maxMemory);
     gl.store->data().hooks.assign(gl.hooks, gl.hooks + gl.hookCount);
   }
+  // The anchor is taken before the rings are read: every record consumed below is older.
+  gl.lastAnchor = Clock::sampleAnchor();
+  gl.store->setClock(TickConverter(Clock::startAnchor(), gl.lastAnchor, !Clock::usesTsc()));
   for (ThreadState* s = gl.registry.load(std::memory_order_acquire); s; s = s->next) {
     const Life life = s->life.load(std::memory_order_acquire);
     if (life != Life::Active && life != Life::Retired) continue;
@@ -178,14 +181,14 @@ void drainPass() {
     if (gl.symbolizer == nullptr) gl.symbolizer = new Symbolizer();
     gl.store->resolveStacks(stacks::table(), *gl.symbolizer);
   }
-  gl.lastAnchor = Clock::sampleAnchor();
-  if (gl.journal != nullptr && gl.config.journal && gl.store->data().eventCount() > 0) {
+  // Nothing is written for a process that recorded nothing (a shell, a helper process).
+  if (gl.stream != nullptr && gl.store->data().eventCount() + gl.store->data().droppedEvents() > 0) {
     TraceMeta& meta = gl.store->data().meta;
-    if (!gl.journalMeta) {
+    if (!gl.streamMeta) {
       fillProcessMeta(meta);
-      gl.journalMeta = true;
+      gl.streamMeta = true;
     }
-    gl.journal->append(gl.store->data(), gl.config, Clock::startAnchor(), gl.lastAnchor, !Clock::usesTsc());
+    gl.stream->pass(gl.store->data(), gl.config, gl.lastAnchor.monotonicNs);
   }
 }
 
@@ -269,8 +272,8 @@ void atforkChild() {
   Cupti::forgetAfterFork();
   delete gl.store;
   gl.store = nullptr;
-  gl.journalMeta = false;
-  if (gl.journal != nullptr) gl.journal->forget();
+  gl.streamMeta = false;
+  if (gl.stream != nullptr) gl.stream->forget();
   // Every inherited state is released, the forking thread's too: its next event attaches
   // afresh, which also starts the child's drain thread. Nothing starts a thread here, so a child
   // that records nothing (a shell running a command) never gets one.
@@ -316,7 +319,7 @@ void installSignalHandlers() {
   }
 }
 
-// What the journal and the final trace both record about the process and its clock.
+// What the stream and the final trace both record about the process and its clock.
 void fillProcessMeta(TraceMeta& meta) {
   meta.pid = static_cast<uint32_t>(getpid());
   meta.capture = capture::describe();
@@ -391,7 +394,7 @@ void nudgeDrain() {
 
 }  // namespace detail
 
-void Collector::initialize(const HookDescriptor* hooks, std::size_t hookCount, Writer writer, const Journal* journal) {
+void Collector::initialize(const HookDescriptor* hooks, std::size_t hookCount, Writer writer, const Stream* stream) {
   Globals& gl = g();
   InitState expected = InitState::NotStarted;
   if (!gl.init.compare_exchange_strong(expected, InitState::Running)) {
@@ -405,7 +408,7 @@ void Collector::initialize(const HookDescriptor* hooks, std::size_t hookCount, W
   gl.hooks = hooks;
   gl.hookCount = hookCount;
   gl.writer = writer;
-  gl.journal = journal;
+  gl.stream = stream;
   resolveLibraryPath();
   ConfigError error;
   gl.config = parseConfig(environ, error);
@@ -494,7 +497,6 @@ void Collector::finish() {
     TraceMeta& meta = data.meta;
     fillProcessMeta(meta);
     meta.endMonotonicNs = end.monotonicNs;
-    meta.ticks = TickConverter(Clock::startAnchor(), end, !Clock::usesTsc());
     data.stackInfo.unwinder = stacks::unwinderName();
     data.stackInfo.fallbacks = stacks::unwindFallbacks();
     data.stackInfo.verified = stacks::verifyingUnwind();

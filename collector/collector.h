@@ -118,14 +118,15 @@ class Collector {
   // safe to call from any thread or hook; the hook table must outlive the process.
   // `writer` turns the collected trace into files at the end (exporters/output_files.h).
   using Writer = void (*)(TraceData& data, const Config& config);
-  // The journal (exporters/journal.h), fed by the drain thread so a killed process leaves its
-  // events on disk. `append` runs under the drain mutex; `forget` in a forked child.
-  struct Journal {
-    void (*append)(const TraceData& data, const Config& config, ClockAnchor start, ClockAnchor last, bool ticksAreNs);
+  // The stream (exporters/perfetto_writer.h): fed by the drain thread after every pass, so a
+  // killed process leaves its events on disk. `pass` runs under the drain mutex; `forget` in a
+  // forked child. The Writer above ends the stream.
+  struct Stream {
+    void (*pass)(const TraceData& data, const Config& config, uint64_t nowNs);
     void (*forget)();
   };
   static void initialize(const HookDescriptor* hooks, std::size_t hookCount, Writer writer,
-                         const Journal* journal = nullptr);
+                         const Stream* stream = nullptr);
   static bool initialized();
   static const Config& config();
   static NameTable& names();

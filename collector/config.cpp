@@ -205,8 +205,6 @@ bool parseCapture(const char* v, Config& c) {
   return true;
 }
 
-bool parseJournal(const char* v, Config& c) { return parseBool(v, c.journal); }
-
 bool parseMaxMemory(const char* v, Config& c) {
   uint64_t n = 0;
   if (!parseSize(v, n) || n < (1u << 20)) return false;
@@ -238,7 +236,6 @@ constexpr Entry kEntries[] = {
     {{"CUTRACE_MAX_MEMORY", "a size of at least 1M", "cap on the events kept per process; past it the newest are dropped and counted (default 2G)"}, parseMaxMemory},
     {{"CUTRACE_CAPTURE", "all|cuda-profiler-api|nvtx:NAME|time:DELAY[,DURATION]|schedule:W,U,A,R[:MARKER]|signal",
       "when to record (default all); see the README"}, parseCapture},
-    {{"CUTRACE_JOURNAL", "1|0|on|off", "append events to <stem>.journal as they are drained, so a killed process can be recovered (default 1)"}, parseJournal},
     {{"CUTRACE_FOLDED_NVTX", "1|0|on|off", "NVTX ranges as frames in the folded stacks (default 1)"}, parseFoldedNvtx},
 };
 

@@ -42,7 +42,6 @@ struct Config {
   bool python = true;             // Python frames in stacks when the process is CPython
   bool foldedNvtx = true;         // NVTX ranges as frames in the folded outputs
   CaptureSpec capture;
-  bool journal = true;  // keep <stem>.journal on disk while running (removed at a normal end)
   uint64_t maxMemory = 2ull << 30;  // cap on stored events per process; newer ones are dropped
   char outputDir[PATH_MAX] = "cutrace-out";
 };

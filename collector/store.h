@@ -40,6 +40,10 @@ class Store {
 
   TraceData& data() { return data_; }
   uint64_t recordsSeen() const { return recordsSeen_; }
+  // The fit that maps this pass's record ticks to CLOCK_MONOTONIC nanoseconds. Events are
+  // stored in nanoseconds, converted once when emitted, so the stream and every view of it read
+  // the same numbers (data().meta.ticks stays the identity).
+  void setClock(const TickConverter& clock) { clock_ = clock; }
   // At most this many bytes of stored events (0 = no cap).
   void setMemoryCap(uint64_t bytes) { eventBudget_ = bytes / sizeof(Event); }
 
@@ -71,10 +75,14 @@ class Store {
       return;
     }
     ++eventsStored_;
-    t.events.push_back(e);
+    Event converted = e;
+    converted.start = clock_.toMonotonicNs(e.start);
+    converted.end = clock_.toMonotonicNs(e.end);
+    t.events.push_back(converted);
   }
 
   const NameTable& names_;
+  TickConverter clock_;
   TraceData data_;
   std::unordered_map<uint32_t, Track> tracks_;
   std::unordered_map<uint32_t, uint32_t> tableToPool_;

@@ -21,6 +21,11 @@ class ChromeWriter {
   ChromeWriter(const TraceData& data, Sink& out, const FoldedStacks* folded)
       : data_(data), out_(out), folded_(folded), domainTracks_(data), order_(data), stackJson_(data.stacks.size()) {}
 
+  void writeMetadataOnly() {
+    links_ = linkDeviceToHost(data_);
+    writeMetadata();
+  }
+
   void write() {
     out_.put("{\"traceEvents\":[\n");
     writeNames();
@@ -618,6 +623,12 @@ class ChromeWriter {
 
 void writeChromeTrace(const TraceData& data, Sink& out, const FoldedStacks* folded) {
   ChromeWriter(data, out, folded).write();
+}
+
+std::string chromeTraceMetadata(const TraceData& data) {
+  Sink out;
+  ChromeWriter(data, out, nullptr).writeMetadataOnly();
+  return out.text();
 }
 
 }  // namespace cutrace

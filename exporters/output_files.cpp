@@ -133,7 +133,8 @@ bool writeInPlace(int dirfd, const std::string& dir, const std::string& base,
 
 }  // namespace
 
-OutputResult writeOutputFiles(const TraceData& data, const char* directory, const FoldOptions& fold) {
+OutputResult writeOutputFiles(const TraceData& data, const char* directory, const FoldOptions& fold,
+                              const std::string& stem0) {
   OutputResult result;
   const std::string dir = directory;
   if (!makeDirectories(dir, result.error)) return result;
@@ -153,9 +154,9 @@ OutputResult writeOutputFiles(const TraceData& data, const char* directory, cons
 
   // Files are written unnamed (O_TMPFILE) and named only once complete, so a process killed
   // while writing (or a full disk) leaves no truncated trace behind that would not open: the
-  // journal, kept until this returns, is what `cutrace recover` rebuilds from. Where the file
+  // stream (<stem>.pftrace) holds everything until then. Where the file
   // system has no O_TMPFILE or /proc is missing, files are written in place as before.
-  const std::string base = outputStem(data.meta);
+  const std::string base = stem0.empty() ? outputStem(data.meta) : stem0;
   std::vector<Pending> pending;
   bool ok = true;
   for (const auto& [suffix, write] : files) {

@@ -21,7 +21,9 @@ struct OutputResult {
   std::string error;
 };
 
-OutputResult writeOutputFiles(const TraceData& data, const char* directory, const FoldOptions& fold = {});
+// `stem`: the stem the process's stream file took (its files share it); empty: outputStem().
+OutputResult writeOutputFiles(const TraceData& data, const char* directory, const FoldOptions& fold = {},
+                              const std::string& stem = {});
 
 
 // "<exe>" reduced to [A-Za-z0-9._-] so it is always a safe file name.

@@ -7,8 +7,9 @@
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
-#include "exporters/journal.h"
+#include "exporters/chrome_trace.h"
 #include "exporters/output_files.h"
+#include "exporters/perfetto_writer.h"
 #include "preload/hook_support.h"
 
 #ifndef CUTRACE_VERSION
@@ -19,25 +20,59 @@ namespace cutrace {
 
 namespace {
 
-// Used by the drain thread under the collector's drain mutex, then by the final write.
-JournalWriter& journal() {
-  static JournalWriter* j = new JournalWriter();  // never destroyed: used at exit
-  return *j;
+// The stream (<stem>.pftrace): appended by the drain thread under the collector's drain mutex,
+// ended by the final write. Never destroyed: used at exit.
+struct StreamOutput {
+  PerfettoWriter writer;
+  StreamFile file;
+  std::string buffer;
+  bool failed = false;
+};
+StreamOutput& stream() {
+  static StreamOutput* s = new StreamOutput();
+  return *s;
 }
 
-void appendJournal(const TraceData& data, const Config& config, ClockAnchor start, ClockAnchor last, bool ticksAreNs) {
-  journal().append(data, config.outputDir, start, last, ticksAreNs);
+void appendStream(StreamOutput& s, const Config& config, const TraceData& data) {
+  if (s.failed) return;
+  if (!s.file.isOpen()) {
+    std::string error;
+    if (!s.file.create(config.outputDir, outputStem(data.meta), error)) {
+      s.failed = true;
+      return;
+    }
+  }
+  if (!s.file.append(s.buffer)) s.failed = true;
+  s.buffer.clear();
 }
 
-void forgetJournal() { journal().forget(); }
+void streamPass(const TraceData& data, const Config& config, uint64_t nowNs) {
+  StreamOutput& s = stream();
+  if (s.failed) return;
+  s.writer.encodePass(data, nowNs, s.buffer);
+  appendStream(s, config, data);
+}
 
-const Collector::Journal kJournal{appendJournal, forgetJournal};
+void forgetStream() {
+  StreamOutput& s = stream();
+  s.writer = PerfettoWriter();
+  s.file.forget();
+  s.buffer.clear();
+  s.failed = false;
+}
 
-// Collector::Writer: the files, then one line on stderr (config.log decides).
+const Collector::Stream kStream{streamPass, forgetStream};
+
+// Collector::Writer: the stream's end, the files, then one line on stderr (config.log decides).
 void writeOutputsAndReport(TraceData& data, const Config& config) {
   data.meta.version = CUTRACE_VERSION;
-  const OutputResult r = writeOutputFiles(data, config.outputDir, FoldOptions{config.foldedNvtx});
-  if (r.ok) journal().discard();  // the trace holds everything the journal did
+  StreamOutput& s = stream();
+  if (!s.failed) {
+    s.writer.encodeEnd(data, data.meta.endMonotonicNs, chromeTraceMetadata(data), s.buffer);
+    appendStream(s, config, data);
+  }
+  const std::string streamPath = s.failed ? std::string() : s.file.path();
+  const OutputResult r = writeOutputFiles(data, config.outputDir, FoldOptions{config.foldedNvtx}, s.file.stem());
   if (config.log == LogLevel::Off) return;
   auto sink = std::make_shared<spdlog::sinks::stderr_sink_st>();
   spdlog::logger log("cutrace", sink);
@@ -47,13 +82,17 @@ void writeOutputsAndReport(TraceData& data, const Config& config) {
                 : config.log == LogLevel::Warn ? spdlog::level::warn
                                                : spdlog::level::err);
   if (!r.ok) {
-    if (!journal().path().empty())
-      log.error("could not write the trace: {}; the events so far are in {} (cutrace recover)", r.error, journal().path());
+    if (!streamPath.empty())
+      log.error("could not write the trace: {}; the events are in {}", r.error, streamPath);
     else
       log.error("could not write the trace: {}", r.error);
     return;
   }
-  log.info("wrote {} and {}, {} events, {} dropped", r.tracePath, r.foldedPath, data.eventCount(), data.droppedEvents());
+  if (streamPath.empty())
+    log.info("wrote {} and {}, {} events, {} dropped", r.tracePath, r.foldedPath, data.eventCount(), data.droppedEvents());
+  else
+    log.info("wrote {}, {} and {}, {} events, {} dropped", streamPath, r.tracePath, r.foldedPath, data.eventCount(),
+             data.droppedEvents());
 }
 
 __attribute__((constructor)) void preloadConstructor() {
@@ -68,6 +107,6 @@ __attribute__((constructor)) void preloadConstructor() {
 
 }  // namespace
 
-void initializePreload() { Collector::initialize(kHookDescriptors, kHookCount, writeOutputsAndReport, &kJournal); }
+void initializePreload() { Collector::initialize(kHookDescriptors, kHookCount, writeOutputsAndReport, &kStream); }
 
 }  // namespace cutrace

@@ -14,9 +14,9 @@ inline constexpr int kExitOutput = 4;
 
 int runCommand(int argc, char** argv);
 int mergeCommand(int argc, char** argv);
-int recoverCommand(int argc, char** argv);
 int flameCommand(int argc, char** argv);
 int reportCommand(int argc, char** argv);
 int diffCommand(int argc, char** argv);
+int exportCommand(int argc, char** argv);
 
 }  // namespace cutrace::tools

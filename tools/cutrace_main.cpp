@@ -22,8 +22,8 @@ constexpr Subcommand kSubcommands[] = {
     {"report", cutrace::tools::reportCommand, "tables by CUDA API, kernel and NVTX range from traces"},
     {"diff", cutrace::tools::diffCommand, "compare two traces or reports; exit 1 past a threshold"},
     {"merge", cutrace::tools::mergeCommand, "merge traces of several processes and ranks into one"},
-    {"recover", cutrace::tools::recoverCommand, "write the trace of a process that was killed, from its journal"},
     {"flame", cutrace::tools::flameCommand, "render folded stacks as an SVG flamegraph"},
+    {"export", cutrace::tools::exportCommand, "Chrome trace and folded stacks from a .pftrace (a killed process's too)"},
 };
 
 void usage(std::FILE* out) {

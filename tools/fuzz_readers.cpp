@@ -1,6 +1,8 @@
 // libFuzzer target over everything `cutrace` reads from files it did not write: the trace and
 // report reader (report, diff, run's summary), the merge (metadata pass, then the validating
-// copy of every event) and the folded-stacks parser behind `cutrace flame`.
+// copy of every event), the folded-stacks parser behind `cutrace flame`, and the .pftrace
+// reader (packets, then the TraceData rebuild of `cutrace export`, rendered as Chrome JSON and
+// folded stacks as export does).
 // Built and run by tests/tools/fuzz/run_fuzz.sh with clang++ -fsanitize=fuzzer,address,undefined;
 // not part of the cutrace executable.
 
@@ -13,6 +15,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include "exporters/chrome_trace.h"
+#include "exporters/folded.h"
+#include "exporters/perfetto_reader.h"
 #include "tools/commands.h"
 #include "tools/merge_traces.h"
 #include "tools/report_model.h"
@@ -51,6 +56,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   {
     Report report;
     readTraceOrReportText(bytes, "fuzz", report, error);
+  }
+  {
+    cutrace::PerfettoVisitor visitor;
+    readPerfettoBytes(bytes, visitor, error);
+    cutrace::TraceData rebuilt;
+    if (readPerfettoTraceBytes(bytes, rebuilt, error)) {
+      // What the reader accepted, the exporters must render.
+      cutrace::Sink out;
+      writeChromeTrace(rebuilt, out);
+      const auto folded = foldStacks(rebuilt);
+      writeFolded(folded, cutrace::FoldWeight::HostTime, out);
+      writeFolded(folded, cutrace::FoldWeight::GpuTime, out);
+    }
   }
   static const std::string input = scratch(".trace.json");
   static const std::string merged = scratch("-merged.json");

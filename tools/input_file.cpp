@@ -218,22 +218,4 @@ bool readInputFile(const std::string& path, std::size_t maxBytes, InputBytes& ou
   return in.open(path, error) && in.readAll(maxBytes, out, error);
 }
 
-bool checkRegularFile(const std::string& path, std::size_t maxBytes, std::string& error) {
-  // stat, not open: opening a FIFO would wait for a writer.
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) {
-    error = fmt::format("{}: cannot open: {}", path, std::strerror(errno));
-    return false;
-  }
-  if (!S_ISREG(st.st_mode)) {
-    error = fmt::format("{}: not a regular file", path);
-    return false;
-  }
-  if (static_cast<std::size_t>(st.st_size) > maxBytes) {
-    error = tooBig(path, maxBytes);
-    return false;
-  }
-  return true;
-}
-
 }  // namespace cutrace::tools

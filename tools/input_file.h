@@ -100,9 +100,4 @@ class InputStream {
 // The whole input at `path` in `out`, at most `maxBytes`. False with a message naming the input.
 bool readInputFile(const std::string& path, std::size_t maxBytes, InputBytes& out, std::string& error);
 
-// For a reader that opens the file itself (the journal reader, which reads a file whole and
-// whose input `cutrace recover` removes once done): `path` is a regular file of at most
-// `maxBytes`. False with a message naming it.
-bool checkRegularFile(const std::string& path, std::size_t maxBytes, std::string& error);
-
 }  // namespace cutrace::tools

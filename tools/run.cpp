@@ -26,7 +26,6 @@
 
 #include "collector/config.h"
 #include "tools/commands.h"
-#include "tools/recover.h"
 #include "tools/merge_traces.h"
 #include "tools/report_model.h"
 
@@ -487,12 +486,16 @@ int runCommand(int argc, char** argv) {
   Outcome outcome;
   if (const int failed = spawnAndWait(opts, env, child, outcome); failed >= 0) return failed;
 
-  // Processes that were killed before writing their trace left a journal: recover it now.
-  for (const std::string& name : listFiles(dir)) {
-    if (before.count(name) || !endsWith(name, ".journal")) continue;
-    std::string written;
-    if (recoverJournal(dir + "/" + name, dir, false, written) == kExitOk)
-      std::fprintf(stderr, "cutrace: %s ended before writing its trace; recovered it from %s\n", written.c_str(), name.c_str());
+  // A process killed before its end wrote no Chrome trace; its stream holds what it recorded.
+  const std::set<std::string> after = listFiles(dir);
+  for (const std::string& name : after) {
+    if (before.count(name) || !endsWith(name, ".pftrace")) continue;
+    const std::string stem = name.substr(0, name.size() - 8);
+    if (!after.count(stem + ".trace.json"))
+      std::fprintf(stderr,
+                   "cutrace: %s ended before writing its Chrome trace; its events are in %s/%s (opens in Perfetto UI; "
+                   "'cutrace export' writes the Chrome trace and folded stacks from it)\n",
+                   stem.c_str(), dir.c_str(), name.c_str());
   }
   std::vector<std::string> traces;
   for (const std::string& name : listFiles(dir)) {

@@ -2,12 +2,14 @@
 # End-to-end test runner: runs a real program twice, bare and under LD_PRELOAD=libtrace.so,
 # checks that the preload changed nothing the program can show (exit status, stdout, stderr
 # apart from cutrace's own "cutrace: " lines), then validates every trace it wrote with
-# trace_check and compares the canonical summary with tests/e2e/expected/NAME.txt.
+# trace_check and compares the canonical summary with tests/e2e/expected/NAME.txt. Every
+# process's stream (<stem>.pftrace) must rebuild, through `cutrace export` (E2E_CUTRACE), into
+# the same Chrome trace and folded files as the process wrote itself (trace_check --compare).
 #
-# usage: run_e2e.sh NAME [--expected NAME] [--traces N] [--check-args "ARGS"] [--env K=V]... [--recover]
+# usage: run_e2e.sh NAME [--expected NAME] [--traces N] [--check-args "ARGS"] [--env K=V]... [--export]
 #                   [--max-rss-mb M] -- PROGRAM [ARGS...]
-#   --recover: the program is killed before writing its trace; run `cutrace recover` (E2E_CUTRACE)
-#   on the journals it left, then check the recovered traces.
+#   --export: the program is killed before writing its trace; only its stream is left: run
+#   `cutrace export` on it, then check the exported traces.
 #   "@TIDS@" in ARGS becomes a file the program fills with "thread-name tid" lines, checked
 #   against the trace with --thread-ids.
 #   "@RSS@" in ARGS becomes a file the program writes a peak RSS in KiB to; --max-rss-mb M fails
@@ -24,7 +26,7 @@ traces=1
 expected=$name
 check_args=""
 extra_env=()
-recover=""
+export_only=""
 max_rss_mb=""
 while [ $# -gt 0 ]; do
   case $1 in
@@ -32,7 +34,7 @@ while [ $# -gt 0 ]; do
     --expected) expected=$2; shift 2 ;;
     --check-args) check_args=$2; shift 2 ;;
     --env) extra_env+=("$2"); shift 2 ;;
-    --recover) recover=1; shift ;;
+    --export) export_only=1; shift ;;
     --max-rss-mb) max_rss_mb=$2; shift 2 ;;
     --) shift; break ;;
     *) echo "run_e2e: unknown option $1" >&2; exit 2 ;;
@@ -95,14 +97,24 @@ if [ -n "$flamegraph_pl" ] && [ -f "$flamegraph_pl" ] && command -v perl >/dev/n
 fi
 
 shopt -s nullglob
-if [ -n "$recover" ]; then
-  # The process could not write its trace: its journal must be there, and cutrace recover
+streams=("$work"/out/*.pftrace)
+[ "${#streams[@]}" -eq "$traces" ] || fail "expected $traces stream(s) (.pftrace), found ${#streams[@]}"
+if [ -n "$export_only" ]; then
+  # The process could not write its trace: its stream is all there is, and cutrace export
   # turns it into the files checked below.
-  journals=("$work"/out/*.journal)
-  [ "${#journals[@]}" -eq "$traces" ] || fail "expected $traces journal(s), found ${#journals[@]}"
-  "$E2E_CUTRACE" recover "$work/out" 2>"$work/recover.err" || { cat "$work/recover.err" >&2; fail "cutrace recover failed"; }
-  leftover=("$work"/out/*.journal)
-  [ "${#leftover[@]}" -eq 0 ] || fail "cutrace recover left the journal behind"
+  written=("$work"/out/*.trace.json)
+  [ "${#written[@]}" -eq 0 ] || fail "a killed process wrote a Chrome trace"
+  "$E2E_CUTRACE" export "${streams[@]}" 2>"$work/export.err" || { cat "$work/export.err" >&2; fail "cutrace export failed"; }
+elif [ -n "${E2E_CUTRACE:-}" ]; then
+  # Each stream rebuilds into what its process wrote at its end.
+  mkdir -p "$work/exported"
+  for s in "${streams[@]}"; do
+    stem=$(basename "$s" .pftrace)
+    "$E2E_CUTRACE" export -o "$work/exported" "$s" 2>"$work/export.err" ||
+      { cat "$work/export.err" >&2; fail "cutrace export $stem.pftrace failed"; }
+    "$TRACE_CHECK" --compare "$work/out/$stem.trace.json" "$work/exported/$stem.trace.json" >"$work/compare" 2>"$work/compare.err" ||
+      { cat "$work/compare.err" >&2; fail "the stream of $stem does not rebuild into its trace"; }
+  done
 fi
 files=("$work"/out/*.trace.json)
 [ "${#files[@]}" -eq "$traces" ] || fail "expected $traces trace file(s), found ${#files[@]}"

@@ -5,6 +5,12 @@
 //               [--view launches|shape] [--expect-linked] [--stacks] [--python-frames FILE]
 //               [--expect-dwarf] [--max-dropped-percent P] [--flamegraph flamegraph.pl]
 //               [--max-bytes-per-event B]
+//   trace_check --compare A.trace.json B.trace.json
+//
+// --compare: A is a process's own trace, B the one `cutrace export` rebuilt from its stream;
+// they must hold the same traceEvents (as a multiset, ts and dur exactly equal: events are
+// converted to nanoseconds once, in the store, and both files read those), the same metadata
+// object, and their folded files (same stems) the same stacks and weights.
 //
 // Checks (any failure prints "FAIL: ..." on stderr and exits 1):
 // - the file parses as JSON (simdjson) with traceEvents and metadata;
@@ -453,9 +459,97 @@ void checkFolded(const std::string& path, std::ostream& summary, bool list, bool
   for (const auto& [s, n] : shown) summary << "  " << printable(s) << (calls.empty() ? "" : " calls=" + std::to_string(n)) << "\n";
 }
 
+// ---- trace_check --compare A.trace.json B.trace.json
+
+// An event without its times, as one canonical string (the same writer writes both files, so
+// its keys come in the same order), and its times in ns.
+struct Untimed {
+  std::string key;
+  int64_t ts = 0, dur = 0;
+  bool operator<(const Untimed& o) const { return key != o.key ? key < o.key : ts < o.ts; }
+};
+
+std::vector<Untimed> untimedEvents(simdjson::dom::array events) {
+  std::vector<Untimed> out;
+  for (simdjson::dom::object e : events) {
+    Untimed u;
+    for (auto [key, value] : e) {
+      double micros;
+      if ((key == "ts" || key == "dur") && value.get(micros) == simdjson::SUCCESS) {
+        (key == "ts" ? u.ts : u.dur) = toNs(micros);
+        continue;
+      }
+      u.key += std::string(key) + ":" + simdjson::minify(value) + ",";
+    }
+    out.push_back(std::move(u));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Times may differ where the host clock is the TSC: the stream converts ticks with the fit of
+// the drain pass that wrote them, the process's own Chrome trace with the fit at its end. Both
+// fits share the start anchor, so the difference grows with the time since the start: allowed
+// up to 100 ns + 100 ppm of it (NTP slews CLOCK_MONOTONIC by at most 500 ppm, measured
+// differences are a few ns per second).
+void compareFolded(const std::string& a, const std::string& b) {
+  const bool haveA = static_cast<bool>(std::ifstream(a)), haveB = static_cast<bool>(std::ifstream(b));
+  if (haveA != haveB) fail(a + (haveA ? " exists, " : " is missing, ") + b + (haveB ? " exists" : " is missing"));
+  if (!haveA) return;
+  const auto x = readFolded(a), y = readFolded(b);
+  if (x.size() != y.size()) fail(a + " and " + b + " list " + std::to_string(x.size()) + " and " + std::to_string(y.size()) + " stacks");
+  for (auto i = x.begin(), j = y.begin(); i != x.end(); ++i, ++j) {
+    if (i->first != j->first) fail(a + " and " + b + " differ at stack " + printable(i->first) + " / " + printable(j->first));
+    if (i->second != j->second)
+      fail(a + " and " + b + ": stack " + printable(i->first) + " weighs " + std::to_string(i->second) + " and " + std::to_string(j->second));
+  }
+}
+
+// The process's own Chrome trace and folded files against those rebuilt from its stream
+// (cutrace export): the same events (exactly the same times), the same metadata, the
+// same folded stacks.
+int compareMain(const std::string& a, const std::string& b) {
+  simdjson::dom::parser pa, pb;
+  simdjson::dom::element da, db;
+  if (auto err = pa.load(a).get(da)) fail(a + ": not valid JSON: " + simdjson::error_message(err));
+  if (auto err = pb.load(b).get(db)) fail(b + ": not valid JSON: " + simdjson::error_message(err));
+  simdjson::dom::array ea, eb;
+  simdjson::dom::element ma, mb;
+  if (da["traceEvents"].get(ea) || db["traceEvents"].get(eb)) fail("no traceEvents array");
+  if (da["metadata"].get(ma) || db["metadata"].get(mb)) fail("no metadata object");
+  const std::vector<Untimed> x = untimedEvents(ea), y = untimedEvents(eb);
+  std::size_t i = 0, j = 0, shown = 0;
+  while (i < x.size() || j < y.size()) {
+    if (j == y.size() || (i < x.size() && x[i].key < y[j].key)) {
+      if (shown++ < 10) std::cerr << "only in " << a << ": " << printable(x[i].key) << "\n";
+      ++i;
+    } else if (i == x.size() || y[j].key < x[i].key) {
+      if (shown++ < 10) std::cerr << "only in " << b << ": " << printable(y[j].key) << "\n";
+      ++j;
+    } else {
+      if (x[i].ts != y[j].ts || x[i].dur != y[j].dur) {
+        if (shown++ < 10)
+          std::cerr << "times differ: " << printable(x[i].key) << " ts " << x[i].ts << "/" << y[j].ts << " dur " << x[i].dur
+                    << "/" << y[j].dur << "\n";
+      }
+      ++i;
+      ++j;
+    }
+  }
+  if (shown > 0) fail(std::to_string(shown) + " difference(s) between the traceEvents of " + a + " and " + b);
+  if (simdjson::minify(ma) != simdjson::minify(mb))
+    fail("metadata differ:\n  " + simdjson::minify(ma) + "\n  " + simdjson::minify(mb));
+  const std::string stemA = a.substr(0, a.size() - std::string(".trace.json").size());
+  const std::string stemB = b.substr(0, b.size() - std::string(".trace.json").size());
+  for (const char* suffix : {".folded", ".calls.folded", ".gpu.folded"}) compareFolded(stemA + suffix, stemB + suffix);
+  std::cout << "same: " << x.size() << " events, metadata, folded stacks\n";
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 4 && std::string(argv[1]) == "--compare") return compareMain(argv[2], argv[3]);
   if (argc < 2) {
     std::cerr << "usage: trace_check TRACE.json [--folded FILE] [--thread-ids FILE] [--allow-drops]\n";
     return 2;

@@ -1,7 +1,7 @@
 // Process lifecycle and capture control, one scenario per argument:
 //   exit-child    a forked child works longer than the drain interval and ends in _exit
 //   sigterm       the process is killed by SIGTERM (no handler of its own)
-//   sigkill       the process is killed by SIGKILL: its journal is recovered afterwards
+//   sigkill       the process is killed by SIGKILL: its stream is exported afterwards
 //   stress        64 threads on tiny rings: drops are counted and match the gaps in seq
 //   burst         bursts that fill half a small ring: the drain wakes early and keeps them
 //   capture       calls inside and outside cudaProfilerStart/Stop, an NVTX range "focus",

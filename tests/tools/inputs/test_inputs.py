@@ -219,7 +219,6 @@ def bounded():
         expect_bad_input(["diff", TRACE, "/dev/zero"], "diff FILE /dev/zero", message=zero)
         expect_bad_input(["merge", "-o", merged, R0, "/dev/zero"], "merge FILE /dev/zero", message=zero)
         expect_bad_input(["flame", "/dev/zero"], "flame /dev/zero", message=zero)
-        expect_bad_input(["recover", "/dev/zero"], "recover /dev/zero", message="/dev/zero: not a regular file")
         # The same through a pipe, and NUL bytes after a good start.
         f = Feeder(fill=b"\0" * 65536)
         expect_bad_input(["report", f.path()], "report <(cat /dev/zero)", [f], message="a NUL byte at offset 0")
@@ -260,10 +259,6 @@ def bounded():
         expect_bad_input(["report", big], "report <4 GiB file>", message=cap4, limit_as=False, max_rss_kb=64 << 10)
         expect_bad_input(["report", big], "report <4 GiB file> under RLIMIT_AS", message=capped, max_rss_kb=64 << 10)
         expect_bad_input(["merge", "-o", merged, big], "merge <4 GiB file>", message=capped, max_rss_kb=64 << 10)
-        journal = os.path.join(tmp, "big.journal")
-        os.rename(big, journal)
-        expect_bad_input(["recover", journal], "recover <4 GiB journal>", message=capped, max_rss_kb=64 << 10)
-        check(os.path.exists(journal), "recover kept the journal it refused")
 
 
 def outputs():

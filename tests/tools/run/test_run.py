@@ -54,9 +54,9 @@ def pipeline(program, standin, merge):
         pids = {m.group(1) for f in created if (m := re.match(r"pipeline-(\d+)\.", f))}
         eq(len(pids), 1, f"one traced process: {created}")
         pid = pids.pop() if pids else "?"
-        want = {f"pipeline-{pid}.trace.json", f"pipeline-{pid}.folded"} | ({f"merged-{pid}.trace.json"} if merge else set())
+        want = {f"pipeline-{pid}.pftrace", f"pipeline-{pid}.trace.json", f"pipeline-{pid}.folded"} | ({f"merged-{pid}.trace.json"} if merge else set())
         check(want <= set(created), f"created {created} holds {sorted(want)}")
-        check(all(re.fullmatch(rf"(pipeline-{pid}(\.trace\.json|\.folded|\.calls\.folded|\.gpu\.folded)|merged-{pid}\.trace\.json)", f)
+        check(all(re.fullmatch(rf"(pipeline-{pid}(\.pftrace|\.trace\.json|\.folded|\.calls\.folded|\.gpu\.folded)|merged-{pid}\.trace\.json)", f)
                   for f in created), f"no other files: {created}")
         meta = json.load(open(os.path.join(out, f"pipeline-{pid}.trace.json")))["metadata"]
         row = re.search(rf"^pipeline\s+{pid}\s+-\s+(\d+)\s+(\d+)\s+pipeline-{pid}\.trace\.json$", stderr, re.M)
@@ -150,7 +150,7 @@ def bad_options():
                  ["--python", "on"], ["--cupti", "maybe"], ["--nvtx", "2"], ["--ring-size", "1000"], ["--ring-size", "2G"],
                  ["--drain-ms", "0"], ["--drain-ms", "10001"], ["--log", "loud"], ["--folded-nvtx", "x"],
                  ["--capture", "whenever"], ["--capture", "schedule:1,2"], ["--clock", "sundial"], ["--max-memory", "512K"],
-                 ["--journal", "maybe"], ["--enable", "0"], ["--bogus"], ["--stacks"], ["--quiet=1"],
+                 ["--journal", "off"], ["--enable", "0"], ["--bogus"], ["--stacks"], ["--quiet=1"],
                  ["--libtrace", "/nonexistent/libtrace.so"]]
         for c in cases:
             rc, stdout, stderr = run(["-o", tmp] + c + cmd)
@@ -176,10 +176,10 @@ def bad_options():
         rc, stdout, stderr = run(["-o", tmp, "--stacks=launches", "--stack-depth", "8", "--unwind", "fp", "--python", "off",
                                   "--cupti", "off", "--nvtx", "on", "--capture", "all", "--ring-size", "64K", "--drain-ms", "5",
                                   "--log", "warn", "--folded-nvtx", "off", "--clock", "monotonic", "--max-memory", "64M",
-                                  "--journal", "off", "--", "sh", "-c", "env | grep ^CUTRACE_ | sort"])
+                                  "--", "sh", "-c", "env | grep ^CUTRACE_ | sort"])
         eq(rc, 0, f"valid options run ({stderr.strip()})")
         eq(stdout.split(), sorted(["CUTRACE_CAPTURE=all", "CUTRACE_CLOCK=monotonic", "CUTRACE_CUPTI=off", "CUTRACE_DRAIN_MS=5",
-                                   "CUTRACE_FOLDED_NVTX=off", "CUTRACE_JOURNAL=off", "CUTRACE_MAX_MEMORY=64M",
+                                   "CUTRACE_FOLDED_NVTX=off", "CUTRACE_MAX_MEMORY=64M",
                                    "CUTRACE_LOG=warn", "CUTRACE_NVTX=on", f"CUTRACE_OUTPUT={tmp}", "CUTRACE_PYTHON=off",
                                    "CUTRACE_RING_SIZE=64K", "CUTRACE_STACKS=launches", "CUTRACE_STACK_DEPTH=8", "CUTRACE_UNWIND=fp"]),
            "each option sets exactly its variable")

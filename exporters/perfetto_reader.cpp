@@ -1,0 +1,1172 @@
+#include "exporters/perfetto_reader.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <simdjson.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <deque>
+#include <map>
+#include <memory>
+#include <unordered_map>
+
+#include "exporters/perfetto_fields.h"
+#include "exporters/proto_writer.h"
+
+namespace cutrace {
+
+namespace {
+
+using proto::Reader;
+
+// ------------------------------------------------------------------ framing
+
+// The bytes of a file (read in chunks into one reused buffer) or of memory, seen through a
+// cursor.
+class Input {
+ public:
+  explicit Input(int fd) : fd_(fd) {}
+  explicit Input(std::string_view bytes) : view_(bytes) {}
+
+  // Makes at least n bytes available at the cursor unless the input ends first; false only
+  // on a read error.
+  bool fill(std::size_t n, std::string& error) {
+    if (fd_ < 0 || eof_ || view_.size() - pos_ >= n) return true;
+    buf_.erase(0, pos_);
+    pos_ = 0;
+    while (buf_.size() < n && !eof_) {
+      const std::size_t old = buf_.size();
+      const std::size_t want = std::max(n - old, kChunk);
+      buf_.resize(old + want);
+      const ssize_t r = ::read(fd_, buf_.data() + old, want);
+      if (r < 0) {
+        buf_.resize(old);
+        if (errno == EINTR) continue;
+        error = std::string("read error: ") + strerror(errno);
+        view_ = buf_;
+        return false;
+      }
+      buf_.resize(old + static_cast<std::size_t>(r));
+      if (r == 0) eof_ = true;
+    }
+    view_ = buf_;
+    return true;
+  }
+  std::string_view available() const { return view_.substr(pos_); }
+  void consume(std::size_t n) {
+    pos_ += n;
+    offset_ += n;
+  }
+  uint64_t offset() const { return offset_; }
+
+ private:
+  static constexpr std::size_t kChunk = std::size_t{1} << 20;
+  int fd_ = -1;
+  bool eof_ = false;
+  std::string buf_;
+  std::string_view view_;
+  std::size_t pos_ = 0;
+  uint64_t offset_ = 0;
+};
+
+// A varint at the start of `s`: its byte count, 0 when `s` ends inside it, -1 when malformed.
+int peekVarint(std::string_view s, uint64_t& v) {
+  v = 0;
+  for (std::size_t i = 0; i < 10; ++i) {
+    if (i >= s.size()) return 0;
+    const auto b = static_cast<uint8_t>(s[i]);
+    v |= static_cast<uint64_t>(b & 0x7f) << (7 * i);
+    if (!(b & 0x80)) return static_cast<int>(i + 1);
+  }
+  return -1;
+}
+
+// ------------------------------------------------------------------ decoding
+
+bool isRelatableBuiltin(uint64_t clock) {
+  return clock == pf::BuiltinClock::kBoottime || clock == pf::BuiltinClock::kRealtime;
+}
+
+class Decoder {
+ public:
+  Decoder(PerfettoVisitor& visitor, PfReadStats& stats) : visitor_(visitor), stats_(stats) {}
+
+  // One whole TracePacket. False with a message when it is malformed.
+  bool packet(std::string_view bytes, std::string& error);
+  void finish() {
+    for (const auto& [uuid, stack] : open_) stats_.openAtEnd += stack.size();
+  }
+
+ private:
+  struct Sequence {
+    bool valid = false;  // incremental state was set by a cleared packet
+    uint64_t defaultClock = 0;
+    uint64_t defaultTrack = 0;
+    // A sequence-scoped clock from this sequence's ClockSnapshot.
+    uint64_t seqClock = 0;
+    bool seqIncremental = false;
+    uint64_t seqValue = 0;      // its value now (incremental: the running sum)
+    uint64_t seqSnapshot = 0;   // its value in the snapshot
+    uint64_t seqMonotonic = 0;  // MONOTONIC at that moment
+    std::unordered_map<uint64_t, uint32_t> names, categories, annotationNames, strings, functions, frames;
+    std::unordered_map<uint64_t, std::vector<uint64_t>> callstacks;  // frame iids, bottom first
+  };
+  struct Pending {
+    PfSlice slice;
+    std::string inlineName;
+    std::vector<std::pair<std::size_t, std::string>> inlineTexts;  // annotation index, text
+    bool nameInline = false;
+  };
+
+  uint32_t intern(std::string_view text) {
+    auto it = textIds_.find(text);
+    if (it != textIds_.end()) return it->second;
+    texts_.emplace_back(text);
+    const auto id = static_cast<uint32_t>(texts_.size() - 1);
+    textIds_.emplace(texts_.back(), id);
+    return id;
+  }
+  std::string_view text(uint32_t id) const { return texts_[id]; }
+
+  bool fail(std::string& error, const std::string& why) {
+    error = why;
+    return false;
+  }
+  bool interned(Sequence& seq, std::string_view bytes, std::string& error);
+  bool clockSnapshot(Sequence& seq, std::string_view bytes, std::string& error);
+  bool timestamp(Sequence& seq, bool has, uint64_t ts, bool hasClock, uint64_t clock, uint64_t& ns, std::string& error);
+  bool trackDescriptor(uint32_t sequence, std::string_view bytes, std::string& error);
+  bool trackEvent(Sequence& seq, uint32_t sequence, std::string_view bytes, bool hasTs, uint64_t ns, std::string& error);
+  bool chromeEvents(std::string_view bytes, std::string& error);
+  const PfTrack* trackOf(uint64_t uuid) {
+    auto [it, inserted] = tracks_.try_emplace(uuid);
+    if (inserted) it->second.uuid = uuid;
+    return &it->second;
+  }
+  void emit(Pending& p) {
+    if (p.nameInline) p.slice.name = p.inlineName;
+    for (auto& [index, t] : p.inlineTexts) p.slice.annotations[index].text = t;
+    visitor_.slice(p.slice);
+  }
+
+  PerfettoVisitor& visitor_;
+  PfReadStats& stats_;
+  std::unordered_map<uint32_t, Sequence> sequences_;
+  std::unordered_map<uint64_t, PfTrack> tracks_;  // node-based: PfTrack pointers stay valid
+  std::unordered_map<uint64_t, std::vector<Pending>> open_;
+  // Every string seen, once, for the whole read: views into it outlive a sequence's clearing.
+  std::deque<std::string> texts_;
+  std::unordered_map<std::string_view, uint32_t> textIds_;
+  // MONOTONIC minus BOOTTIME and minus REALTIME, from the last snapshot that had them.
+  bool haveBoot_ = false, haveReal_ = false;
+  uint64_t monoMinusBoot_ = 0, monoMinusReal_ = 0;
+};
+
+bool Decoder::interned(Sequence& seq, std::string_view bytes, std::string& error) {
+  Reader r(bytes);
+  Reader::Field f;
+  while (r.next(f)) {
+    if (f.wire != proto::kLengthDelimited) continue;
+    Reader e = f.nested();
+    Reader::Field g;
+    uint64_t iid = 0, ref = 0;
+    std::string_view name;
+    bool hasName = false, hasRef = false;
+    std::vector<uint64_t> frameIds;
+    bool framesOk = true;
+    while (e.next(g)) {
+      if (g.number == pf::InternedEntry::kIid && g.wire == proto::kVarint) {
+        iid = g.value;
+      } else if (f.number == pf::InternedData::kFrames) {
+        if (g.number == pf::Frame::kFunctionNameId && g.wire == proto::kVarint) {
+          ref = g.value;
+          hasRef = true;
+        }
+      } else if (f.number == pf::InternedData::kCallstacks) {
+        if (g.number == pf::Callstack::kFrameIds) {
+          if (g.wire == proto::kVarint) frameIds.push_back(g.value);
+          else if (g.wire == proto::kLengthDelimited)
+            framesOk = Reader::forEachPacked(g.bytes, [&](uint64_t v) { frameIds.push_back(v); }) && framesOk;
+        }
+      } else if (g.number == pf::InternedEntry::kName && g.wire == proto::kLengthDelimited) {
+        name = g.bytes;
+        hasName = true;
+      }
+    }
+    if (e.failed() || !framesOk) return fail(error, "malformed interned entry");
+    if (iid == 0) return fail(error, "interned entry with iid 0");
+    switch (f.number) {
+      case pf::InternedData::kEventNames: if (hasName) seq.names[iid] = intern(name); break;
+      case pf::InternedData::kEventCategories: if (hasName) seq.categories[iid] = intern(name); break;
+      case pf::InternedData::kDebugAnnotationNames: if (hasName) seq.annotationNames[iid] = intern(name); break;
+      case pf::InternedData::kDebugAnnotationStringValues: if (hasName) seq.strings[iid] = intern(name); break;
+      case pf::InternedData::kFunctionNames: if (hasName) seq.functions[iid] = intern(name); break;
+      case pf::InternedData::kFrames: {
+        if (!hasRef) return fail(error, "interned frame without a function name");
+        auto it = seq.functions.find(ref);
+        if (it == seq.functions.end()) return fail(error, "interned frame names function " + std::to_string(ref) + ", not interned");
+        seq.frames[iid] = it->second;
+        break;
+      }
+      case pf::InternedData::kCallstacks:
+        for (uint64_t frame : frameIds) {
+          if (!seq.frames.count(frame)) return fail(error, "callstack " + std::to_string(iid) + " has frame " + std::to_string(frame) + ", not interned");
+        }
+        seq.callstacks[iid] = std::move(frameIds);
+        break;
+      default: break;
+    }
+  }
+  return r.failed() ? fail(error, "malformed interned data") : true;
+}
+
+bool Decoder::clockSnapshot(Sequence& seq, std::string_view bytes, std::string& error) {
+  struct Clock {
+    uint64_t id = 0, ts = 0;
+    bool incremental = false;
+  };
+  std::vector<Clock> clocks;
+  Reader r(bytes);
+  Reader::Field f;
+  while (r.next(f)) {
+    if (f.number != pf::ClockSnapshot::kClocks || f.wire != proto::kLengthDelimited) continue;
+    if (clocks.size() >= 128) return fail(error, "clock snapshot with too many clocks");
+    Clock c;
+    Reader cr = f.nested();
+    Reader::Field g;
+    while (cr.next(g)) {
+      if (g.wire != proto::kVarint) continue;
+      if (g.number == pf::ClockSnapshotClock::kClockId) c.id = g.value;
+      else if (g.number == pf::ClockSnapshotClock::kTimestamp) c.ts = g.value;
+      else if (g.number == pf::ClockSnapshotClock::kIsIncremental) c.incremental = g.value != 0;
+    }
+    if (cr.failed()) return fail(error, "malformed clock snapshot");
+    clocks.push_back(c);
+  }
+  if (r.failed()) return fail(error, "malformed clock snapshot");
+  bool haveMono = false;
+  uint64_t mono = 0;
+  for (const Clock& c : clocks) {
+    if (c.id == pf::BuiltinClock::kMonotonic) {
+      haveMono = true;
+      mono = c.ts;
+    }
+  }
+  for (const Clock& c : clocks) {
+    if (c.id == pf::BuiltinClock::kBoottime && haveMono) {
+      monoMinusBoot_ = mono - c.ts;
+      haveBoot_ = true;
+    } else if (c.id == pf::BuiltinClock::kRealtime && haveMono) {
+      monoMinusReal_ = mono - c.ts;
+      haveReal_ = true;
+    } else if (c.id >= 64 && c.id <= 127) {
+      uint64_t reference = mono;
+      if (!haveMono) {
+        // Only through a builtin clock this snapshot has and the process snapshot relates.
+        bool found = false;
+        for (const Clock& other : clocks) {
+          if (other.id == pf::BuiltinClock::kBoottime && haveBoot_) reference = other.ts + monoMinusBoot_, found = true;
+          else if (other.id == pf::BuiltinClock::kRealtime && haveReal_) reference = other.ts + monoMinusReal_, found = true;
+        }
+        if (!found) return fail(error, "clock " + std::to_string(c.id) + " has no MONOTONIC reference");
+      }
+      seq.seqClock = c.id;
+      seq.seqIncremental = c.incremental;
+      seq.seqValue = c.ts;
+      seq.seqSnapshot = c.ts;
+      seq.seqMonotonic = reference;
+    }
+  }
+  return true;
+}
+
+bool Decoder::timestamp(Sequence& seq, bool has, uint64_t ts, bool hasClock, uint64_t clock, uint64_t& ns,
+                        std::string& error) {
+  if (!has) return true;
+  if (!hasClock) clock = seq.defaultClock != 0 ? seq.defaultClock : pf::BuiltinClock::kBoottime;
+  if (clock == pf::BuiltinClock::kMonotonic) {
+    ns = ts;
+  } else if (clock >= 64 && clock <= 127) {
+    if (clock != seq.seqClock) return fail(error, "timestamp on clock " + std::to_string(clock) + ", not defined on its sequence");
+    if (seq.seqIncremental) {
+      seq.seqValue += ts;
+      ns = seq.seqMonotonic + (seq.seqValue - seq.seqSnapshot);
+    } else {
+      ns = seq.seqMonotonic + (ts - seq.seqSnapshot);
+    }
+  } else if (clock == pf::BuiltinClock::kBoottime && haveBoot_) {
+    ns = ts + monoMinusBoot_;
+  } else if (clock == pf::BuiltinClock::kRealtime && haveReal_) {
+    ns = ts + monoMinusReal_;
+  } else {
+    return fail(error, "timestamp on clock " + std::to_string(clock) +
+                           (isRelatableBuiltin(clock) ? " with no clock snapshot relating it to MONOTONIC" : ", unknown"));
+  }
+  return true;
+}
+
+bool Decoder::trackDescriptor(uint32_t sequence, std::string_view bytes, std::string& error) {
+  uint64_t uuid = 0, parent = 0;
+  std::string_view name, processName, threadName;
+  bool isProcess = false, isThread = false, isCounter = false;
+  uint32_t pid = 0, tid = 0;
+  Reader r(bytes);
+  Reader::Field f;
+  while (r.next(f)) {
+    switch (f.number) {
+      case pf::TrackDescriptor::kUuid: uuid = f.value; break;
+      case pf::TrackDescriptor::kParentUuid: parent = f.value; break;
+      case pf::TrackDescriptor::kName: if (f.wire == proto::kLengthDelimited) name = f.bytes; break;
+      case pf::TrackDescriptor::kCounter: isCounter = true; break;
+      case pf::TrackDescriptor::kProcess:
+      case pf::TrackDescriptor::kThread: {
+        if (f.wire != proto::kLengthDelimited) break;
+        const bool process = f.number == pf::TrackDescriptor::kProcess;
+        (process ? isProcess : isThread) = true;
+        Reader d = f.nested();
+        Reader::Field g;
+        while (d.next(g)) {
+          if (process) {
+            if (g.number == pf::ProcessDescriptor::kPid && g.wire == proto::kVarint) pid = static_cast<uint32_t>(g.value);
+            else if (g.number == pf::ProcessDescriptor::kProcessName && g.wire == proto::kLengthDelimited) processName = g.bytes;
+          } else {
+            if (g.number == pf::ThreadDescriptor::kPid && g.wire == proto::kVarint) pid = static_cast<uint32_t>(g.value);
+            else if (g.number == pf::ThreadDescriptor::kTid && g.wire == proto::kVarint) tid = static_cast<uint32_t>(g.value);
+            else if (g.number == pf::ThreadDescriptor::kThreadName && g.wire == proto::kLengthDelimited) threadName = g.bytes;
+          }
+        }
+        if (d.failed()) return fail(error, "malformed process or thread descriptor");
+        break;
+      }
+      default: break;
+    }
+  }
+  if (r.failed()) return fail(error, "malformed track descriptor");
+  if (uuid == 0) return fail(error, "track descriptor without a uuid");
+  PfTrack t;
+  t.uuid = uuid;
+  t.parent = parent;
+  t.sequence = sequence;
+  t.name = std::string(name);
+  auto parentIt = parent != 0 ? tracks_.find(parent) : tracks_.end();
+  const PfTrack* up = parentIt != tracks_.end() ? &parentIt->second : nullptr;
+  if (isProcess) {
+    t.kind = PfTrackKind::Process;
+    t.pid = pid;
+    if (!processName.empty()) t.name = std::string(processName);
+  } else if (isThread) {
+    t.kind = PfTrackKind::Thread;
+    t.pid = pid;
+    t.tid = tid;
+    t.thread = uuid;
+    if (!threadName.empty()) t.name = std::string(threadName);
+  } else if (up != nullptr && up->kind == PfTrackKind::Thread) {
+    t.thread = up->uuid;
+    t.kind = isCounter ? PfTrackKind::DropCounter : (uuid & kSpanTrackBit) ? PfTrackKind::Span : PfTrackKind::Domain;
+  } else if (up != nullptr && up->kind == PfTrackKind::Process && !isCounter && (uuid & kDeviceTrackBit) &&
+             !(uuid & kSpanTrackBit)) {
+    t.kind = PfTrackKind::Device;
+    t.pid = up->pid;
+    unsigned device = 0, stream = 0;
+    char tail = 0;
+    if (std::sscanf(t.name.c_str(), "GPU %u stream %u%c", &device, &stream, &tail) == 2) {
+      t.device = device;
+      t.stream = stream;
+    } else {
+      t.device = static_cast<uint32_t>((uuid >> 16) & 0x3f);
+      t.stream = static_cast<uint32_t>(uuid & 0xffff);
+    }
+  }
+  PfTrack& slot = tracks_[uuid];
+  slot = std::move(t);
+  visitor_.track(slot);
+  return true;
+}
+
+// "[x,y,z]" as the writer writes grid and block.
+bool parseDims(std::string_view s, uint64_t out[3]) {
+  if (s.size() < 7 || s.front() != '[' || s.back() != ']') return false;
+  std::size_t i = 1;
+  for (int k = 0; k < 3; ++k) {
+    uint64_t v = 0;
+    std::size_t digits = 0;
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9' && digits < 12) {
+      v = v * 10 + static_cast<uint64_t>(s[i] - '0');
+      ++i;
+      ++digits;
+    }
+    if (digits == 0 || i >= s.size() || s[i] != (k < 2 ? ',' : ']')) return false;
+    ++i;
+    out[k] = v;
+  }
+  return i == s.size();
+}
+
+bool Decoder::trackEvent(Sequence& seq, uint32_t sequence, std::string_view bytes, bool hasTs, uint64_t ns,
+                         std::string& error) {
+  uint64_t type = 0, trackUuid = seq.defaultTrack, nameIid = 0, callstack = 0;
+  bool hasCounter = false;
+  int64_t counterValue = 0;
+  std::string_view inlineName;
+  bool hasInlineName = false;
+  std::vector<uint64_t> categoryIids;
+  Pending p;
+  Reader r(bytes);
+  Reader::Field f;
+  while (r.next(f)) {
+    switch (f.number) {
+      case pf::TrackEvent::kType: type = f.value; break;
+      case pf::TrackEvent::kTrackUuid: trackUuid = f.value; break;
+      case pf::TrackEvent::kNameIid: nameIid = f.value; break;
+      case pf::TrackEvent::kName:
+        if (f.wire == proto::kLengthDelimited) {
+          inlineName = f.bytes;
+          hasInlineName = true;
+        }
+        break;
+      case pf::TrackEvent::kCallstackIid: callstack = f.value; break;
+      case pf::TrackEvent::kCounterValue:
+        hasCounter = true;
+        counterValue = static_cast<int64_t>(f.value);
+        break;
+      case pf::TrackEvent::kCategoryIids:
+        if (f.wire == proto::kVarint) {
+          categoryIids.push_back(f.value);
+        } else if (f.wire == proto::kLengthDelimited &&
+                   !Reader::forEachPacked(f.bytes, [&](uint64_t v) { categoryIids.push_back(v); })) {
+          return fail(error, "malformed category_iids");
+        }
+        break;
+      case pf::TrackEvent::kDebugAnnotations: {
+        if (f.wire != proto::kLengthDelimited) break;
+        PfAnnotation a;
+        bool hasValue = false, inlineText = false;
+        std::string_view textBytes;
+        Reader d = f.nested();
+        Reader::Field g;
+        while (d.next(g)) {
+          switch (g.number) {
+            case pf::DebugAnnotation::kNameIid: {
+              auto it = seq.annotationNames.find(g.value);
+              if (it == seq.annotationNames.end())
+                return fail(error, "annotation name iid " + std::to_string(g.value) + " not interned");
+              a.name = text(it->second);
+              break;
+            }
+            case pf::DebugAnnotation::kName:
+              if (g.wire == proto::kLengthDelimited) a.name = text(intern(g.bytes));
+              break;
+            case pf::DebugAnnotation::kBoolValue: a.type = PfAnnotation::Type::Bool, a.value = g.value != 0, hasValue = true; break;
+            case pf::DebugAnnotation::kUintValue: a.type = PfAnnotation::Type::Uint, a.value = g.value, hasValue = true; break;
+            case pf::DebugAnnotation::kIntValue: a.type = PfAnnotation::Type::Int, a.value = g.value, hasValue = true; break;
+            case pf::DebugAnnotation::kPointerValue: a.type = PfAnnotation::Type::Pointer, a.value = g.value, hasValue = true; break;
+            case pf::DebugAnnotation::kStringValue:
+              if (g.wire != proto::kLengthDelimited) break;
+              a.type = PfAnnotation::Type::String;
+              textBytes = g.bytes;
+              inlineText = hasValue = true;
+              break;
+            case pf::DebugAnnotation::kStringValueIid: {
+              auto it = seq.strings.find(g.value);
+              if (it == seq.strings.end()) return fail(error, "annotation string iid " + std::to_string(g.value) + " not interned");
+              a.type = PfAnnotation::Type::String;
+              a.text = text(it->second);
+              inlineText = false;
+              hasValue = true;
+              break;
+            }
+            default: break;
+          }
+        }
+        if (d.failed()) return fail(error, "malformed debug annotation");
+        if (!hasValue) break;  // a value of a kind cutrace does not write (nested, double)
+        for (std::size_t i = 0; i < static_cast<std::size_t>(Ann::Count); ++i) {
+          if (a.name == kAnnotationNames[i]) {
+            a.id = static_cast<Ann>(i);
+            break;
+          }
+        }
+        if (inlineText) p.inlineTexts.emplace_back(p.slice.annotations.size(), std::string(textBytes));
+        p.slice.annotations.push_back(a);
+        break;
+      }
+      default: break;
+    }
+  }
+  if (r.failed()) return fail(error, "malformed track event");
+  if (type == 0) return true;  // not a typed event: nothing cutrace writes
+  if (!hasTs) return fail(error, "track event without a timestamp");
+  if (trackUuid == 0) return fail(error, "track event without a track");
+  const PfTrack* track = trackOf(trackUuid);
+  if (type == pf::TrackEvent::kTypeSliceEnd) {
+    auto it = open_.find(trackUuid);
+    if (it == open_.end() || it->second.empty()) {
+      ++stats_.unmatchedEnds;
+      return true;
+    }
+    Pending done = std::move(it->second.back());
+    it->second.pop_back();
+    done.slice.endNs = ns;
+    done.slice.track = track;
+    emit(done);
+    return true;
+  }
+  if (type == pf::TrackEvent::kTypeCounter) {
+    if (hasCounter) visitor_.counter(*track, sequence, ns, counterValue);
+    return true;
+  }
+  if (type != pf::TrackEvent::kTypeSliceBegin && type != pf::TrackEvent::kTypeInstant) return true;
+
+  PfSlice& s = p.slice;
+  s.track = track;
+  s.sequence = sequence;
+  s.startNs = s.endNs = ns;
+  s.instant = type == pf::TrackEvent::kTypeInstant;
+  if (!categoryIids.empty()) {
+    auto it = seq.categories.find(categoryIids.front());
+    if (it == seq.categories.end()) return fail(error, "category iid " + std::to_string(categoryIids.front()) + " not interned");
+    s.category = text(it->second);
+  }
+  if (nameIid != 0) {
+    auto it = seq.names.find(nameIid);
+    if (it == seq.names.end()) return fail(error, "event name iid " + std::to_string(nameIid) + " not interned");
+    s.name = text(it->second);
+    s.nameIid = nameIid;
+  } else if (hasInlineName) {
+    p.inlineName = std::string(inlineName);
+    p.nameInline = true;
+  }
+  if (callstack != 0) {
+    auto it = seq.callstacks.find(callstack);
+    if (it == seq.callstacks.end()) return fail(error, "callstack iid " + std::to_string(callstack) + " not interned");
+    s.callstackIid = callstack;
+    s.frames.reserve(it->second.size());
+    for (auto frame = it->second.rbegin(); frame != it->second.rend(); ++frame) s.frames.push_back(text(seq.frames[*frame]));
+  }
+  if (s.instant) {
+    emit(p);
+    return true;
+  }
+  std::vector<Pending>& stack = open_[trackUuid];
+  if (stack.size() >= kMaxOpenSlices) return fail(error, "more than " + std::to_string(kMaxOpenSlices) + " slices open on one track");
+  stack.push_back(std::move(p));
+  return true;
+}
+
+bool Decoder::chromeEvents(std::string_view bytes, std::string& error) {
+  Reader r(bytes);
+  Reader::Field f;
+  while (r.next(f)) {
+    if (f.number != pf::ChromeEventBundle::kMetadata || f.wire != proto::kLengthDelimited) continue;
+    std::string_view name, value;
+    Reader m = f.nested();
+    Reader::Field g;
+    while (m.next(g)) {
+      if (g.wire != proto::kLengthDelimited) continue;
+      if (g.number == pf::ChromeMetadata::kName) name = g.bytes;
+      else if (g.number == pf::ChromeMetadata::kJsonValue || g.number == pf::ChromeMetadata::kStringValue) value = g.bytes;
+    }
+    if (m.failed()) return fail(error, "malformed metadata");
+    visitor_.metadata(name, value);
+  }
+  return r.failed() ? fail(error, "malformed chrome events") : true;
+}
+
+bool Decoder::packet(std::string_view bytes, std::string& error) {
+  uint64_t ts = 0, clock = 0, flags = 0;
+  uint32_t sequence = 0;
+  bool hasTs = false, hasClock = false;
+  std::string_view event, internedData, defaults, descriptor, snapshot, chrome;
+  bool hasEvent = false, hasInterned = false, hasDefaults = false, hasDescriptor = false, hasSnapshot = false,
+       hasChrome = false;
+  Reader r(bytes);
+  Reader::Field f;
+  while (r.next(f)) {
+    const bool len = f.wire == proto::kLengthDelimited;
+    switch (f.number) {
+      case pf::TracePacket::kTimestamp: ts = f.value, hasTs = true; break;
+      case pf::TracePacket::kTimestampClockId: clock = f.value, hasClock = true; break;
+      case pf::TracePacket::kTrustedPacketSequenceId: sequence = static_cast<uint32_t>(f.value); break;
+      case pf::TracePacket::kSequenceFlags: flags = f.value; break;
+      case pf::TracePacket::kTrackEvent: if (len) event = f.bytes, hasEvent = true; break;
+      case pf::TracePacket::kInternedData: if (len) internedData = f.bytes, hasInterned = true; break;
+      case pf::TracePacket::kTracePacketDefaults: if (len) defaults = f.bytes, hasDefaults = true; break;
+      case pf::TracePacket::kTrackDescriptor: if (len) descriptor = f.bytes, hasDescriptor = true; break;
+      case pf::TracePacket::kClockSnapshot: if (len) snapshot = f.bytes, hasSnapshot = true; break;
+      case pf::TracePacket::kChromeEvents: if (len) chrome = f.bytes, hasChrome = true; break;
+      default: break;
+    }
+  }
+  if (r.failed()) return fail(error, "malformed packet");
+  Sequence& seq = sequences_[sequence];
+  if (flags & pf::TracePacket::kSeqIncrementalStateCleared) {
+    seq = Sequence();
+    seq.valid = true;
+  } else if ((flags & pf::TracePacket::kSeqNeedsIncrementalState) && !seq.valid) {
+    ++stats_.skipped;
+    return true;
+  }
+  if (hasDefaults) {
+    Reader d(defaults);
+    Reader::Field g;
+    while (d.next(g)) {
+      if (g.number == pf::TracePacketDefaults::kTimestampClockId && g.wire == proto::kVarint) {
+        seq.defaultClock = g.value;
+      } else if (g.number == pf::TracePacketDefaults::kTrackEventDefaults && g.wire == proto::kLengthDelimited) {
+        Reader e = g.nested();
+        Reader::Field h;
+        while (e.next(h)) {
+          if (h.number == pf::TrackEventDefaults::kTrackUuid && h.wire == proto::kVarint) seq.defaultTrack = h.value;
+        }
+        if (e.failed()) return fail(error, "malformed track event defaults");
+      }
+    }
+    if (d.failed()) return fail(error, "malformed packet defaults");
+  }
+  if (hasSnapshot && !clockSnapshot(seq, snapshot, error)) return false;
+  if (hasInterned && !interned(seq, internedData, error)) return false;
+  uint64_t ns = 0;
+  if (!timestamp(seq, hasTs, ts, hasClock, clock, ns, error)) return false;
+  if (hasDescriptor && !trackDescriptor(sequence, descriptor, error)) return false;
+  if (hasEvent && !trackEvent(seq, sequence, event, hasTs, ns, error)) return false;
+  if (hasChrome && !chromeEvents(chrome, error)) return false;
+  return visitor_.ok(error);
+}
+
+bool readInput(Input& in, PerfettoVisitor& visitor, std::string& error, PfReadStats* statsOut) {
+  PfReadStats stats;
+  Decoder decoder(visitor, stats);
+  for (;;) {
+    if (!in.fill(20, error)) return false;
+    std::string_view head = in.available();
+    if (head.empty()) break;
+    uint64_t tag = 0, length = 0;
+    const int tagBytes = peekVarint(head, tag);
+    if (tagBytes == 0) {
+      stats.truncated = true;
+      break;
+    }
+    if (tagBytes < 0 || (tag >> 3) == 0) {
+      error = "not a Perfetto trace: malformed field at byte " + std::to_string(in.offset());
+      return false;
+    }
+    const uint64_t wire = tag & 7;
+    if (wire != proto::kLengthDelimited) {
+      error = "not a Perfetto trace: field " + std::to_string(tag >> 3) + " of wire type " + std::to_string(wire) +
+              " at byte " + std::to_string(in.offset());
+      return false;
+    }
+    const int lengthBytes = peekVarint(head.substr(static_cast<std::size_t>(tagBytes)), length);
+    if (lengthBytes == 0) {
+      stats.truncated = true;
+      break;
+    }
+    if (lengthBytes < 0 || length > kMaxPacketBytes) {
+      error = "malformed or oversized packet (" + std::to_string(length) + " bytes) at byte " + std::to_string(in.offset());
+      return false;
+    }
+    const std::size_t headBytes = static_cast<std::size_t>(tagBytes + lengthBytes);
+    const std::size_t total = headBytes + static_cast<std::size_t>(length);
+    if (!in.fill(total, error)) return false;
+    const std::string_view whole = in.available();
+    if (whole.size() < total) {
+      stats.truncated = true;
+      break;
+    }
+    if ((tag >> 3) == pf::Trace::kPacket) {
+      std::string why;
+      if (!decoder.packet(whole.substr(headBytes, static_cast<std::size_t>(length)), why)) {
+        error = why + " (packet at byte " + std::to_string(in.offset()) + ")";
+        return false;
+      }
+      ++stats.packets;
+      stats.bytes += total;
+    }
+    in.consume(total);
+  }
+  decoder.finish();
+  if (statsOut != nullptr) *statsOut = stats;
+  return true;
+}
+
+// ------------------------------------------------------------------ TraceData
+
+uint8_t copyKindOf(std::string_view name) {
+  for (unsigned k = 0; k <= static_cast<unsigned>(CopyKind::Peer); ++k) {
+    if (name == copyKindName(static_cast<uint8_t>(k))) return static_cast<uint8_t>(k);
+  }
+  return static_cast<uint8_t>(CopyKind::Unknown);
+}
+
+class Rebuild : public PerfettoVisitor {
+ public:
+  Rebuild(TraceData& data, PfRebuildInfo& info) : d_(data), info_(info) {}
+
+  void track(const PfTrack& t) override {
+    if (t.kind == PfTrackKind::Process) notePid(t.pid);
+    if (t.kind == PfTrackKind::Thread) {
+      notePid(t.pid);
+      Thread* th = thread(t.sequence);
+      if (th == nullptr) return;
+      th->track.tid = t.tid;
+      // The writer names an unnamed thread "thread <tid>", as the Chrome trace does.
+      th->track.name = t.name == "thread " + std::to_string(t.tid) ? std::string() : t.name;
+      threadOfUuid_[t.uuid] = t.sequence;
+    }
+  }
+
+  void counter(const PfTrack& t, uint32_t sequence, uint64_t, int64_t value) override {
+    if (t.kind != PfTrackKind::DropCounter || value < 0) return;
+    if (Thread* th = thread(sequence)) th->track.dropped = static_cast<uint64_t>(value);
+  }
+
+  void metadata(std::string_view name, std::string_view value) override {
+    if (name == "cutrace.process") processJson(value);
+    else if (name == "cutrace") finalJson(value);
+  }
+
+  bool ok(std::string& error) override {
+    if (error_.empty()) return true;
+    error = error_;
+    return false;
+  }
+
+  void slice(const PfSlice& s) override {
+    if (s.track->kind == PfTrackKind::Device) {
+      device(s);
+      return;
+    }
+    if (s.sequence == kProcessSequenceId) {
+      ++info_.skippedEvents;
+      return;
+    }
+    Event e;
+    e.start = s.startNs;
+    e.end = s.endNs;
+    if (const PfAnnotation* a = s.find(Ann::Seq)) e.seq = a->value;
+    if (s.category == kCategories[0] || s.category == kCategories[1]) {
+      if (!haveHooks_) {
+        error_ = "a CUDA call before the cutrace.process metadata (not a cutrace stream?)";
+        return;
+      }
+      if (s.nameIid == 0 || s.nameIid > d_.hooks.size()) {
+        ++info_.skippedEvents;
+        return;
+      }
+      e.kind = EventKind::Api;
+      e.hook = static_cast<uint16_t>(s.nameIid - 1);
+      apiPayload(s, d_.hooks[e.hook].kind, e);
+      if (const PfAnnotation* a = s.find(Ann::Result)) e.result = static_cast<int32_t>(a->asInt());
+      if (s.callstackIid != 0) {
+        if (s.callstackIid >= kMaxStackId) {
+          error_ = "callstack iid " + std::to_string(s.callstackIid) + " out of range";
+          return;
+        }
+        const auto id = static_cast<uint32_t>(s.callstackIid);
+        if (d_.stacks.size() <= id) d_.stacks.resize(id + 1);
+        if (d_.stacks[id].empty()) {
+          for (std::string_view frame : s.frames) d_.stacks[id].push_back(d_.strings.intern(frame));
+        }
+        memcpy(e.raw + kStackIdOffset, &id, sizeof(id));
+      }
+    } else if (s.category == kCategories[2]) {
+      e.name = d_.strings.intern(s.name);
+      const PfAnnotation* range = s.find(Ann::RangeId);
+      if (s.instant) {
+        e.kind = EventKind::NvtxMark;
+      } else if (s.track->kind == PfTrackKind::Span || range != nullptr) {
+        e.kind = EventKind::NvtxSpan;
+        e.rangeId = range != nullptr ? range->value : 0;
+      } else {
+        e.kind = EventKind::NvtxRange;
+      }
+      if (const PfAnnotation* a = s.find(Ann::Domain)) e.domain = d_.strings.intern(a->text);
+      if (const PfAnnotation* a = s.find(Ann::Category)) e.category = static_cast<uint32_t>(a->value);
+      if (const PfAnnotation* a = s.find(Ann::CategoryName); a != nullptr && e.category != 0)
+        d_.categoryNames[(uint64_t{e.domain} << 32) | e.category] = d_.strings.intern(a->text);
+      if (s.find(Ann::Unclosed)) e.flags |= kEventUnclosed;
+      if (s.find(Ann::EndLost)) e.flags |= kEventEndLost;
+      if (s.find(Ann::Truncated)) e.flags |= kEventTextTruncated;
+    } else {
+      ++info_.skippedEvents;
+      return;
+    }
+    if (Thread* th = thread(s.sequence)) th->track.events.push_back(e);
+  }
+
+  // After the read: threads in the writer's order, the final metadata's per-thread figures, the
+  // host links of device work.
+  void finish() {
+    std::vector<uint64_t> sequenceOf;
+    for (auto& [sequence, th] : threads_) {
+      sequenceOf.push_back(sequence);
+      d_.threads.push_back(std::move(th.track));
+    }
+    std::unordered_map<uint32_t, std::size_t> indexOfSequence;
+    for (std::size_t i = 0; i < sequenceOf.size(); ++i) indexOfSequence[static_cast<uint32_t>(sequenceOf[i])] = i;
+    if (finalThreads_.size() == d_.threads.size()) {
+      for (std::size_t i = 0; i < d_.threads.size(); ++i) {
+        const FinalThread& f = finalThreads_[i];
+        ThreadTrack& t = d_.threads[i];
+        if (f.tid != t.tid) continue;
+        t.dropped = f.dropped;
+        t.lostEnds = f.lostEnds;
+        t.seqEnd = f.seqEnd;
+      }
+    }
+    if (distinctStacks_ + 1 > d_.stacks.size() && distinctStacks_ < kMaxStackId) d_.stacks.resize(distinctStacks_ + 1);
+    // Each linked device event's CUPTI API record, rebuilt from the host call the writer
+    // named: the call's thread and its first half, inside the call and no other.
+    std::unordered_map<std::size_t, std::unordered_map<uint64_t, uint32_t>> bySeq;
+    std::unordered_map<uint32_t, bool> correlations;
+    for (const Link& l : links_) {
+      auto seqIt = threadOfUuid_.find(l.track);
+      if (seqIt == threadOfUuid_.end()) continue;
+      auto indexIt = indexOfSequence.find(seqIt->second);
+      if (indexIt == indexOfSequence.end()) continue;
+      const std::size_t ti = indexIt->second;
+      auto [events, fresh] = bySeq.try_emplace(ti);
+      const ThreadTrack& t = d_.threads[ti];
+      if (fresh) {
+        for (uint32_t i = 0; i < t.events.size(); ++i)
+          if (t.events[i].kind == EventKind::Api) events->second.emplace(t.events[i].seq, i);
+      }
+      auto ev = events->second.find(l.seq);
+      if (ev == events->second.end() || !correlations.emplace(l.correlation, true).second) continue;
+      const Event& host = t.events[ev->second];
+      d_.apiActivity.push_back(ApiActivity{host.start, host.start + (host.end - host.start) / 2, t.tid, l.correlation});
+    }
+    d_.meta.ticks = TickConverter(ClockAnchor{0, 0}, ClockAnchor{0, 0}, true);
+  }
+
+  static constexpr uint32_t kProcessSequenceId = 1;
+
+ private:
+  struct Thread {
+    ThreadTrack track;
+  };
+  struct FinalThread {
+    uint32_t tid = 0;
+    uint64_t dropped = 0, lostEnds = 0, seqEnd = 0;
+  };
+  struct Link {
+    uint64_t track, seq;
+    uint32_t correlation;
+  };
+  // Stack ids are the writer's StackTable ids (at most Config::maxStacks, 2^16): one far past
+  // that is not a cutrace stream, and would cost the rebuild a table of its size.
+  static constexpr uint64_t kMaxStackId = uint64_t{1} << 20;
+
+  // Threads are sequences (2 + the writer's thread index). Each costs the rebuild a block of
+  // address space for its events, so a file naming more than any process has is refused.
+  static constexpr std::size_t kMaxThreads = std::size_t{1} << 16;
+  Thread* thread(uint32_t sequence) {
+    auto it = threads_.find(sequence);
+    if (it != threads_.end()) return &it->second;
+    if (threads_.size() >= kMaxThreads) {
+      error_ = "more than " + std::to_string(kMaxThreads) + " threads";
+      return nullptr;
+    }
+    return &threads_[sequence];
+  }
+
+  void notePid(uint32_t pid) {
+    if (pid == 0) return;
+    if (pid_ != 0 && pid != pid_)
+      error_ = "the file holds more than one process (pids " + std::to_string(pid_) + " and " + std::to_string(pid) +
+               "); rebuild one process per file";
+    pid_ = pid;
+  }
+
+  static bool dimsOr(const PfSlice& s, Ann a, uint64_t out[3]) {
+    out[0] = out[1] = out[2] = 0;
+    const PfAnnotation* x = s.find(a);
+    return x != nullptr && parseDims(x->text, out);
+  }
+
+  void apiPayload(const PfSlice& s, ApiKind kind, Event& e) {
+    auto value = [&](Ann a) -> uint64_t {
+      const PfAnnotation* x = s.find(a);
+      return x != nullptr ? x->value : 0;
+    };
+    switch (kind) {
+      case ApiKind::Launch: {
+        if (const PfAnnotation* k = s.find(Ann::Kernel)) {
+          e.launch.kernelName = d_.strings.intern(k->text);
+          uint64_t grid[3], block[3];
+          dimsOr(s, Ann::Grid, grid);
+          dimsOr(s, Ann::Block, block);
+          e.launch.gridX = static_cast<uint32_t>(grid[0]);
+          e.launch.gridY = static_cast<uint16_t>(grid[1]);
+          e.launch.gridZ = static_cast<uint16_t>(grid[2]);
+          e.launch.block = LaunchPayload::packBlock(static_cast<unsigned>(std::min<uint64_t>(block[0], 1u << 20)),
+                                                    static_cast<unsigned>(std::min<uint64_t>(block[1], 1u << 20)),
+                                                    static_cast<unsigned>(std::min<uint64_t>(block[2], 1u << 20)));
+          e.launch.sharedMem = static_cast<uint32_t>(value(Ann::Shared));
+        }
+        e.launch.stream = value(Ann::Stream);
+        break;
+      }
+      case ApiKind::Memcpy: case ApiKind::Memset: case ApiKind::Alloc: case ApiKind::Free:
+      case ApiKind::HostAlloc: case ApiKind::HostFree: {
+        e.mem.bytes = value(Ann::Bytes);
+        const PfAnnotation* k = s.find(Ann::Kind);
+        e.mem.copyKind = k != nullptr ? copyKindOf(k->text) : static_cast<uint8_t>(CopyKind::Unknown);
+        e.mem.ptr = value(Ann::Ptr);
+        e.mem.stream = value(Ann::Stream);
+        const PfAnnotation* dev = s.find(Ann::Device);
+        e.mem.device = dev != nullptr ? static_cast<int8_t>(dev->asInt()) : int8_t{-1};
+        break;
+      }
+      default:
+        e.handle.handle = value(Ann::Handle);
+        e.handle.stream = value(Ann::Stream);
+        break;
+    }
+  }
+
+  void device(const PfSlice& s) {
+    DeviceEvent d;
+    d.start = s.startNs;
+    d.end = s.endNs;
+    d.device = s.track->device;
+    d.stream = s.track->stream;
+    if (s.category == kCategories[3]) d.kind = DeviceKind::Kernel;
+    else if (s.category == kCategories[4]) d.kind = DeviceKind::Memcpy;
+    else if (s.category == kCategories[5]) d.kind = DeviceKind::Memset;
+    else {
+      ++info_.skippedEvents;
+      return;
+    }
+    auto value = [&](Ann a) -> uint64_t {
+      const PfAnnotation* x = s.find(a);
+      return x != nullptr ? x->value : 0;
+    };
+    d.correlation = static_cast<uint32_t>(value(Ann::Correlation));
+    if (d.kind == DeviceKind::Kernel) {
+      if (s.nameIid != 0) d.name = d_.strings.intern(s.name);
+      uint64_t grid[3], block[3];
+      dimsOr(s, Ann::Grid, grid);
+      dimsOr(s, Ann::Block, block);
+      for (int k = 0; k < 3; ++k) {
+        d.grid[k] = static_cast<int32_t>(grid[k]);
+        d.block[k] = static_cast<int32_t>(block[k]);
+      }
+      d.registers = static_cast<uint16_t>(value(Ann::Registers));
+      d.staticShared = static_cast<int32_t>(value(Ann::SharedStatic));
+      d.dynamicShared = static_cast<int32_t>(value(Ann::SharedDynamic));
+    } else {
+      d.bytes = value(Ann::Bytes);
+      if (d.kind == DeviceKind::Memcpy) {
+        const std::string_view prefix = "Memcpy ";
+        const std::string_view kind = s.name.starts_with(prefix) ? s.name.substr(prefix.size()) : std::string_view();
+        for (std::size_t k = 0; k < sizeof(kCuptiCopyKinds) / sizeof(kCuptiCopyKinds[0]); ++k) {
+          if (kind == kCuptiCopyKinds[k]) {
+            d.copyKind = static_cast<uint8_t>(k);
+            break;
+          }
+        }
+      }
+    }
+    const PfAnnotation* track = s.find(Ann::HostTrack);
+    const PfAnnotation* seq = s.find(Ann::HostSeq);
+    if (track != nullptr && seq != nullptr) links_.push_back(Link{track->value, seq->value, d.correlation});
+    d_.device.push_back(d);
+  }
+
+  // ---- metadata JSON
+
+  static bool getString(simdjson::dom::element e, const char* key, std::string& out) {
+    std::string_view v;
+    if (e[key].get(v) != simdjson::SUCCESS) return false;
+    out = std::string(v);
+    return true;
+  }
+  static bool getUint(simdjson::dom::element e, const char* key, uint64_t& out) {
+    return e[key].get(out) == simdjson::SUCCESS;
+  }
+  static bool getInt(simdjson::dom::element e, const char* key, int64_t& out) {
+    return e[key].get(out) == simdjson::SUCCESS;
+  }
+  static void getStrings(simdjson::dom::element e, const char* key, std::vector<std::string>& out) {
+    simdjson::dom::array a;
+    if (e[key].get(a) != simdjson::SUCCESS) return;
+    out.clear();
+    for (simdjson::dom::element x : a) {
+      std::string_view v;
+      if (x.get(v) == simdjson::SUCCESS) out.emplace_back(v);
+    }
+  }
+
+  bool parse(std::string_view json, simdjson::dom::element& root, const char* what) {
+    if (json.empty() || parser_.parse(json.data(), json.size()).get(root) != simdjson::SUCCESS || !root.is_object()) {
+      error_ = std::string("malformed ") + what + " metadata";
+      return false;
+    }
+    return true;
+  }
+
+  void processJson(std::string_view json) {
+    simdjson::dom::element root;
+    if (!parse(json, root, "cutrace.process")) return;
+    TraceMeta& m = d_.meta;
+    getString(root, "tool", m.tool);
+    getString(root, "version", m.version);
+    getString(root, "exe", m.exe);
+    getString(root, "hostname", m.hostname);
+    getString(root, "capture", m.capture);
+    getString(root, "clock_source", m.clockSource);
+    getStrings(root, "command_line", m.commandLine);
+    uint64_t u = 0;
+    int64_t i = 0;
+    if (getUint(root, "pid", u)) {
+      m.pid = static_cast<uint32_t>(u);
+      notePid(m.pid);
+    }
+    if (getInt(root, "rank", i)) m.rank = static_cast<int>(i);
+    if (getUint(root, "ts_origin_ns", u)) m.originMonotonicNs = u;
+    if (getInt(root, "realtime_minus_monotonic_ns", i)) m.realtimeMinusMonotonicNs = i;
+    simdjson::dom::array hooks;
+    if (haveHooks_ || root["hooks"].get(hooks) != simdjson::SUCCESS) return;
+    for (simdjson::dom::element h : hooks) {
+      std::string name;
+      uint64_t layer = 0, kind = 0;
+      if (!h.is_object() || !getString(h, "name", name) || !getUint(h, "layer", layer) || !getUint(h, "kind", kind) ||
+          layer > static_cast<uint64_t>(ApiLayer::Driver) || kind > static_cast<uint64_t>(ApiKind::Register)) {
+        error_ = "malformed hook table in the cutrace.process metadata";
+        return;
+      }
+      d_.hookNames.push_back(std::move(name));
+      d_.hooks.push_back(HookDescriptor{d_.hookNames.back().c_str(), static_cast<ApiLayer>(layer), static_cast<ApiKind>(kind)});
+    }
+    if (d_.hooks.size() > UINT16_MAX) {
+      error_ = "hook table too large";
+      return;
+    }
+    haveHooks_ = true;
+  }
+
+  // The Chrome trace's metadata object, as the process wrote it at its end.
+  void finalJson(std::string_view json) {
+    simdjson::dom::element root;
+    if (!parse(json, root, "cutrace")) return;
+    info_.ended = true;
+    TraceMeta& m = d_.meta;
+    getString(root, "tool", m.tool);
+    getString(root, "version", m.version);
+    getString(root, "exe", m.exe);
+    getString(root, "hostname", m.hostname);
+    getString(root, "capture", m.capture);
+    getStrings(root, "command_line", m.commandLine);
+    uint64_t u = 0;
+    if (getUint(root, "pid", u)) m.pid = static_cast<uint32_t>(u);
+    m.rank = getUint(root, "rank", u) ? static_cast<int>(u) : -1;
+    if (getUint(root, "events", u)) info_.metadataEvents = u;
+    simdjson::dom::element clock, cupti, stacks;
+    if (root["clock"].get(clock) == simdjson::SUCCESS) {
+      getString(clock, "source", m.clockSource);
+      getUint(clock, "ts_origin_ns", m.originMonotonicNs);
+      getInt(clock, "realtime_minus_monotonic_ns", m.realtimeMinusMonotonicNs);
+    }
+    simdjson::dom::object counters;
+    if (root["counters"].get(counters) == simdjson::SUCCESS) {
+      m.counters.clear();
+      for (auto [key, value] : counters) {
+        uint64_t v = 0;
+        if (value.get(v) == simdjson::SUCCESS) m.counters.emplace_back(std::string(key), v);
+      }
+    }
+    if (root["cupti"].get(cupti) == simdjson::SUCCESS) {
+      getString(cupti, "state", d_.cupti.state);
+      getString(cupti, "reason", d_.cupti.reason);
+      getUint(cupti, "dropped_records", d_.cupti.droppedRecords);
+    }
+    if (root["stacks"].get(stacks) == simdjson::SUCCESS) {
+      TraceData::StackInfo& s = d_.stackInfo;
+      getString(stacks, "unwinder", s.unwinder);
+      getString(stacks, "python", s.python);
+      getUint(stacks, "unwind_fallbacks", s.fallbacks);
+      s.verified = getUint(stacks, "unwind_mismatches", s.mismatches);
+      if (getUint(stacks, "depth", u)) s.depth = static_cast<uint32_t>(u);
+      getUint(stacks, "overflowed", s.overflowed);
+      getUint(stacks, "distinct", distinctStacks_);
+    }
+    simdjson::dom::array threads;
+    if (root["threads"].get(threads) == simdjson::SUCCESS) {
+      finalThreads_.clear();
+      for (simdjson::dom::element t : threads) {
+        FinalThread f;
+        if (getUint(t, "tid", u)) f.tid = static_cast<uint32_t>(u);
+        getUint(t, "dropped", f.dropped);
+        getUint(t, "lost_ends", f.lostEnds);
+        getUint(t, "seq_end", f.seqEnd);
+        finalThreads_.push_back(f);
+      }
+    }
+  }
+
+  TraceData& d_;
+  PfRebuildInfo& info_;
+  std::string error_;
+  uint32_t pid_ = 0;
+  bool haveHooks_ = false;
+  std::map<uint32_t, Thread> threads_;  // by sequence: the writer's thread order
+  std::unordered_map<uint64_t, uint32_t> threadOfUuid_;
+  std::vector<FinalThread> finalThreads_;
+  std::vector<Link> links_;
+  uint64_t distinctStacks_ = 0;
+  simdjson::dom::parser parser_;
+};
+
+bool rebuild(Input& in, TraceData& out, std::string& error, PfRebuildInfo* infoOut) {
+  PfRebuildInfo info;
+  Rebuild visitor(out, info);
+  if (!readInput(in, visitor, error, &info.stats)) return false;
+  visitor.finish();
+  if (infoOut != nullptr) *infoOut = info;
+  return true;
+}
+
+int openInput(const std::string& path, std::string& error) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) error = path + ": " + strerror(errno);
+  return fd;
+}
+
+}  // namespace
+
+bool readPerfetto(const std::string& path, PerfettoVisitor& visitor, std::string& error, PfReadStats* stats) {
+  const int fd = openInput(path, error);
+  if (fd < 0) return false;
+  Input in(fd);
+  const bool ok = readInput(in, visitor, error, stats);
+  close(fd);
+  if (!ok) error = path + ": " + error;
+  return ok;
+}
+
+bool readPerfettoBytes(std::string_view bytes, PerfettoVisitor& visitor, std::string& error, PfReadStats* stats) {
+  Input in(bytes);
+  return readInput(in, visitor, error, stats);
+}
+
+bool readPerfettoTrace(const std::string& path, TraceData& out, std::string& error, PfRebuildInfo* info) {
+  const int fd = openInput(path, error);
+  if (fd < 0) return false;
+  Input in(fd);
+  const bool ok = rebuild(in, out, error, info);
+  close(fd);
+  if (!ok) error = path + ": " + error;
+  return ok;
+}
+
+bool readPerfettoTraceBytes(std::string_view bytes, TraceData& out, std::string& error, PfRebuildInfo* info) {
+  Input in(bytes);
+  return rebuild(in, out, error, info);
+}
+
+}  // namespace cutrace

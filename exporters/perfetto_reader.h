@@ -1,0 +1,131 @@
+#pragma once
+// The reader of cutrace's stream (<stem>.pftrace; exporters/perfetto_writer.h describes what is
+// written). A Trace is a sequence of field-1 TracePackets; they are read one at a time into a
+// reused buffer, so memory is one packet (at most kMaxPacketBytes) plus what the sequences
+// intern and the slices still open, whatever the file's length. A last packet cut short (a
+// process killed while appending) ends the file without error; anything else malformed is an
+// error message, never a crash or a read past the bytes given.
+//
+// Decoding follows Perfetto's rules: per sequence, the interned state (event names,
+// categories, debug-annotation names and string values, function names, frames, callstacks)
+// and the packet defaults, cleared by sequence_flags & 1 (a packet that needs incremental
+// state on a sequence that never had it is skipped, as trace_processor does); timestamps on
+// the sequence's default clock, a sequence-scoped clock (64..127) from its ClockSnapshot as
+// deltas when it is incremental, or an explicit timestamp_clock_id (MONOTONIC is absolute;
+// BOOTTIME and REALTIME through a ClockSnapshot that has MONOTONIC); track descriptors; slices
+// paired BEGIN/END per track on a stack; INSTANT and COUNTER events; ChromeEventBundle
+// metadata.
+//
+// Concurrency: none; a read runs on the calling thread and calls the visitor from it.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "collector/trace_data.h"
+#include "exporters/perfetto_writer.h"
+
+namespace cutrace {
+
+// A TracePacket larger than this is malformed (the writer's largest is one event with the
+// strings it interns: kilobytes).
+inline constexpr std::size_t kMaxPacketBytes = std::size_t{64} << 20;
+// Slices open at once on one track (the writer's deepest is 1: BEGIN and END are adjacent).
+inline constexpr std::size_t kMaxOpenSlices = 4096;
+
+// What a track is, from its descriptor and the writer's uuid layout.
+enum class PfTrackKind : uint8_t { Other, Process, Thread, Domain, Span, DropCounter, Device };
+
+struct PfTrack {
+  uint64_t uuid = 0;
+  uint64_t parent = 0;
+  PfTrackKind kind = PfTrackKind::Other;
+  std::string name;         // the thread's or process's name for those
+  uint32_t pid = 0;         // Process, Thread
+  uint32_t tid = 0;         // Thread
+  uint32_t sequence = 0;    // the sequence that last described it
+  uint64_t thread = 0;      // Thread: its own uuid; Domain, Span, DropCounter: the thread's
+  uint32_t device = 0;      // Device
+  uint32_t stream = 0;      // Device
+};
+
+struct PfAnnotation {
+  enum class Type : uint8_t { Uint, Int, Bool, Pointer, String };
+  Ann id = Ann::Count;  // Ann::Count: a name outside kAnnotationNames
+  Type type = Type::Uint;
+  uint64_t value = 0;  // Uint, Bool, Pointer; Int as two's complement
+  std::string_view name;
+  std::string_view text;  // String
+  int64_t asInt() const { return static_cast<int64_t>(value); }
+};
+
+// One slice (BEGIN to END on one track) or instant. Views stay valid until the visitor returns.
+struct PfSlice {
+  const PfTrack* track = nullptr;  // never null
+  uint32_t sequence = 0;
+  uint64_t startNs = 0;  // CLOCK_MONOTONIC
+  uint64_t endNs = 0;
+  bool instant = false;
+  std::string_view category;  // the first one
+  std::string_view name;
+  uint64_t nameIid = 0;       // 0: the name was not interned
+  uint64_t callstackIid = 0;  // 0: none
+  std::vector<std::string_view> frames;  // the callstack's function names, innermost first
+  std::vector<PfAnnotation> annotations;
+
+  const PfAnnotation* find(Ann a) const {
+    for (const PfAnnotation& x : annotations)
+      if (x.id == a) return &x;
+    return nullptr;
+  }
+};
+
+class PerfettoVisitor {
+ public:
+  virtual ~PerfettoVisitor() = default;
+  // A track described (again, when it is described anew: a thread renamed).
+  virtual void track(const PfTrack&) {}
+  // A slice when its END arrives, an instant when it arrives.
+  virtual void slice(const PfSlice&) {}
+  virtual void counter(const PfTrack&, uint32_t /*sequence*/, uint64_t /*ns*/, int64_t /*value*/) {}
+  // ChromeEventBundle metadata: its json_value, or string_value.
+  virtual void metadata(std::string_view /*name*/, std::string_view /*value*/) {}
+  // False stops the read with this message as its error (e.g. a file the visitor cannot use).
+  virtual bool ok(std::string& /*error*/) { return true; }
+};
+
+struct PfReadStats {
+  uint64_t packets = 0;
+  uint64_t bytes = 0;            // of whole packets
+  bool truncated = false;        // the file ended inside a packet
+  uint64_t skipped = 0;          // packets that needed incremental state their sequence never had
+  uint64_t unmatchedEnds = 0;    // END with no open slice on its track
+  uint64_t openAtEnd = 0;        // BEGINs whose END never came
+};
+
+// false with a message (path and byte offset) on unreadable or malformed input.
+bool readPerfetto(const std::string& path, PerfettoVisitor& visitor, std::string& error, PfReadStats* stats = nullptr);
+bool readPerfettoBytes(std::string_view bytes, PerfettoVisitor& visitor, std::string& error,
+                       PfReadStats* stats = nullptr);
+
+// What rebuilding TraceData found besides the data.
+struct PfRebuildInfo {
+  PfReadStats stats;
+  bool ended = false;             // the `cutrace` metadata is there: the process ended normally
+  uint64_t metadataEvents = 0;    // its "events" (when ended)
+  uint64_t skippedEvents = 0;     // slices that are not a cutrace event (unknown hook, category)
+};
+
+// One process's stream back as the TraceData it was written from, for the Chrome and folded
+// writers: threads (by sequence, i.e. in the writer's order) with their events in the order
+// they were recorded, strings, stacks (same ids), hooks and metadata (from `cutrace.process`,
+// then the final `cutrace` metadata where the process wrote it), device events with the host
+// links the writer recorded, drop counts. Times are CLOCK_MONOTONIC ns and meta.ticks is the
+// identity. A file holding several processes is refused.
+bool readPerfettoTrace(const std::string& path, TraceData& out, std::string& error, PfRebuildInfo* info = nullptr);
+bool readPerfettoTraceBytes(std::string_view bytes, TraceData& out, std::string& error,
+                            PfRebuildInfo* info = nullptr);
+
+}  // namespace cutrace

@@ -1,0 +1,698 @@
+#include "exporters/perfetto_writer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "exporters/json_writer.h"
+#include "exporters/output_files.h"
+#include "exporters/perfetto_fields.h"
+#include "exporters/trace_view.h"
+
+#ifndef CUTRACE_VERSION
+#define CUTRACE_VERSION "unknown"
+#endif
+
+namespace cutrace {
+
+namespace {
+
+using proto::Writer;
+
+constexpr uint32_t kProcessSequence = 1;
+
+uint64_t clockNs(clockid_t id) {
+  timespec ts{};
+  clock_gettime(id, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+std::string dims(uint32_t x, uint32_t y, uint32_t z) {
+  return "[" + std::to_string(x) + "," + std::to_string(y) + "," + std::to_string(z) + "]";
+}
+
+const char* cuptiCopyKind(uint8_t k) {
+  return k < sizeof(kCuptiCopyKinds) / sizeof(kCuptiCopyKinds[0]) ? kCuptiCopyKinds[k] : "unknown";
+}
+
+// Text into a proto `string` field. Perfetto's schema declares them UTF-8 (protobuf's own
+// parsers refuse or complain about anything else), so each byte that does not start a valid
+// sequence becomes U+FFFD, as the Chrome and folded writers show it.
+void utf8(Writer& w, uint32_t field, std::string_view s) {
+  std::size_t i = 0;
+  for (std::size_t n; i < s.size(); i += n) {
+    n = static_cast<unsigned char>(s[i]) < 0x80 ? 1 : utf8SequenceLength(s, i);
+    if (n == 0) break;
+  }
+  if (i == s.size()) {
+    w.bytes(field, s);
+    return;
+  }
+  std::string fixed(s.substr(0, i));
+  while (i < s.size()) {
+    const std::size_t n = static_cast<unsigned char>(s[i]) < 0x80 ? 1 : utf8SequenceLength(s, i);
+    if (n == 0) {
+      fixed += "\xef\xbf\xbd";
+      ++i;
+    } else {
+      fixed.append(s.substr(i, n));
+      i += n;
+    }
+  }
+  w.bytes(field, fixed);
+}
+
+void describeTrack(Writer& w, uint64_t uuid, uint64_t parent, std::string_view name) {
+  const auto d = w.begin(pf::TracePacket::kTrackDescriptor);
+  w.varint(pf::TrackDescriptor::kUuid, uuid);
+  if (parent != 0) w.varint(pf::TrackDescriptor::kParentUuid, parent);
+  utf8(w, pf::TrackDescriptor::kName, name);
+  w.end(d);
+}
+
+}  // namespace
+
+bool PerfettoWriter::need(std::vector<bool>& sent, std::size_t iid) {
+  if (iid >= sent.size()) sent.resize(std::max<std::size_t>(iid + 1, sent.size() * 2), false);
+  if (sent[iid]) return false;
+  sent[iid] = true;
+  return true;
+}
+
+Writer::Nested PerfettoWriter::beginPacket(Sequence& seq, uint64_t ns) {
+  const auto p = w_.begin(pf::Trace::kPacket);
+  if (seq.id == kProcessSequence) {
+    w_.varint(pf::TracePacket::kTimestamp, ns);  // the sequence's default clock: MONOTONIC
+  } else if (ns >= seq.lastNs) {
+    w_.varint(pf::TracePacket::kTimestamp, ns - seq.lastNs);
+    seq.lastNs = ns;
+  } else {
+    // Earlier than the previous packet (a range written when it ended): absolute, leaving the
+    // incremental clock where it was.
+    w_.varint(pf::TracePacket::kTimestamp, ns);
+    w_.varint(pf::TracePacket::kTimestampClockId, pf::BuiltinClock::kMonotonic);
+  }
+  w_.varint(pf::TracePacket::kTrustedPacketSequenceId, seq.id);
+  w_.varint(pf::TracePacket::kSequenceFlags, pf::TracePacket::kSeqNeedsIncrementalState);
+  return p;
+}
+
+void PerfettoWriter::flushInterned() {
+  if (interned_.size() == 0) return;
+  w_.bytes(pf::TracePacket::kInternedData, interned_.buffer());
+  interned_.clear();
+}
+
+void PerfettoWriter::needName(Sequence& seq, uint64_t iid, std::string_view text) {
+  if (!need(seq.names, iid)) return;
+  const auto e = interned_.begin(pf::InternedData::kEventNames);
+  interned_.varint(pf::InternedEntry::kIid, iid);
+  utf8(interned_, pf::InternedEntry::kName, text);
+  interned_.end(e);
+}
+
+void PerfettoWriter::needCategory(Sequence& seq, uint32_t iid) {
+  if (!need(seq.categories, iid)) return;
+  const auto e = interned_.begin(pf::InternedData::kEventCategories);
+  interned_.varint(pf::InternedEntry::kIid, iid);
+  interned_.bytes(pf::InternedEntry::kName, kCategories[iid - 1]);
+  interned_.end(e);
+}
+
+void PerfettoWriter::needAnnotation(Sequence& seq, Ann a) {
+  const uint32_t iid = static_cast<uint32_t>(a) + 1;
+  if (!need(seq.annotations, iid)) return;
+  const auto e = interned_.begin(pf::InternedData::kDebugAnnotationNames);
+  interned_.varint(pf::InternedEntry::kIid, iid);
+  interned_.bytes(pf::InternedEntry::kName, kAnnotationNames[iid - 1]);
+  interned_.end(e);
+}
+
+void PerfettoWriter::needString(const TraceData& data, Sequence& seq, uint32_t poolId) {
+  if (!need(seq.strings, std::size_t{poolId} + 1)) return;
+  const auto e = interned_.begin(pf::InternedData::kDebugAnnotationStringValues);
+  interned_.varint(pf::InternedEntry::kIid, std::size_t{poolId} + 1);
+  utf8(interned_, pf::InternedEntry::kName, demangle_(data, poolId));
+  interned_.end(e);
+}
+
+void PerfettoWriter::needStack(const TraceData& data, Sequence& seq, uint32_t stack) {
+  if (!need(seq.stacks, stack)) return;
+  const std::vector<uint32_t>& frames = data.stacks[stack];
+  for (uint32_t name : frames) {
+    if (!need(seq.frames, std::size_t{name} + 1)) continue;
+    auto f = interned_.begin(pf::InternedData::kFunctionNames);
+    interned_.varint(pf::InternedEntry::kIid, std::size_t{name} + 1);
+    utf8(interned_, pf::InternedEntry::kName, data.strings.get(name));
+    interned_.end(f);
+    f = interned_.begin(pf::InternedData::kFrames);
+    interned_.varint(pf::Frame::kIid, std::size_t{name} + 1);
+    interned_.varint(pf::Frame::kFunctionNameId, std::size_t{name} + 1);
+    interned_.end(f);
+  }
+  const auto c = interned_.begin(pf::InternedData::kCallstacks);
+  interned_.varint(pf::Callstack::kIid, stack);
+  frameIids_.clear();
+  for (auto it = frames.rbegin(); it != frames.rend(); ++it) frameIids_.push_back(std::size_t{*it} + 1);  // bottom first
+  interned_.packedVarints(pf::Callstack::kFrameIds, frameIids_.begin(), frameIids_.end());
+  interned_.end(c);
+}
+
+void PerfettoWriter::annotationUint(Ann a, uint64_t v) {
+  const auto d = w_.begin(pf::TrackEvent::kDebugAnnotations);
+  w_.varint(pf::DebugAnnotation::kNameIid, static_cast<uint32_t>(a) + 1);
+  w_.varint(pf::DebugAnnotation::kUintValue, v);
+  w_.end(d);
+}
+void PerfettoWriter::annotationInt(Ann a, int64_t v) {
+  const auto d = w_.begin(pf::TrackEvent::kDebugAnnotations);
+  w_.varint(pf::DebugAnnotation::kNameIid, static_cast<uint32_t>(a) + 1);
+  w_.int64(pf::DebugAnnotation::kIntValue, v);
+  w_.end(d);
+}
+void PerfettoWriter::annotationPointer(Ann a, uint64_t v) {
+  const auto d = w_.begin(pf::TrackEvent::kDebugAnnotations);
+  w_.varint(pf::DebugAnnotation::kNameIid, static_cast<uint32_t>(a) + 1);
+  w_.varint(pf::DebugAnnotation::kPointerValue, v);
+  w_.end(d);
+}
+void PerfettoWriter::annotationString(Ann a, std::string_view v) {
+  const auto d = w_.begin(pf::TrackEvent::kDebugAnnotations);
+  w_.varint(pf::DebugAnnotation::kNameIid, static_cast<uint32_t>(a) + 1);
+  w_.bytes(pf::DebugAnnotation::kStringValue, v);
+  w_.end(d);
+}
+void PerfettoWriter::annotationInterned(Ann a, uint32_t poolId) {
+  const auto d = w_.begin(pf::TrackEvent::kDebugAnnotations);
+  w_.varint(pf::DebugAnnotation::kNameIid, static_cast<uint32_t>(a) + 1);
+  w_.varint(pf::DebugAnnotation::kStringValueIid, std::size_t{poolId} + 1);
+  w_.end(d);
+}
+void PerfettoWriter::annotationBool(Ann a) {
+  const auto d = w_.begin(pf::TrackEvent::kDebugAnnotations);
+  w_.varint(pf::DebugAnnotation::kNameIid, static_cast<uint32_t>(a) + 1);
+  w_.boolean(pf::DebugAnnotation::kBoolValue, true);
+  w_.end(d);
+}
+
+void PerfettoWriter::startProcess(const TraceData& data, std::string& out) {
+  const TraceMeta& m = data.meta;
+  process_.id = kProcessSequence;
+  process_.uuid = processUuid(m.pid);
+  // The clocks at one moment, so trace_processor maps MONOTONIC (cutrace's) onto its BOOTTIME
+  // and files of several processes and hosts line up on REALTIME.
+  const uint64_t boot = clockNs(CLOCK_BOOTTIME), mono = clockNs(CLOCK_MONOTONIC), real = clockNs(CLOCK_REALTIME);
+  auto p = w_.begin(pf::Trace::kPacket);
+  w_.varint(pf::TracePacket::kTrustedPacketSequenceId, kProcessSequence);
+  auto cs = w_.begin(pf::TracePacket::kClockSnapshot);
+  for (auto [id, ts] : {std::pair{pf::BuiltinClock::kBoottime, boot}, std::pair{pf::BuiltinClock::kMonotonic, mono},
+                        std::pair{pf::BuiltinClock::kRealtime, real}}) {
+    const auto c = w_.begin(pf::ClockSnapshot::kClocks);
+    w_.varint(pf::ClockSnapshotClock::kClockId, id);
+    w_.varint(pf::ClockSnapshotClock::kTimestamp, ts);
+    w_.end(c);
+  }
+  w_.end(cs);
+  w_.end(p);
+
+  p = w_.begin(pf::Trace::kPacket);
+  w_.varint(pf::TracePacket::kTimestamp, mono);
+  w_.varint(pf::TracePacket::kTrustedPacketSequenceId, kProcessSequence);
+  w_.varint(pf::TracePacket::kSequenceFlags, pf::TracePacket::kSeqIncrementalStateCleared);
+  w_.boolean(pf::TracePacket::kFirstPacketOnSequence, true);
+  auto defaults = w_.begin(pf::TracePacket::kTracePacketDefaults);
+  w_.varint(pf::TracePacketDefaults::kTimestampClockId, pf::BuiltinClock::kMonotonic);
+  w_.end(defaults);
+  auto d = w_.begin(pf::TracePacket::kTrackDescriptor);
+  w_.varint(pf::TrackDescriptor::kUuid, process_.uuid);
+  auto pd = w_.begin(pf::TrackDescriptor::kProcess);
+  w_.varint(pf::ProcessDescriptor::kPid, m.pid);
+  for (const std::string& arg : m.commandLine) utf8(w_, pf::ProcessDescriptor::kCmdline, arg);
+  utf8(w_, pf::ProcessDescriptor::kProcessName, m.exe);
+  w_.end(pd);
+  w_.end(d);
+  w_.end(p);
+
+  // What the process is, for readers that rebuild the Chrome trace's metadata.
+  Sink json;
+  json.put("{\"tool\":");
+  putJsonString(json, m.tool);
+  json.put(",\"version\":");
+  putJsonString(json, CUTRACE_VERSION);
+  json.put(",\"pid\":");
+  json.putUint(m.pid);
+  json.put(",\"exe\":");
+  putJsonString(json, m.exe);
+  json.put(",\"hostname\":");
+  putJsonString(json, m.hostname);
+  json.put(",\"rank\":");
+  json.putInt(m.rank);
+  json.put(",\"capture\":");
+  putJsonString(json, m.capture);
+  json.put(",\"clock_source\":");
+  putJsonString(json, m.clockSource);
+  json.put(",\"ts_origin_ns\":");
+  json.putUint(m.originMonotonicNs);
+  json.put(",\"realtime_minus_monotonic_ns\":");
+  json.putInt(m.realtimeMinusMonotonicNs);
+  json.put(",\"command_line\":[");
+  for (std::size_t i = 0; i < m.commandLine.size(); ++i) {
+    if (i) json.put(',');
+    putJsonString(json, m.commandLine[i]);
+  }
+  json.put("],\"hooks\":[");
+  for (std::size_t i = 0; i < data.hooks.size(); ++i) {
+    if (i) json.put(',');
+    json.put("{\"name\":");
+    putJsonString(json, data.hooks[i].displayName);
+    json.put(",\"layer\":");
+    json.putUint(static_cast<uint64_t>(data.hooks[i].layer));
+    json.put(",\"kind\":");
+    json.putUint(static_cast<uint64_t>(data.hooks[i].kind));
+    json.put('}');
+  }
+  json.put("]}");
+  p = w_.begin(pf::Trace::kPacket);
+  w_.varint(pf::TracePacket::kTrustedPacketSequenceId, kProcessSequence);
+  auto ce = w_.begin(pf::TracePacket::kChromeEvents);
+  auto md = w_.begin(pf::ChromeEventBundle::kMetadata);
+  w_.bytes(pf::ChromeMetadata::kName, "cutrace.process");
+  w_.bytes(pf::ChromeMetadata::kJsonValue, json.text());
+  w_.end(md);
+  w_.end(ce);
+  w_.end(p);
+  process_.started = true;
+  processStarted_ = true;
+  out += w_.buffer();
+  w_.clear();
+}
+
+void PerfettoWriter::startThread(const TraceData& data, std::size_t index, uint64_t ns, std::string& out) {
+  ThreadMark& mark = threads_[index];
+  Sequence& seq = mark.seq;
+  seq.id = static_cast<uint32_t>(2 + index);
+  seq.uuid = threadUuid(data.meta.pid, index);
+  const auto p = w_.begin(pf::Trace::kPacket);
+  w_.varint(pf::TracePacket::kTimestamp, ns);
+  w_.varint(pf::TracePacket::kTimestampClockId, pf::BuiltinClock::kMonotonic);
+  w_.varint(pf::TracePacket::kTrustedPacketSequenceId, seq.id);
+  w_.varint(pf::TracePacket::kSequenceFlags, pf::TracePacket::kSeqIncrementalStateCleared);
+  w_.boolean(pf::TracePacket::kFirstPacketOnSequence, true);
+  auto defaults = w_.begin(pf::TracePacket::kTracePacketDefaults);
+  w_.varint(pf::TracePacketDefaults::kTimestampClockId, pf::BuiltinClock::kSequenceIncremental);
+  auto ted = w_.begin(pf::TracePacketDefaults::kTrackEventDefaults);
+  w_.varint(pf::TrackEventDefaults::kTrackUuid, seq.uuid);
+  w_.end(ted);
+  w_.end(defaults);
+  auto cs = w_.begin(pf::TracePacket::kClockSnapshot);
+  auto c = w_.begin(pf::ClockSnapshot::kClocks);
+  w_.varint(pf::ClockSnapshotClock::kClockId, pf::BuiltinClock::kMonotonic);
+  w_.varint(pf::ClockSnapshotClock::kTimestamp, ns);
+  w_.end(c);
+  c = w_.begin(pf::ClockSnapshot::kClocks);
+  w_.varint(pf::ClockSnapshotClock::kClockId, pf::BuiltinClock::kSequenceIncremental);
+  w_.varint(pf::ClockSnapshotClock::kTimestamp, ns);
+  w_.boolean(pf::ClockSnapshotClock::kIsIncremental, true);
+  w_.end(c);
+  w_.end(cs);
+  w_.end(p);
+  seq.lastNs = ns;
+  seq.started = true;
+  out += w_.buffer();
+  w_.clear();
+  describeThread(data, index, out);
+}
+
+void PerfettoWriter::describeThread(const TraceData& data, std::size_t index, std::string& out) {
+  const ThreadTrack& t = data.threads[index];
+  ThreadMark& mark = threads_[index];
+  mark.name = t.name;
+  const auto p = beginPacket(mark.seq, mark.seq.lastNs);
+  auto d = w_.begin(pf::TracePacket::kTrackDescriptor);
+  w_.varint(pf::TrackDescriptor::kUuid, mark.seq.uuid);
+  w_.varint(pf::TrackDescriptor::kParentUuid, processUuid(data.meta.pid));
+  auto td = w_.begin(pf::TrackDescriptor::kThread);
+  w_.varint(pf::ThreadDescriptor::kPid, data.meta.pid);
+  w_.varint(pf::ThreadDescriptor::kTid, t.tid);
+  utf8(w_, pf::ThreadDescriptor::kThreadName, t.name.empty() ? "thread " + std::to_string(t.tid) : t.name);
+  w_.end(td);
+  w_.end(d);
+  w_.end(p);
+  out += w_.buffer();
+  w_.clear();
+}
+
+void PerfettoWriter::encodeEvent(const TraceData& data, std::size_t thread, const Event& e,
+                                 std::string& out) {
+  Sequence& seq = threads_[thread].seq;
+  const TickConverter& ticks = data.meta.ticks;
+  const uint64_t start = ticks.toMonotonicNs(e.start);
+  const uint64_t end = ticks.toMonotonicNs(e.end);
+  const uint32_t hookCount = static_cast<uint32_t>(data.hooks.size());
+  uint64_t track = 0;  // 0: the thread's own (the sequence's default)
+  if (e.kind == EventKind::NvtxSpan) {
+    // A start/end range may overlap anything: a track of its own under the thread.
+    track = spanUuid(data.meta.pid, seq.spans++ + (uint64_t{thread} << 16));
+    const auto p = beginPacket(seq, start);
+    describeTrack(w_, track, seq.uuid, e.domain != 0 ? data.strings.get(e.domain) : std::string_view("nvtx ranges"));
+    w_.end(p);
+  } else if ((e.kind == EventKind::NvtxRange || e.kind == EventKind::NvtxMark) && e.domain != 0) {
+    // Each non-default NVTX domain keeps its own stack: a child track per domain.
+    auto it = std::find(seq.domainSlots.begin(), seq.domainSlots.end(), e.domain);
+    std::size_t slot = static_cast<std::size_t>(it - seq.domainSlots.begin());
+    if (it == seq.domainSlots.end()) {
+      slot = std::min<std::size_t>(seq.domainSlots.size(), kMaxDomainSlots - 1);
+      if (seq.domainSlots.size() < kMaxDomainSlots) seq.domainSlots.push_back(e.domain);
+      const auto p = beginPacket(seq, start);
+      describeTrack(w_, seq.uuid + 1 + slot, seq.uuid,
+                    slot + 1 < kMaxDomainSlots ? data.strings.get(e.domain) : std::string_view("nvtx domains"));
+      w_.end(p);
+    }
+    track = seq.uuid + 1 + slot;
+  }
+
+  // BEGIN (or INSTANT): interned entries first, then the event.
+  uint32_t category;
+  uint64_t nameIid;
+  std::string_view nameText;
+  if (e.kind == EventKind::Api) {
+    const HookDescriptor& h = data.hooks[e.hook < hookCount ? e.hook : 0];
+    category = h.layer == ApiLayer::Runtime ? 1 : 2;
+    nameIid = std::size_t{e.hook} + 1;
+    nameText = h.displayName;
+  } else {
+    category = 3;
+    nameIid = std::size_t{hookCount} + 1 + e.name;
+    nameText = data.strings.get(e.name);
+  }
+  needCategory(seq, category);
+  needName(seq, nameIid, nameText);
+  needAnnotation(seq, Ann::Seq);
+  const uint32_t stack = stackIdOf(e);
+  const bool withStack = stack != 0 && stack < data.stacks.size() && !data.stacks[stack].empty();
+  if (withStack) needStack(data, seq, stack);
+  const HookDescriptor* hook = e.kind == EventKind::Api && e.hook < hookCount ? &data.hooks[e.hook] : nullptr;
+  uint32_t categoryName = 0;  // the name nvtxNameCategory gave, as the Chrome trace shows it
+  if (hook == nullptr && e.category != 0) {
+    auto it = data.categoryNames.find((uint64_t{e.domain} << 32) | e.category);
+    if (it != data.categoryNames.end()) categoryName = it->second;
+  }
+  if (hook != nullptr) {
+    switch (hook->kind) {
+      case ApiKind::Launch:
+        if (e.launch.kernelName != 0) {
+          needAnnotation(seq, Ann::Kernel);
+          needString(data, seq, e.launch.kernelName);
+          needAnnotation(seq, Ann::Grid);
+          needAnnotation(seq, Ann::Block);
+          needAnnotation(seq, Ann::Shared);
+        }
+        needAnnotation(seq, Ann::Stream);
+        break;
+      case ApiKind::Memcpy: case ApiKind::Memset: case ApiKind::Alloc: case ApiKind::Free:
+      case ApiKind::HostAlloc: case ApiKind::HostFree:
+        for (Ann a : {Ann::Bytes, Ann::Kind, Ann::Ptr, Ann::Stream, Ann::Device}) needAnnotation(seq, a);
+        break;
+      default:
+        needAnnotation(seq, Ann::Handle);
+        needAnnotation(seq, Ann::Stream);
+        break;
+    }
+    if (e.result != 0) needAnnotation(seq, Ann::Result);
+  } else {
+    if (e.domain != 0) {
+      needAnnotation(seq, Ann::Domain);
+      needString(data, seq, e.domain);
+    }
+    if (e.category != 0) needAnnotation(seq, Ann::Category);
+    if (categoryName != 0) {
+      needAnnotation(seq, Ann::CategoryName);
+      needString(data, seq, categoryName);
+    }
+    if (e.flags & kEventUnclosed) needAnnotation(seq, Ann::Unclosed);
+    if (e.flags & kEventEndLost) needAnnotation(seq, Ann::EndLost);
+    if (e.flags & kEventTextTruncated) needAnnotation(seq, Ann::Truncated);
+    if (e.kind == EventKind::NvtxSpan) needAnnotation(seq, Ann::RangeId);
+  }
+
+  auto p = beginPacket(seq, start);
+  flushInterned();
+  auto te = w_.begin(pf::TracePacket::kTrackEvent);
+  w_.varint(pf::TrackEvent::kType, e.kind == EventKind::NvtxMark ? pf::TrackEvent::kTypeInstant : pf::TrackEvent::kTypeSliceBegin);
+  if (track != 0) w_.varint(pf::TrackEvent::kTrackUuid, track);
+  w_.varint(pf::TrackEvent::kCategoryIids, category);
+  w_.varint(pf::TrackEvent::kNameIid, nameIid);
+  annotationUint(Ann::Seq, e.seq);
+  if (hook != nullptr) {
+    switch (hook->kind) {
+      case ApiKind::Launch:
+        if (e.launch.kernelName != 0) {
+          annotationInterned(Ann::Kernel, e.launch.kernelName);
+          annotationString(Ann::Grid, dims(e.launch.gridX, e.launch.gridY, e.launch.gridZ));
+          annotationString(Ann::Block, dims(e.launch.blockX(), e.launch.blockY(), e.launch.blockZ()));
+          if (e.launch.sharedMem != 0) annotationUint(Ann::Shared, e.launch.sharedMem);
+        }
+        if (e.launch.stream != 0) annotationPointer(Ann::Stream, e.launch.stream);
+        break;
+      case ApiKind::Memcpy: case ApiKind::Memset: case ApiKind::Alloc: case ApiKind::Free:
+      case ApiKind::HostAlloc: case ApiKind::HostFree:
+        annotationUint(Ann::Bytes, e.mem.bytes);
+        if (e.mem.copyKind != static_cast<uint8_t>(CopyKind::Unknown)) annotationString(Ann::Kind, copyKindName(e.mem.copyKind));
+        if (e.mem.ptr != 0) annotationPointer(Ann::Ptr, e.mem.ptr);
+        if (e.mem.stream != 0) annotationPointer(Ann::Stream, e.mem.stream);
+        if (e.mem.device >= 0) annotationInt(Ann::Device, e.mem.device);
+        break;
+      default:
+        if (e.handle.handle != 0) annotationPointer(Ann::Handle, e.handle.handle);
+        if (e.handle.stream != 0) annotationPointer(Ann::Stream, e.handle.stream);
+        break;
+    }
+    if (e.result != 0) annotationInt(Ann::Result, e.result);
+  } else {
+    if (e.domain != 0) annotationInterned(Ann::Domain, e.domain);
+    if (e.category != 0) annotationUint(Ann::Category, e.category);
+    if (categoryName != 0) annotationInterned(Ann::CategoryName, categoryName);
+    if (e.flags & kEventUnclosed) annotationBool(Ann::Unclosed);
+    if (e.flags & kEventEndLost) annotationBool(Ann::EndLost);
+    if (e.flags & kEventTextTruncated) annotationBool(Ann::Truncated);
+    if (e.kind == EventKind::NvtxSpan) annotationUint(Ann::RangeId, e.rangeId);
+  }
+  if (withStack) w_.varint(pf::TrackEvent::kCallstackIid, stack);
+  w_.end(te);
+  w_.end(p);
+
+  if (e.kind != EventKind::NvtxMark) {
+    p = beginPacket(seq, end);
+    te = w_.begin(pf::TracePacket::kTrackEvent);
+    w_.varint(pf::TrackEvent::kType, pf::TrackEvent::kTypeSliceEnd);
+    if (track != 0) w_.varint(pf::TrackEvent::kTrackUuid, track);
+    w_.end(te);
+    w_.end(p);
+  }
+  out += w_.buffer();
+  w_.clear();
+}
+
+void PerfettoWriter::encodePass(const TraceData& data, uint64_t nowNs, std::string& out) {
+  const TickConverter& ticks = data.meta.ticks;
+  if (!processStarted_) startProcess(data, out);
+  if (threads_.size() < data.threads.size()) threads_.resize(data.threads.size());
+  for (std::size_t i = 0; i < data.threads.size(); ++i) {
+    const ThreadTrack& t = data.threads[i];
+    ThreadMark& mark = threads_[i];
+    if (mark.events == t.events.size() && mark.dropped == t.dropped && (!mark.seq.started || mark.name == t.name)) continue;
+    if (!mark.seq.started) {
+      const uint64_t first = t.events.size() > mark.events ? ticks.toMonotonicNs(t.events[mark.events].start) : nowNs;
+      startThread(data, i, first, out);
+    } else if (mark.name != t.name) {
+      describeThread(data, i, out);
+    }
+    for (; mark.events < t.events.size(); ++mark.events) encodeEvent(data, i, t.events[mark.events], out);
+    if (mark.dropped != t.dropped) {
+      // Ring drops happen before encoding: a counter with the running total gives each loss a
+      // time (previous_packet_dropped would make readers distrust the interned state).
+      Sequence& seq = mark.seq;
+      const uint64_t counter = seq.uuid + kDropCounterSlot;
+      auto p = beginPacket(seq, nowNs);
+      if (mark.dropped == 0) {
+        auto d = w_.begin(pf::TracePacket::kTrackDescriptor);
+        w_.varint(pf::TrackDescriptor::kUuid, counter);
+        w_.varint(pf::TrackDescriptor::kParentUuid, seq.uuid);
+        w_.bytes(pf::TrackDescriptor::kName, "dropped events");
+        auto cd = w_.begin(pf::TrackDescriptor::kCounter);
+        w_.varint(pf::CounterDescriptor::kUnit, pf::CounterDescriptor::kUnitCount);
+        w_.end(cd);
+        w_.end(d);
+        w_.end(p);
+        p = beginPacket(seq, nowNs);
+      }
+      auto te = w_.begin(pf::TracePacket::kTrackEvent);
+      w_.varint(pf::TrackEvent::kType, pf::TrackEvent::kTypeCounter);
+      w_.varint(pf::TrackEvent::kTrackUuid, counter);
+      w_.int64(pf::TrackEvent::kCounterValue, static_cast<int64_t>(t.dropped));
+      w_.end(te);
+      w_.end(p);
+      out += w_.buffer();
+      w_.clear();
+      mark.dropped = t.dropped;
+    }
+  }
+}
+
+void PerfettoWriter::encodeDevice(const TraceData& data, std::string& out) {
+  std::vector<uint32_t> order(data.device.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    const DeviceEvent& x = data.device[a];
+    const DeviceEvent& y = data.device[b];
+    if (x.device != y.device) return x.device < y.device;
+    if (x.stream != y.stream) return x.stream < y.stream;
+    return x.start < y.start;
+  });
+  const uint32_t hookCount = static_cast<uint32_t>(data.hooks.size());
+  // The host call behind each device event, as the Chrome trace links them (its thread's track
+  // and the call's seq): written here because the host slice went out before CUPTI reported.
+  const std::vector<HostLink> links = linkDeviceToHost(data);
+  uint64_t described = 0;
+  for (uint32_t i : order) {
+    const DeviceEvent& d = data.device[i];
+    const uint64_t track = deviceUuid(data.meta.pid, d.device, d.stream);
+    if (track != described) {
+      const auto p = beginPacket(process_, d.start);
+      describeTrack(w_, track, process_.uuid, "GPU " + std::to_string(d.device) + " stream " + std::to_string(d.stream));
+      w_.end(p);
+      described = track;
+    }
+    const uint32_t category = d.kind == DeviceKind::Kernel ? 4 : d.kind == DeviceKind::Memcpy ? 5 : 6;
+    needCategory(process_, category);
+    for (Ann a : {Ann::Correlation, Ann::Grid, Ann::Block, Ann::Registers, Ann::SharedStatic, Ann::SharedDynamic, Ann::Bytes,
+                  Ann::HostTrack, Ann::HostSeq})
+      needAnnotation(process_, a);
+    const bool named = d.kind == DeviceKind::Kernel && d.name != 0;
+    if (named) needName(process_, std::size_t{hookCount} + 1 + d.name, demangle_(data, d.name));
+    auto p = beginPacket(process_, d.start);
+    flushInterned();
+    auto te = w_.begin(pf::TracePacket::kTrackEvent);
+    w_.varint(pf::TrackEvent::kType, pf::TrackEvent::kTypeSliceBegin);
+    w_.varint(pf::TrackEvent::kTrackUuid, track);
+    w_.varint(pf::TrackEvent::kCategoryIids, category);
+    if (named) w_.varint(pf::TrackEvent::kNameIid, std::size_t{hookCount} + 1 + d.name);
+    else w_.bytes(pf::TrackEvent::kName, d.kind == DeviceKind::Kernel ? std::string("kernel")
+                                         : d.kind == DeviceKind::Memcpy ? std::string("Memcpy ") + cuptiCopyKind(d.copyKind)
+                                                                        : std::string("Memset"));
+    annotationUint(Ann::Correlation, d.correlation);
+    if (d.kind == DeviceKind::Kernel) {
+      annotationString(Ann::Grid, dims(static_cast<uint32_t>(d.grid[0]), static_cast<uint32_t>(d.grid[1]), static_cast<uint32_t>(d.grid[2])));
+      annotationString(Ann::Block, dims(static_cast<uint32_t>(d.block[0]), static_cast<uint32_t>(d.block[1]), static_cast<uint32_t>(d.block[2])));
+      annotationUint(Ann::Registers, d.registers);
+      annotationInt(Ann::SharedStatic, d.staticShared);
+      annotationInt(Ann::SharedDynamic, d.dynamicShared);
+    } else {
+      annotationUint(Ann::Bytes, d.bytes);
+    }
+    if (links[i].thread >= 0) {
+      const auto thread = static_cast<std::size_t>(links[i].thread);
+      annotationUint(Ann::HostTrack, threadUuid(data.meta.pid, thread));
+      annotationUint(Ann::HostSeq, data.threads[thread].events[links[i].event].seq);
+    }
+    w_.end(te);
+    w_.end(p);
+    p = beginPacket(process_, d.end);
+    te = w_.begin(pf::TracePacket::kTrackEvent);
+    w_.varint(pf::TrackEvent::kType, pf::TrackEvent::kTypeSliceEnd);
+    w_.varint(pf::TrackEvent::kTrackUuid, track);
+    w_.end(te);
+    w_.end(p);
+    out += w_.buffer();
+    w_.clear();
+  }
+}
+
+void PerfettoWriter::encodeEnd(const TraceData& data, uint64_t nowNs,
+                               std::string_view metadataJson, std::string& out) {
+  encodePass(data, nowNs, out);
+  // Threads that recorded nothing still have a name and a line in the metadata: describe them.
+  for (std::size_t i = 0; i < threads_.size(); ++i) {
+    if (!threads_[i].seq.started) startThread(data, i, nowNs, out);
+  }
+  encodeDevice(data, out);
+  auto p = w_.begin(pf::Trace::kPacket);
+  w_.varint(pf::TracePacket::kTrustedPacketSequenceId, kProcessSequence);
+  auto ce = w_.begin(pf::TracePacket::kChromeEvents);
+  auto md = w_.begin(pf::ChromeEventBundle::kMetadata);
+  w_.bytes(pf::ChromeMetadata::kName, "cutrace");
+  w_.bytes(pf::ChromeMetadata::kJsonValue, metadataJson);
+  w_.end(md);
+  w_.end(ce);
+  w_.end(p);
+  out += w_.buffer();
+  w_.clear();
+}
+
+bool StreamFile::create(const std::string& dir, const std::string& stem, std::string& error) {
+  if (!makeDirectories(dir, error)) return false;
+  const int dirfd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dirfd < 0) {
+    error = "cannot open " + dir + ": " + strerror(errno);
+    return false;
+  }
+  for (int attempt = 0; attempt < kStemAttempts; ++attempt) {
+    const std::string candidate = numberedStem(stem, attempt);
+    const int fd = createExclusive(dirfd, candidate + ".pftrace");
+    if (fd < 0) {
+      if (errno == EEXIST || errno == ELOOP) continue;
+      break;
+    }
+    struct stat st {};
+    fstat(fd, &st);
+    close(fd);
+    close(dirfd);
+    dev_ = st.st_dev;
+    ino_ = st.st_ino;
+    stem_ = candidate;
+    path_ = dir + "/" + candidate + ".pftrace";
+    return true;
+  }
+  error = "cannot create a .pftrace in " + dir + ": " + strerror(errno);
+  close(dirfd);
+  return false;
+}
+
+bool StreamFile::append(const std::string& bytes) {
+  if (!isOpen()) return false;
+  if (bytes.empty()) return true;
+  // Opened for this append only: a program that closes every descriptor and opens its own
+  // files never gets cutrace's bytes, and a file replaced under the name is never written.
+  const int fd = open(path_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
+  struct stat st {};
+  if (fd < 0 || fstat(fd, &st) != 0 || st.st_dev != dev_ || st.st_ino != ino_) {
+    if (fd >= 0) close(fd);
+    failed_ = true;
+    return false;
+  }
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      failed_ = true;
+      break;
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  close(fd);
+  return !failed_;
+}
+
+void StreamFile::forget() {
+  path_.clear();
+  stem_.clear();
+  failed_ = false;
+}
+
+}  // namespace cutrace

@@ -1,0 +1,165 @@
+#pragma once
+// The stream: a process's trace as Perfetto's native protobuf (`<stem>.pftrace`), appended by
+// the drain thread on every pass. The file is a concatenation of whole TracePackets and each
+// pass appends whole packets only, so it opens (ui.perfetto.dev, trace_processor) at every
+// moment: a process killed by SIGKILL leaves everything older than one drain interval.
+//
+// What is written (exporters/perfetto_reader reads exactly this):
+// - Sequence 1 (the process): a ClockSnapshot (BOOTTIME, MONOTONIC, REALTIME), the process
+//   track (uuid processUuid(pid)) with pid, name and command line, and ChromeEventBundle
+//   metadata `cutrace.process` (JSON: tool, version, pid, exe, hostname, rank, capture,
+//   clock_source, ts_origin_ns, realtime_minus_monotonic_ns, command_line, hooks: the hook
+//   table, {name, layer, kind} by hook index); at a normal end, the device work (one track per
+//   GPU stream, named "GPU <device> stream <stream>"; a slice linked to its host call carries
+//   host_track = that thread's track uuid and host_seq = the call's seq) and `cutrace`
+//   metadata = the Chrome trace's `metadata` object. Threads that recorded nothing are
+//   described at the end too.
+// - One sequence per thread track (id 2 + thread index): its first packet clears the
+//   incremental state and sets the defaults (timestamps on clock 64, delta-encoded, defined by
+//   a ClockSnapshot against MONOTONIC; events on the thread's track) and describes the track.
+//   Events are BEGIN/END pairs (CUDA calls, NVTX push/pop ranges: each complete range is
+//   written when it ends, so a parent follows its children in the file; trace_processor sorts
+//   by time), INSTANTs (NVTX marks). A timestamp lower than the previous one on the sequence is
+//   written absolute on MONOTONIC. Non-default NVTX domains and start/end ranges go on child
+//   tracks of the thread. The thread's running drop count is a counter track under it.
+//   Annotations (kAnnotationNames) carry the Event's fields: seq; by hook kind kernel, grid and
+//   block ("[x,y,z]"), shared, stream, bytes, kind, ptr, device, handle, result; for NVTX
+//   domain, category (its number) and category_name (when named), unclosed, end_lost,
+//   truncated, range_id (start/end ranges). An API call's stack is callstack_iid.
+// - Interned per sequence (each entry in the first packet that uses it): event names (hook i:
+//   iid i + 1; string s of the trace's pool: hookCount + 1 + s), categories (kCategories),
+//   annotation names (kAnnotationNames), annotation string values (pool id + 1), frames and
+//   function names (pool id + 1), callstacks (stack id; frames bottom first).
+// - Text in string fields (names, interned strings, descriptors) is valid UTF-8: a byte that
+//   does not start a valid sequence is written as U+FFFD, as the Chrome trace shows it.
+//
+// Concurrency: one writer per process, used under the collector's drain mutex only.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "collector/clock.h"
+#include "collector/trace_data.h"
+#include "exporters/proto_writer.h"
+#include "exporters/trace_view.h"
+
+namespace cutrace {
+
+// Categories and debug-annotation names, in iid order (iid = index + 1). Reader and writer
+// both use these lists.
+inline constexpr const char* kCategories[] = {"cuda_runtime", "cuda_driver", "nvtx", "kernel", "memcpy", "memset"};
+enum class Ann : uint8_t {
+  Seq, Result, Kernel, Grid, Block, Shared, Stream, Bytes, Kind, Ptr, Device, Handle, Domain, Category,
+  Unclosed, EndLost, Truncated, Correlation, Registers, SharedStatic, SharedDynamic, RangeId,
+  CategoryName, HostTrack, HostSeq, Count
+};
+inline constexpr const char* kAnnotationNames[] = {
+    "seq",       "result",   "kernel",    "grid",        "block",     "shared",        "stream",         "bytes",
+    "kind",      "ptr",      "device",    "handle",      "domain",    "category",      "unclosed",       "end_lost",
+    "truncated", "correlation", "registers", "shared_static", "shared_dynamic", "range_id",
+    "category_name", "host_track", "host_seq"};
+static_assert(sizeof(kAnnotationNames) / sizeof(kAnnotationNames[0]) == static_cast<std::size_t>(Ann::Count));
+// CUPTI memcpy kinds by number, as a device copy's slice is named ("Memcpy HtoD").
+inline constexpr const char* kCuptiCopyKinds[] = {"unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
+                                                  "AtoD",    "DtoA", "DtoD", "HtoH", "PtoP"};
+
+// Track uuids: the pid in the high bits keeps the tracks of several processes apart when
+// their files are merged. Below the pid: a thread's track, then its child tracks (uuid + 1 +
+// slot: non-default NVTX domains; + kDropCounterSlot: its drop counter), all below
+// kDeviceTrackBit; GPU streams have kDeviceTrackBit, NVTX start/end ranges kSpanTrackBit.
+inline constexpr uint64_t kDeviceTrackBit = 0x400000;
+inline constexpr uint64_t kSpanTrackBit = 0x800000;
+inline constexpr uint64_t kDropCounterSlot = 63;
+inline constexpr uint32_t kMaxDomainSlots = 62;
+inline uint64_t processUuid(uint32_t pid) { return (uint64_t{pid} << 24) | 1; }
+inline uint64_t threadUuid(uint32_t pid, std::size_t threadIndex) {
+  return (uint64_t{pid} << 24) | (0x100 + (threadIndex & 0x3fff) * 64);
+}
+inline uint64_t deviceUuid(uint32_t pid, uint32_t device, uint32_t stream) {
+  return (uint64_t{pid} << 24) | kDeviceTrackBit | (uint64_t{device & 0x3f} << 16) | (stream & 0xffff);
+}
+inline uint64_t spanUuid(uint32_t pid, uint64_t n) { return (uint64_t{pid} << 24) | kSpanTrackBit | (n & 0x7fffff); }
+
+class PerfettoWriter {
+ public:
+  // Packets for what `data` gained since the last call; `ticks` maps its event times.
+  void encodePass(const TraceData& data, uint64_t nowNs, std::string& out);
+  // At the end: the remaining events (encodePass), the device work and the final metadata
+  // (`metadataJson`: the Chrome trace's metadata object).
+  void encodeEnd(const TraceData& data, uint64_t nowNs, std::string_view metadataJson,
+                 std::string& out);
+
+ private:
+  struct Sequence {
+    uint32_t id = 0;
+    uint64_t uuid = 0;
+    uint64_t lastNs = 0;  // the incremental clock's value
+    bool started = false;
+    std::vector<bool> names, categories, annotations, strings, frames, stacks;
+    std::vector<uint32_t> domainSlots;  // domain pool id per child-track slot
+    uint64_t spans = 0;
+  };
+  struct ThreadMark {
+    std::size_t events = 0;
+    std::string name;
+    uint64_t dropped = 0;
+    Sequence seq;
+  };
+
+  void startProcess(const TraceData& data, std::string& out);
+  void startThread(const TraceData& data, std::size_t index, uint64_t ns, std::string& out);
+  void describeThread(const TraceData& data, std::size_t index, std::string& out);
+  void encodeEvent(const TraceData& data, std::size_t thread, const Event& e,
+                   std::string& out);
+  void encodeDevice(const TraceData& data, std::string& out);
+
+  // Packet assembly. A packet is begun with its timestamp on `seq`, interned entries go into
+  // `interned_` first (needX), then the track event.
+  proto::Writer::Nested beginPacket(Sequence& seq, uint64_t ns);
+  void flushInterned();
+  bool need(std::vector<bool>& sent, std::size_t iid);
+  void needName(Sequence& seq, uint64_t iid, std::string_view text);
+  void needCategory(Sequence& seq, uint32_t iid);
+  void needAnnotation(Sequence& seq, Ann a);
+  void needString(const TraceData& data, Sequence& seq, uint32_t poolId);
+  void needStack(const TraceData& data, Sequence& seq, uint32_t stack);
+  void annotationUint(Ann a, uint64_t v);
+  void annotationInt(Ann a, int64_t v);
+  void annotationPointer(Ann a, uint64_t v);
+  void annotationString(Ann a, std::string_view v);
+  void annotationInterned(Ann a, uint32_t poolId);
+  void annotationBool(Ann a);
+
+  bool processStarted_ = false;
+  Sequence process_;
+  std::vector<ThreadMark> threads_;
+  proto::Writer w_;         // the packets of this call
+  proto::Writer interned_;  // InternedData body of the packet being built
+  std::vector<uint64_t> frameIids_;
+  Demangler demangle_;
+};
+
+// The stream's file: created once (O_EXCL, no symlink followed) under the first free numbered
+// stem, then appended to pass by pass. Never writes to a descriptor the program may have reused:
+// each append opens the file by path and checks it is still the file cutrace created.
+class StreamFile {
+ public:
+  // Creates <dir>/<stem>.pftrace (or the first free <stem>.N.pftrace). False with a message.
+  bool create(const std::string& dir, const std::string& stem, std::string& error);
+  bool append(const std::string& bytes);
+  bool isOpen() const { return !path_.empty() && !failed_; }
+  const std::string& path() const { return path_; }
+  const std::string& stem() const { return stem_; }  // the numbered stem taken
+  // In a forked child: forget the parent's file without touching it.
+  void forget();
+
+ private:
+  std::string path_;
+  std::string stem_;
+  uint64_t dev_ = 0, ino_ = 0;
+  bool failed_ = false;
+};
+
+}  // namespace cutrace

@@ -1,0 +1,185 @@
+#pragma once
+// Protocol-buffer wire encoding, append-only (after Perfetto's protozero): scalar fields are
+// appended as they come; a nested message reserves its length bytes when it starts and
+// patches them when it ends, moving the body back so the length takes the fewest bytes.
+// Nothing is ever read back or reordered, so a finished top-level message is final bytes.
+//
+// Allocation: the buffer is a std::string the owner reuses (clear() keeps its capacity).
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+
+namespace cutrace::proto {
+
+enum WireType : uint32_t { kVarint = 0, kFixed64 = 1, kLengthDelimited = 2, kFixed32 = 5 };
+
+inline std::size_t varintSize(uint64_t v) {
+  std::size_t n = 1;
+  while (v >= 0x80) {
+    v >>= 7;
+    ++n;
+  }
+  return n;
+}
+
+class Writer {
+ public:
+  // A nested message in progress: where its reserved length bytes are.
+  struct Nested {
+    std::size_t lengthAt;
+  };
+
+  void varint(uint32_t field, uint64_t v) {
+    rawVarint(field << 3 | kVarint);
+    rawVarint(v);
+  }
+  // Signed values as two's complement varints (int32/int64 fields; negative costs 10 bytes).
+  void int64(uint32_t field, int64_t v) { varint(field, static_cast<uint64_t>(v)); }
+  void boolean(uint32_t field, bool v) { varint(field, v ? 1 : 0); }
+  void fixed64(uint32_t field, uint64_t v) {
+    rawVarint(field << 3 | kFixed64);
+    char b[8];
+    memcpy(b, &v, 8);  // little-endian hosts only (x86-64, aarch64)
+    buf_.append(b, 8);
+  }
+  void bytes(uint32_t field, std::string_view s) {
+    rawVarint(field << 3 | kLengthDelimited);
+    rawVarint(s.size());
+    buf_.append(s);
+  }
+  // Packed repeated varints (one length-delimited field).
+  template <typename It>
+  void packedVarints(uint32_t field, It first, It last) {
+    const Nested n = begin(field);
+    for (; first != last; ++first) rawVarint(static_cast<uint64_t>(*first));
+    end(n);
+  }
+
+  Nested begin(uint32_t field) {
+    rawVarint(field << 3 | kLengthDelimited);
+    const Nested n{buf_.size()};
+    buf_.append(kReserved, '\0');
+    return n;
+  }
+  void end(Nested n) {
+    const std::size_t bodyAt = n.lengthAt + kReserved;
+    const std::size_t body = buf_.size() - bodyAt;
+    const std::size_t need = varintSize(body);
+    char* p = buf_.data() + n.lengthAt;
+    if (need < kReserved) memmove(p + need, p + kReserved, body);
+    uint64_t v = body;
+    for (std::size_t i = 0; i < need; ++i, v >>= 7) p[i] = static_cast<char>((v & 0x7f) | (i + 1 < need ? 0x80 : 0));
+    buf_.resize(bodyAt - (kReserved - need) + body);
+  }
+
+  void rawVarint(uint64_t v) {
+    char b[10];
+    std::size_t n = 0;
+    while (v >= 0x80) {
+      b[n++] = static_cast<char>((v & 0x7f) | 0x80);
+      v >>= 7;
+    }
+    b[n++] = static_cast<char>(v);
+    buf_.append(b, n);
+  }
+
+  std::string& buffer() { return buf_; }
+  const std::string& buffer() const { return buf_; }
+  std::size_t size() const { return buf_.size(); }
+  void clear() { buf_.clear(); }
+
+ private:
+  // Bodies up to 2^28 - 1 bytes; a TracePacket is far smaller.
+  static constexpr std::size_t kReserved = 4;
+  std::string buf_;
+};
+
+// Reads what Writer writes: one field at a time from a byte range. Every read is bounds-checked;
+// malformed input sets failed() and reads as the end, so a hostile file can never over-read.
+class Reader {
+ public:
+  Reader() = default;
+  Reader(const char* data, std::size_t size) : p_(reinterpret_cast<const uint8_t*>(data)), end_(p_ + size) {}
+  explicit Reader(std::string_view s) : Reader(s.data(), s.size()) {}
+
+  struct Field {
+    uint32_t number = 0;
+    uint32_t wire = 0;
+    uint64_t value = 0;        // varint / fixed64 / fixed32
+    std::string_view bytes;    // length-delimited
+    Reader nested() const { return Reader(bytes); }
+  };
+
+  // The next field, or false at the end (or on malformed input: then failed()).
+  bool next(Field& f) {
+    if (p_ >= end_ || failed_) return false;
+    uint64_t tag;
+    if (!readVarint(tag) || (tag >> 3) == 0 || (tag >> 3) > 0x1fffffff) return fail();
+    f.number = static_cast<uint32_t>(tag >> 3);
+    f.wire = static_cast<uint32_t>(tag & 7);
+    switch (f.wire) {
+      case kVarint:
+        return readVarint(f.value) || fail();
+      case kFixed64:
+        if (end_ - p_ < 8) return fail();
+        memcpy(&f.value, p_, 8);
+        p_ += 8;
+        return true;
+      case kFixed32: {
+        if (end_ - p_ < 4) return fail();
+        uint32_t v;
+        memcpy(&v, p_, 4);
+        f.value = v;
+        p_ += 4;
+        return true;
+      }
+      case kLengthDelimited: {
+        uint64_t len;
+        if (!readVarint(len) || len > static_cast<uint64_t>(end_ - p_)) return fail();
+        f.bytes = std::string_view(reinterpret_cast<const char*>(p_), len);
+        p_ += len;
+        return true;
+      }
+      default:
+        return fail();
+    }
+  }
+  bool failed() const { return failed_; }
+
+  // Packed varints of a length-delimited field; false on malformed bytes.
+  template <typename F>
+  static bool forEachPacked(std::string_view bytes, F&& f) {
+    Reader r(bytes);
+    while (r.p_ < r.end_) {
+      uint64_t v;
+      if (!r.readVarint(v)) return false;
+      f(v);
+    }
+    return true;
+  }
+
+ private:
+  bool fail() {
+    failed_ = true;
+    return false;
+  }
+  bool readVarint(uint64_t& v) {
+    v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (p_ >= end_) return false;
+      const uint8_t b = *p_++;
+      v |= static_cast<uint64_t>(b & 0x7f) << shift;
+      if (!(b & 0x80)) return true;
+    }
+    return false;
+  }
+
+  const uint8_t* p_ = nullptr;
+  const uint8_t* end_ = nullptr;
+  bool failed_ = false;
+};
+
+}  // namespace cutrace::proto
