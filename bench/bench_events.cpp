@@ -4,6 +4,8 @@
 //
 //   bench_events --libtrace PATH [--runs N] [--calls N]      (driver: spawns the workers)
 //   bench_events --worker LOOP --calls N [--depth D]         (one timed loop; prints ns/call)
+//   bench_events --libtrace PATH --sustained N [--pace-ns P]  (N launches back to back at a pace:
+//                                                             drops, peak RSS, bytes/event, exit time)
 //
 // Cases: driver-sync (cuCtxSynchronize: 1 event), runtime-sync (cudaStreamSynchronize: the
 // runtime call and the driver call it makes, 2 events), launch (a kernel launch through the
@@ -117,6 +119,24 @@ int worker(const std::string& which, long calls, int depth) {
       }
     }
   };
+  if (which == "sustained") {
+    // A launch-bound training loop: launches back to back, each at least `depth` ns apart (the
+    // argument is reused as the pace), with no pause for the drain. Prints when the loop ended
+    // (CLOCK_MONOTONIC ns), so the driver can time the exit.
+    const auto pace = std::chrono::nanoseconds(depth);
+    auto next = std::chrono::steady_clock::now();
+    for (long i = 0; i < calls; ++i) {
+      cudaLaunchKernel(reinterpret_cast<const void*>(&benchKernelStub), dim3(1), dim3(32), nullptr, 0, stream);
+      next += pace;
+      while (std::chrono::steady_clock::now() < next) {
+      }
+    }
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    printf("%lld\n", static_cast<long long>(ts.tv_sec) * 1000000000ll + ts.tv_nsec);
+    fflush(stdout);
+    return 0;
+  }
   if (which != "driver-sync" && which != "runtime-sync" && which != "launch" && which != "nvtx") {
     fprintf(stderr, "unknown case %s\n", which.c_str());
     return 2;
@@ -211,6 +231,85 @@ bool runWorker(const char* self, const Case& c, long calls, const std::string& p
   return n > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 && sscanf(buf, "%lf %lf", &wall, &cpu) == 2;
 }
 
+// --sustained: one traced run of the launch loop at a pace, default settings. Reports what was
+// recorded and dropped, the peak RSS above a bare run, the .pftrace's and the Chrome trace's
+// bytes per event, and the time from the loop's end to the process's exit.
+int sustained(const char* self, const std::string& libtrace, long launches, long paceNs) {
+  const std::string out = std::string(getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp") + "/cutrace-bench-sustained";
+  const std::string errPath = out + ".stderr";
+  std::string callsArg = std::to_string(launches), paceArg = std::to_string(paceNs);
+  const char* argv[] = {self, "--worker", "sustained", "--calls", callsArg.c_str(), "--depth", paceArg.c_str(), nullptr};
+  long rssKb[2] = {0, 0};
+  double exitSeconds = 0, loopSeconds = 0;
+  for (int traced = 0; traced < 2; ++traced) {
+    std::vector<std::string> envStore;
+    for (char** e = environ; *e; ++e)
+      if (strncmp(*e, "LD_PRELOAD=", 11) != 0 && strncmp(*e, "CUTRACE_", 8) != 0) envStore.emplace_back(*e);
+    if (traced) {
+      envStore.push_back("LD_PRELOAD=" + libtrace);
+      envStore.push_back("CUTRACE_OUTPUT=" + out);
+    }
+    std::vector<char*> env;
+    for (auto& e : envStore) env.push_back(e.data());
+    env.push_back(nullptr);
+    int fds[2];
+    if (pipe(fds) != 0) return 1;
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
+    posix_spawn_file_actions_addclose(&actions, fds[0]);
+    posix_spawn_file_actions_addopen(&actions, 2, errPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    timespec t0{};
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    pid_t pid;
+    if (posix_spawn(&pid, self, &actions, nullptr, const_cast<char**>(argv), env.data()) != 0) return 1;
+    posix_spawn_file_actions_destroy(&actions);
+    close(fds[1]);
+    char buf[64] = {};
+    const ssize_t n = read(fds[0], buf, sizeof(buf) - 1);
+    close(fds[0]);
+    int status = 0;
+    rusage ru{};
+    wait4(pid, &status, 0, &ru);
+    timespec t1{};
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (n <= 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return 1;
+    rssKb[traced] = ru.ru_maxrss;
+    if (traced) {
+      const double end = atof(buf) * 1e-9;
+      exitSeconds = static_cast<double>(t1.tv_sec) + static_cast<double>(t1.tv_nsec) * 1e-9 - end;
+      loopSeconds = end - (static_cast<double>(t0.tv_sec) + static_cast<double>(t0.tv_nsec) * 1e-9);
+    }
+  }
+  FILE* err = fopen(errPath.c_str(), "r");
+  char line[2048];
+  unsigned long events = 0, dropped = 0;
+  char stream[512] = {}, trace[512] = {};
+  while (err != nullptr && fgets(line, sizeof(line), err) != nullptr) {
+    const char* count = strstr(line, ".folded, ");
+    if (strstr(line, "cutrace: wrote") != nullptr && count != nullptr) {
+      sscanf(line, "cutrace: wrote %511[^,], %511s", stream, trace);
+      sscanf(count, ".folded, %lu events, %lu dropped", &events, &dropped);
+    }
+  }
+  if (err != nullptr) fclose(err);
+  struct stat ss {}, ts {};
+  stat(stream, &ss);
+  stat(trace, &ts);
+  const double recorded = static_cast<double>(events);
+  printf("sustained launch loop: %ld launches, %ld ns pace, default settings\n", launches, paceNs);
+  printf("  events recorded %lu, dropped %lu (%.1f%%), %.2f M events/s offered\n", events, dropped,
+         100.0 * static_cast<double>(dropped) / std::max(1.0, recorded + static_cast<double>(dropped)),
+         (recorded + static_cast<double>(dropped)) / loopSeconds * 1e-6);
+  printf("  peak RSS %ld MB traced, %ld MB bare (+%ld MB)\n", rssKb[1] >> 10, rssKb[0] >> 10, (rssKb[1] - rssKb[0]) >> 10);
+  printf("  .pftrace %.1f B/event, Chrome trace %.1f B/event, exit %.2f s after the loop\n",
+         static_cast<double>(ss.st_size) / std::max(1.0, recorded), static_cast<double>(ts.st_size) / std::max(1.0, recorded),
+         exitSeconds);
+  const std::string stem(trace, strlen(trace) > 11 ? strlen(trace) - 11 : 0);
+  for (const char* suffix : {".pftrace", ".trace.json", ".folded", ".calls.folded", ".gpu.folded"}) unlink((stem + suffix).c_str());
+  return 0;
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -221,6 +320,7 @@ double median(std::vector<double> v) {
 int main(int argc, char** argv) {
   std::string libtrace, workerCase;
   long calls = 100000;
+  long sustainedLaunches = 0, paceNs = 0;
   int runs = 7;
   int depth = 0;
   for (int i = 1; i < argc; ++i) {
@@ -230,8 +330,10 @@ int main(int argc, char** argv) {
     else if (a == "--calls" && i + 1 < argc) calls = atol(argv[++i]);
     else if (a == "--runs" && i + 1 < argc) runs = atoi(argv[++i]);
     else if (a == "--depth" && i + 1 < argc) depth = atoi(argv[++i]);
+    else if (a == "--sustained" && i + 1 < argc) sustainedLaunches = atol(argv[++i]);
+    else if (a == "--pace-ns" && i + 1 < argc) paceNs = atol(argv[++i]);
     else {
-      fprintf(stderr, "usage: bench_events --libtrace PATH [--runs N] [--calls N]\n");
+      fprintf(stderr, "usage: bench_events --libtrace PATH [--runs N] [--calls N] | [--sustained LAUNCHES [--pace-ns NS]]\n");
       return 2;
     }
   }
@@ -244,6 +346,7 @@ int main(int argc, char** argv) {
   const ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
   if (len <= 0) return 1;
   self[len] = '\0';
+  if (sustainedLaunches > 0) return sustained(self, libtrace, sustainedLaunches, paceNs);
 
   printf("cutrace bench_events: %d runs x %ld calls per case, medians, stand-in CUDA libraries\n", runs, calls);
   printf("%-14s %8s %10s %10s %8s %16s %16s %14s %16s\n", "case", "events", "bare ns", "traced ns", "ratio", "wall ns/event",
