@@ -11,6 +11,8 @@
 // - tls::busy > 0 on a thread means "the tracer itself is running here": hooks pass straight
 //   through. The drain thread keeps it set for its whole life.
 
+#include <errno.h>
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -85,6 +87,16 @@ struct ReentrancyGuard {
   ~ReentrancyGuard() { --tls::busy; }
   ReentrancyGuard(const ReentrancyGuard&) = delete;
   ReentrancyGuard& operator=(const ReentrancyGuard&) = delete;
+};
+
+// Gives the program its errno back when the tracer's own work in an entry point is done: an
+// entry point leaves errno as the program (or the real function) left it.
+struct ErrnoKeeper {
+  int saved = errno;
+  ErrnoKeeper() = default;
+  ~ErrnoKeeper() { errno = saved; }
+  ErrnoKeeper(const ErrnoKeeper&) = delete;
+  ErrnoKeeper& operator=(const ErrnoKeeper&) = delete;
 };
 
 // Appends one record plus `text` (copied into extra blocks). Never blocks: a full ring drops

@@ -128,7 +128,10 @@ bool resolve(void* lib, std::string& missing) {
 
 void CUPTIAPI noopCallback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
 
+// CUPTI calls these on whichever thread needs a buffer, the program's included (inside its CUDA
+// call): they leave that thread's errno alone.
 void CUPTIAPI bufferRequested(uint8_t** buffer, size_t* size, size_t* maxRecords) {
+  ErrnoKeeper keepErrno;
   State& s = st();
   auto* b = static_cast<uint8_t*>(aligned_alloc(8, kBufferBytes));
   *buffer = b;
@@ -161,6 +164,7 @@ PendingDevice pending(const R* r, DeviceKind kind, const Mono& mono) {
 
 void CUPTIAPI bufferCompleted(CUcontext ctx, uint32_t streamId, uint8_t* buffer, size_t, size_t validSize) {
   ReentrancyGuard guard;  // CUPTI's thread: anything it does is not the program's activity
+  ErrnoKeeper keepErrno;
   State& s = st();
   std::vector<PendingDevice> device;
   std::vector<ApiActivity> api;
@@ -317,6 +321,9 @@ void Cupti::start(CuptiMode mode, const CuptiApiFilter& filter) {
   State& s = st();
   if (s.started.load(std::memory_order_acquire)) return;
   ReentrancyGuard guard;  // CUPTI's own lookups and driver calls during start-up are not traced
+  // Loading CUPTI tries paths that do not exist and CUPTI reads configuration files that may
+  // not: none of that reaches the program's errno.
+  ErrnoKeeper keepErrno;
   std::call_once(s.once, [&] { startOnce(mode, filter); });
   s.started.store(true, std::memory_order_release);
 }
@@ -326,6 +333,7 @@ bool Cupti::started() { return st().started.load(std::memory_order_acquire); }
 void Cupti::flush() {
   State& s = st();
   if (!s.on.load(std::memory_order_acquire)) return;
+  ErrnoKeeper keepErrno;
   ReentrancyGuard guard;
   s.api.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 }
@@ -368,6 +376,7 @@ void Cupti::collect(TraceData& data, const NameTable& names) {
 }
 
 void Cupti::programRegistersCallbacks() {
+  ErrnoKeeper keepErrno;
   State& s = st();
   {
     std::lock_guard<std::mutex> lock(s.mutex);
@@ -395,6 +404,7 @@ void Cupti::programRegistersCallbacks() {
 }
 
 void Cupti::programDisabled(int) {
+  ErrnoKeeper keepErrno;
   State& s = st();
   if (!s.on.load(std::memory_order_acquire)) return;
   // The program switched a kind off without a profiling session of its own (it never

@@ -57,6 +57,7 @@ void writeOutputsAndReport(TraceData& data, const Config& config) {
 }
 
 __attribute__((constructor)) void preloadConstructor() {
+  ErrnoKeeper keepErrno;
   initializePreload();
   const Config& config = Collector::config();
   // NVTX v3 reaches a tool only through this variable; point it at ourselves unless the user
