@@ -19,6 +19,7 @@
 
 #include "collector/capture.h"
 #include "collector/cupti_session.h"
+#include "collector/own_file.h"
 #include "collector/stack_capture.h"
 #include "collector/store.h"
 #include "collector/symbolizer.h"
@@ -91,19 +92,6 @@ Globals& g() {
 }
 
 pid_t currentTid() { return static_cast<pid_t>(syscall(SYS_gettid)); }
-
-void writeStderr(const char* text) {
-  std::size_t len = strlen(text);
-  while (len > 0) {
-    const ssize_t n = write(STDERR_FILENO, text, len);
-    if (n <= 0) {
-      if (n < 0 && errno == EINTR) continue;
-      return;
-    }
-    text += n;
-    len -= static_cast<std::size_t>(n);
-  }
-}
 
 void threadExit(void* p) {
   auto* s = static_cast<ThreadState*>(p);
@@ -406,6 +394,7 @@ void Collector::initialize(const HookDescriptor* hooks, std::size_t hookCount, W
   gl.hookCount = hookCount;
   gl.writer = writer;
   gl.journal = journal;
+  rememberStderr();  // cutrace's lines go to this file only, whatever the program does with fd 2
   resolveLibraryPath();
   ConfigError error;
   gl.config = parseConfig(environ, error);
@@ -413,7 +402,7 @@ void Collector::initialize(const HookDescriptor* hooks, std::size_t hookCount, W
     char line[sizeof(error.message) + 2];
     snprintf(line, sizeof(line), "%s\n", error.message);
     gl.warned.store(true);
-    writeStderr(line);
+    writeDiagnostic(line);
   }
   Clock::init(gl.config.clock);
   gl.lastAnchor = Clock::startAnchor();
@@ -456,7 +445,7 @@ const char* Collector::libraryPath() { return g().libraryPath; }
 void Collector::warnOnce(const char* message) {
   if (g().warned.exchange(true)) return;
   if (g().config.log == LogLevel::Off) return;
-  writeStderr(message);
+  writeDiagnostic(message);
 }
 
 void Collector::disable(const char* why) {

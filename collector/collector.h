@@ -157,7 +157,8 @@ class Collector {
   // Named diagnostic counters copied into the trace metadata (at most 16 names).
   static std::atomic<uint64_t>& counter(const char* name);
 
-  // Warns once per process on stderr with a fixed buffer and write(2); usable in hooks.
+  // Warns once per process on stderr (writeDiagnostic: only to the stderr found at start);
+  // usable in hooks.
   static void warnOnce(const char* message);
   // Turns recording off for good after an internal failure, warning once.
   static void disable(const char* why);

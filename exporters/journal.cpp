@@ -50,17 +50,6 @@ struct ChunkWriter {
   }
 };
 
-bool writeAll(int fd, const char* p, std::size_t n) {
-  while (n > 0) {
-    const ssize_t w = write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;
-    p += w;
-    n -= static_cast<std::size_t>(w);
-  }
-  return true;
-}
-
 class In {
  public:
   In(const char* p, std::size_t n) : p_(p), end_(p + n) {}
@@ -93,14 +82,10 @@ class In {
 
 }  // namespace
 
-JournalWriter::~JournalWriter() {
-  if (fd_ >= 0) close(fd_);
-}
-
 bool JournalWriter::append(const TraceData& data, const char* directory, ClockAnchor start, ClockAnchor last,
                            bool ticksAreNs) {
   if (failed_) return false;
-  if (fd_ < 0) {
+  if (!file_.created()) {
     std::string error;
     const std::string dir = directory;
     if (!makeDirectories(dir, error)) {
@@ -113,14 +98,11 @@ bool JournalWriter::append(const TraceData& data, const char* directory, ClockAn
       return false;
     }
     const std::string base = outputStem(data.meta);
-    for (int attempt = 0; attempt < kStemAttempts && fd_ < 0; ++attempt) {
-      const std::string name = numberedStem(base, attempt) + ".journal";
-      fd_ = createExclusive(dirfd, name);
-      if (fd_ >= 0) path_ = dir + "/" + name;
-      else if (errno != EEXIST && errno != ELOOP) break;
+    for (int attempt = 0; attempt < kStemAttempts && !file_.created(); ++attempt) {
+      if (!file_.create(dirfd, dir, numberedStem(base, attempt) + ".journal") && errno != EEXIST && errno != ELOOP) break;
     }
     close(dirfd);
-    if (fd_ < 0 || !writeAll(fd_, kMagic, sizeof(kMagic))) {
+    if (!file_.created() || file_.append(kMagic, sizeof(kMagic)) != WriteStatus::Ok) {
       failed_ = true;
       return false;
     }
@@ -217,26 +199,21 @@ bool JournalWriter::append(const TraceData& data, const char* directory, ClockAn
     o.pod(static_cast<uint8_t>(ticksAreNs));
     c.close();
   }
-  if (!writeAll(fd_, buffer_.data(), buffer_.size())) {
+  // A pass is one append: a file cut short by the end of the process ends with a whole pass or
+  // a partial chunk, which readers ignore.
+  if (file_.append(buffer_.data(), buffer_.size()) != WriteStatus::Ok) {
     failed_ = true;
     return false;
   }
   return true;
 }
 
-void JournalWriter::discard() {
-  if (fd_ < 0) return;
-  close(fd_);
-  fd_ = -1;
-  unlink(path_.c_str());
-}
+void JournalWriter::discard() { file_.remove(); }
 
 void JournalWriter::forget() {
-  if (fd_ >= 0) close(fd_);
-  fd_ = -1;
+  file_.forget();
   failed_ = false;
   wroteProcess_ = false;
-  path_.clear();
   strings_ = stacks_ = categories_ = 0;
   threads_.clear();
 }

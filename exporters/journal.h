@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "collector/clock.h"
+#include "collector/own_file.h"
 #include "collector/trace_data.h"
 
 namespace cutrace {
@@ -31,24 +32,26 @@ namespace cutrace {
 class JournalWriter {
  public:
   JournalWriter() = default;
-  ~JournalWriter();
   JournalWriter(const JournalWriter&) = delete;
   JournalWriter& operator=(const JournalWriter&) = delete;
 
   // Appends what `data` gained since the last call. Creates the file on the first call (in
-  // `directory`, named after data.meta). False after an error (then it stays off).
+  // `directory`, named after data.meta). False after an error (then it stays off): the file
+  // was removed or replaced, a write failed or would pass the file-size limit (OwnFile warns).
   bool append(const TraceData& data, const char* directory, ClockAnchor start, ClockAnchor last, bool ticksAreNs);
   // Removes the file (the final trace was written).
   void discard();
   // In a forked child: forgets the parent's file without touching it.
   void forget();
-  const std::string& path() const { return path_; }
+  const std::string& path() const { return file_.path(); }
+  // The journal stopped (an error, the file-size limit, the file removed or replaced): it holds
+  // the passes before that only.
+  bool failed() const { return failed_; }
 
  private:
-  int fd_ = -1;
+  OwnFile file_;
   bool failed_ = false;
   bool wroteProcess_ = false;
-  std::string path_;
   std::size_t strings_ = 0;
   std::size_t stacks_ = 0;
   std::size_t categories_ = 0;

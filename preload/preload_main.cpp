@@ -4,9 +4,9 @@
 
 #include <stdlib.h>
 
-#include <spdlog/sinks/stdout_sinks.h>
-#include <spdlog/spdlog.h>
+#include <string>
 
+#include "collector/own_file.h"
 #include "exporters/journal.h"
 #include "exporters/output_files.h"
 #include "preload/hook_support.h"
@@ -33,27 +33,27 @@ void forgetJournal() { journal().forget(); }
 
 const Collector::Journal kJournal{appendJournal, forgetJournal};
 
-// Collector::Writer: the files, then one line on stderr (config.log decides).
+// Collector::Writer: the files, then one line on stderr (config.log decides), written like every
+// line of cutrace's through writeDiagnostic (never into a file the program opened as fd 2).
 void writeOutputsAndReport(TraceData& data, const Config& config) {
   data.meta.version = CUTRACE_VERSION;
+  // cutrace stopped writing at the file-size limit during the run and said so: nothing more.
+  if (fileSizeLimitReached()) return;
   const OutputResult r = writeOutputFiles(data, config.outputDir, FoldOptions{config.foldedNvtx});
   if (r.ok) journal().discard();  // the trace holds everything the journal did
-  if (config.log == LogLevel::Off) return;
-  auto sink = std::make_shared<spdlog::sinks::stderr_sink_st>();
-  spdlog::logger log("cutrace", sink);
-  log.set_pattern("cutrace: %v");
-  log.set_level(config.log == LogLevel::Debug  ? spdlog::level::debug
-                : config.log == LogLevel::Info ? spdlog::level::info
-                : config.log == LogLevel::Warn ? spdlog::level::warn
-                                               : spdlog::level::err);
+  std::string line;
   if (!r.ok) {
-    if (!journal().path().empty())
-      log.error("could not write the trace: {}; the events so far are in {} (cutrace recover)", r.error, journal().path());
-    else
-      log.error("could not write the trace: {}", r.error);
-    return;
+    if (config.log < LogLevel::Error) return;
+    line = "cutrace: could not write the trace: " + r.error;
+    if (!journal().path().empty() && !journal().failed())
+      line += "; the events so far are in " + journal().path() + " (cutrace recover)";
+  } else {
+    if (config.log < LogLevel::Info) return;
+    line = "cutrace: wrote " + r.tracePath + " and " + r.foldedPath + ", " + std::to_string(data.eventCount()) +
+           " events, " + std::to_string(data.droppedEvents()) + " dropped";
   }
-  log.info("wrote {} and {}, {} events, {} dropped", r.tracePath, r.foldedPath, data.eventCount(), data.droppedEvents());
+  line += '\n';
+  writeDiagnostic(line.c_str());
 }
 
 __attribute__((constructor)) void preloadConstructor() {
