@@ -160,7 +160,8 @@ class Collector {
   // Warns once per process on stderr (writeDiagnostic: only to the stderr found at start);
   // usable in hooks.
   static void warnOnce(const char* message);
-  // Turns recording off for good after an internal failure, warning once.
+  // Turns recording off for good after an internal failure: one line (once per process, even
+  // after a warnOnce line), then no more warnings.
   static void disable(const char* why);
 };
 

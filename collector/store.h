@@ -40,6 +40,8 @@ class Store {
 
   TraceData& data() { return data_; }
   uint64_t recordsSeen() const { return recordsSeen_; }
+  // An event could not be stored for want of memory (the collector then turns tracing off).
+  bool outOfMemory() const { return outOfMemory_; }
   // At most this many bytes of stored events (0 = no cap).
   void setMemoryCap(uint64_t bytes) { eventBudget_ = bytes / sizeof(Event); }
 
@@ -70,8 +72,12 @@ class Store {
       ++t.dropped;
       return;
     }
+    if (!t.events.push_back(e)) {  // no memory for another block: dropped, tracing ends
+      ++t.dropped;
+      outOfMemory_ = true;
+      return;
+    }
     ++eventsStored_;
-    t.events.push_back(e);
   }
 
   const NameTable& names_;
@@ -86,6 +92,7 @@ class Store {
   uint32_t stacksResolved_ = 0;
   uint64_t eventBudget_ = 0;
   uint64_t eventsStored_ = 0;
+  bool outOfMemory_ = false;
 };
 
 }  // namespace cutrace

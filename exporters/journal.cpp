@@ -302,7 +302,10 @@ bool readJournal(const std::string& path, TraceData& out, std::string& error) {
         for (uint32_t i = 0; i < count; ++i) {
           Event e;
           c.raw(&e, sizeof(Event));
-          out.threads[index].events.push_back(e);
+          if (!out.threads[index].events.push_back(e)) {
+            error = path + ": out of memory";
+            return false;
+          }
         }
         break;
       }
