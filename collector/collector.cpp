@@ -19,6 +19,7 @@
 
 #include "collector/capture.h"
 #include "collector/cupti_session.h"
+#include "collector/own_file.h"
 #include "collector/stack_capture.h"
 #include "collector/store.h"
 #include "collector/symbolizer.h"
@@ -46,6 +47,7 @@ struct Globals {
   std::atomic<InitState> init{InitState::NotStarted};
   std::atomic<bool> finished{false};
   std::atomic<bool> warned{false};
+  std::atomic<bool> disabled{false};  // Collector::disable has warned
   Config config;
   NameTable names;
   const HookDescriptor* hooks = nullptr;
@@ -78,6 +80,9 @@ struct Globals {
   // A terminating signal asks the drain thread to write the trace (signal handlers may not).
   std::atomic<bool> finishRequested{false};
   std::atomic<bool> finishDone{false};
+  // The store ran out of memory (drain mutex): its contents are not trustworthy and never
+  // written; tracing is off.
+  bool storeFailed = false;
   Symbolizer* symbolizer = nullptr;  // drain mutex
   ClockAnchor lastAnchor{};
 };
@@ -91,19 +96,6 @@ Globals& g() {
 }
 
 pid_t currentTid() { return static_cast<pid_t>(syscall(SYS_gettid)); }
-
-void writeStderr(const char* text) {
-  std::size_t len = strlen(text);
-  while (len > 0) {
-    const ssize_t n = write(STDERR_FILENO, text, len);
-    if (n <= 0) {
-      if (n < 0 && errno == EINTR) continue;
-      return;
-    }
-    text += n;
-    len -= static_cast<std::size_t>(n);
-  }
-}
 
 void threadExit(void* p) {
   auto* s = static_cast<ThreadState*>(p);
@@ -146,6 +138,7 @@ void resetState(ThreadState* s) {
 ThreadState* newState() {
   const std::size_t header = (sizeof(ThreadState) + 4095) & ~std::size_t{4095};
   const std::size_t bytes = header + g().config.ringBytes;
+  if (!addressSpaceAllows(bytes)) return nullptr;  // tracing turns off (attachThread)
   // Populated up front: a hook must never take a page fault (they cost microseconds in VMs).
   void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
   if (mem == MAP_FAILED) return nullptr;
@@ -192,6 +185,23 @@ void drainPass() {
   }
 }
 
+// Allocation failure in a drain pass (std::bad_alloc from a container, an event block that
+// could not be mapped) turns tracing off with one warning; the program runs on. The boundary
+// is here because the drain thread's start routine must not let an exception escape. Caller
+// holds the drain mutex. False when tracing had to stop.
+bool drainPassSafely() {
+  Globals& gl = g();
+  if (gl.storeFailed) return false;
+  try {
+    drainPass();
+    if (!gl.store->outOfMemory()) return true;
+  } catch (const std::exception&) {
+  }
+  gl.storeFailed = true;
+  Collector::disable("cutrace: out of memory while collecting events");
+  return false;
+}
+
 void wakeDrain() {
   Globals& gl = g();
   gl.wakeWord.fetch_add(1, std::memory_order_release);
@@ -217,7 +227,10 @@ void* drainMain(void*) {
     }
     capture::onTick();
     std::lock_guard<std::mutex> lock(gl.drainMutex);
-    drainPass();
+    if (!drainPassSafely()) {
+      gl.finishDone.store(true);  // nothing will be written: a terminating signal need not wait
+      break;
+    }
   }
   return nullptr;
 }
@@ -409,6 +422,7 @@ void Collector::initialize(const HookDescriptor* hooks, std::size_t hookCount, W
   gl.hookCount = hookCount;
   gl.writer = writer;
   gl.stream = stream;
+  rememberStderr();  // cutrace's lines go to this file only, whatever the program does with fd 2
   resolveLibraryPath();
   ConfigError error;
   gl.config = parseConfig(environ, error);
@@ -416,11 +430,19 @@ void Collector::initialize(const HookDescriptor* hooks, std::size_t hookCount, W
     char line[sizeof(error.message) + 2];
     snprintf(line, sizeof(line), "%s\n", error.message);
     gl.warned.store(true);
-    writeStderr(line);
+    writeDiagnostic(line);
   }
   Clock::init(gl.config.clock);
   gl.lastAnchor = Clock::startAnchor();
   makeOutputDirAbsolute(gl.config);
+  // What tracing takes from the address space before the first event: the name and stack
+  // tables, the drain thread's stack and malloc arena, CUPTI (187 MB measured with all of them,
+  // 2026-11-24). Under an RLIMIT_AS without that room, the program keeps its address space.
+  constexpr std::size_t kStartupBytes = std::size_t{256} << 20;
+  if (gl.config.enabled && !addressSpaceAllows(kStartupBytes)) {
+    gl.config.enabled = false;
+    warnOnce("cutrace: the address-space limit (RLIMIT_AS) leaves too little room for tracing; tracing disabled\n");
+  }
   if (gl.config.enabled && !gl.names.init()) {
     gl.config.enabled = false;
     warnOnce("cutrace: could not reserve memory for names; tracing disabled\n");
@@ -459,14 +481,19 @@ const char* Collector::libraryPath() { return g().libraryPath; }
 void Collector::warnOnce(const char* message) {
   if (g().warned.exchange(true)) return;
   if (g().config.log == LogLevel::Off) return;
-  writeStderr(message);
+  writeDiagnostic(message);
 }
 
 void Collector::disable(const char* why) {
   detail::mode.store(Mode::Off, std::memory_order_relaxed);
+  // Its own line even after a degradation was reported (stacks off, no CUPTI): a user must
+  // learn that no trace is coming. Warnings after it would only be consequences: none.
+  Globals& gl = g();
+  gl.warned.store(true);
+  if (gl.disabled.exchange(true) || gl.config.log == LogLevel::Off) return;
   char line[256];
   snprintf(line, sizeof(line), "%s; tracing disabled\n", why);
-  warnOnce(line);
+  writeDiagnostic(line);
 }
 
 void Collector::finishBeforeExit() {
@@ -487,9 +514,14 @@ void Collector::finish() {
   const int savedErrno = errno;
   Cupti::flush();  // device records still in CUPTI's buffers
   stopDrainThread();
-  {
-    std::lock_guard<std::mutex> lock(gl.drainMutex);
-    drainPass();
+  std::lock_guard<std::mutex> lock(gl.drainMutex);
+  if (!drainPassSafely()) {
+    errno = savedErrno;
+    return;
+  }
+  // Out of memory while assembling or writing the trace: nothing is written (files are named
+  // only once complete), one warning, the process ends as it would have.
+  try {
     Cupti::collect(gl.store->data(), gl.names);
     const ClockAnchor end = gl.lastAnchor;
     gl.store->finalize(end.ticks);
@@ -510,6 +542,9 @@ void Collector::finish() {
       if (name != nullptr) meta.counters.emplace_back(name, c.value.load(std::memory_order_relaxed));
     }
     if (gl.writer != nullptr && data.eventCount() + data.droppedEvents() + data.device.size() > 0) gl.writer(data, gl.config);
+  } catch (const std::exception&) {
+    gl.storeFailed = true;
+    disable("cutrace: out of memory while writing the trace, nothing written");
   }
   errno = savedErrno;
 }

@@ -11,6 +11,8 @@
 // - tls::busy > 0 on a thread means "the tracer itself is running here": hooks pass straight
 //   through. The drain thread keeps it set for its whole life.
 
+#include <errno.h>
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -87,6 +89,16 @@ struct ReentrancyGuard {
   ReentrancyGuard& operator=(const ReentrancyGuard&) = delete;
 };
 
+// Gives the program its errno back when the tracer's own work in an entry point is done: an
+// entry point leaves errno as the program (or the real function) left it.
+struct ErrnoKeeper {
+  int saved = errno;
+  ErrnoKeeper() = default;
+  ~ErrnoKeeper() { errno = saved; }
+  ErrnoKeeper(const ErrnoKeeper&) = delete;
+  ErrnoKeeper& operator=(const ErrnoKeeper&) = delete;
+};
+
 // Appends one record plus `text` (copied into extra blocks). Never blocks: a full ring drops
 // the record and counts it. Returns false on a drop.
 inline bool appendRecord(ThreadState* s, const Record& r, const char* text = nullptr, std::size_t textLen = 0) {
@@ -146,9 +158,11 @@ class Collector {
   // Named diagnostic counters copied into the trace metadata (at most 16 names).
   static std::atomic<uint64_t>& counter(const char* name);
 
-  // Warns once per process on stderr with a fixed buffer and write(2); usable in hooks.
+  // Warns once per process on stderr (writeDiagnostic: only to the stderr found at start);
+  // usable in hooks.
   static void warnOnce(const char* message);
-  // Turns recording off for good after an internal failure, warning once.
+  // Turns recording off for good after an internal failure: one line (once per process, even
+  // after a warnOnce line), then no more warnings.
   static void disable(const char* why);
 };
 

@@ -128,16 +128,24 @@ bool resolve(void* lib, std::string& missing) {
 
 void CUPTIAPI noopCallback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
 
+// CUPTI calls these on whichever thread needs a buffer, the program's included (inside its CUDA
+// call): they leave that thread's errno alone.
 void CUPTIAPI bufferRequested(uint8_t** buffer, size_t* size, size_t* maxRecords) {
+  ErrnoKeeper keepErrno;
   State& s = st();
   auto* b = static_cast<uint8_t*>(aligned_alloc(8, kBufferBytes));
+  if (b != nullptr) {
+    try {
+      std::lock_guard<std::mutex> lock(s.mutex);
+      s.ownBuffers.insert(b);
+    } catch (const std::exception&) {  // no memory to remember it: CUPTI gets no buffer
+      free(b);
+      b = nullptr;
+    }
+  }
   *buffer = b;
   *size = b != nullptr ? kBufferBytes : 0;
   *maxRecords = 0;
-  if (b != nullptr) {
-    std::lock_guard<std::mutex> lock(s.mutex);
-    s.ownBuffers.insert(b);
-  }
 }
 
 bool wantedDriverCbid(uint32_t cbid) {
@@ -159,8 +167,30 @@ PendingDevice pending(const R* r, DeviceKind kind, const Mono& mono) {
   return p;
 }
 
+void takeRecords(CUcontext ctx, uint32_t streamId, uint8_t* buffer, size_t validSize);
+
+// An exception must not unwind into CUPTI: out of memory, the buffer's records are lost, the
+// device timeline ends (one warning) and the buffer goes back.
 void CUPTIAPI bufferCompleted(CUcontext ctx, uint32_t streamId, uint8_t* buffer, size_t, size_t validSize) {
   ReentrancyGuard guard;  // CUPTI's thread: anything it does is not the program's activity
+  ErrnoKeeper keepErrno;
+  State& s = st();
+  try {
+    takeRecords(ctx, streamId, buffer, validSize);
+    return;
+  } catch (const std::exception&) {
+  }
+  s.on.store(false, std::memory_order_release);
+  Collector::warnOnce("cutrace: out of memory for CUPTI records; the device timeline ends here\n");
+  bool own = false;
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    own = s.ownBuffers.erase(buffer) != 0;
+  }
+  if (own) free(buffer);
+}
+
+void takeRecords(CUcontext ctx, uint32_t streamId, uint8_t* buffer, size_t validSize) {
   State& s = st();
   std::vector<PendingDevice> device;
   std::vector<ApiActivity> api;
@@ -317,7 +347,17 @@ void Cupti::start(CuptiMode mode, const CuptiApiFilter& filter) {
   State& s = st();
   if (s.started.load(std::memory_order_acquire)) return;
   ReentrancyGuard guard;  // CUPTI's own lookups and driver calls during start-up are not traced
-  std::call_once(s.once, [&] { startOnce(mode, filter); });
+  // Loading CUPTI tries paths that do not exist and CUPTI reads configuration files that may
+  // not: none of that reaches the program's errno.
+  ErrnoKeeper keepErrno;
+  std::call_once(s.once, [&] {
+    try {
+      startOnce(mode, filter);
+    } catch (const std::exception&) {  // out of memory while starting: no device timeline
+      s.on.store(false, std::memory_order_release);
+      Collector::warnOnce("cutrace: out of memory while starting CUPTI; tracing host calls only\n");
+    }
+  });
   s.started.store(true, std::memory_order_release);
 }
 
@@ -326,6 +366,7 @@ bool Cupti::started() { return st().started.load(std::memory_order_acquire); }
 void Cupti::flush() {
   State& s = st();
   if (!s.on.load(std::memory_order_acquire)) return;
+  ErrnoKeeper keepErrno;
   ReentrancyGuard guard;
   s.api.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 }
@@ -368,6 +409,7 @@ void Cupti::collect(TraceData& data, const NameTable& names) {
 }
 
 void Cupti::programRegistersCallbacks() {
+  ErrnoKeeper keepErrno;
   State& s = st();
   {
     std::lock_guard<std::mutex> lock(s.mutex);
@@ -395,6 +437,7 @@ void Cupti::programRegistersCallbacks() {
 }
 
 void Cupti::programDisabled(int) {
+  ErrnoKeeper keepErrno;
   State& s = st();
   if (!s.on.load(std::memory_order_acquire)) return;
   // The program switched a kind off without a profiling session of its own (it never

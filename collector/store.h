@@ -44,6 +44,8 @@ class Store {
   // stored in nanoseconds, converted once when emitted, so the stream and every view of it read
   // the same numbers (data().meta.ticks stays the identity).
   void setClock(const TickConverter& clock) { clock_ = clock; }
+  // An event could not be stored for want of memory (the collector then turns tracing off).
+  bool outOfMemory() const { return outOfMemory_; }
   // At most this many bytes of stored events (0 = no cap).
   void setMemoryCap(uint64_t bytes) { eventBudget_ = bytes / sizeof(Event); }
 
@@ -74,11 +76,15 @@ class Store {
       ++t.dropped;
       return;
     }
-    ++eventsStored_;
     Event converted = e;
     converted.start = clock_.toMonotonicNs(e.start);
     converted.end = clock_.toMonotonicNs(e.end);
-    t.events.push_back(converted);
+    if (!t.events.push_back(converted)) {  // no memory for another block: dropped, tracing ends
+      ++t.dropped;
+      outOfMemory_ = true;
+      return;
+    }
+    ++eventsStored_;
   }
 
   const NameTable& names_;
@@ -94,6 +100,7 @@ class Store {
   uint32_t stacksResolved_ = 0;
   uint64_t eventBudget_ = 0;
   uint64_t eventsStored_ = 0;
+  bool outOfMemory_ = false;
 };
 
 }  // namespace cutrace

@@ -9,9 +9,12 @@
 #include <new>
 #include <type_traits>
 
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <unistd.h>
 #include <string>
 #include <string_view>
 #include <deque>
@@ -124,10 +127,31 @@ struct CuptiInfo {
   uint64_t kernels = 0;
 };
 
+// Under an address-space limit (RLIMIT_AS) cutrace leaves the last quarter of it to the program:
+// memory that grows with the program (a ring per thread, event blocks) is refused past that
+// point, like a failed mmap, so tracing turns off before it takes what the program needs next.
+// No allocation (usable where a thread attaches, inside a hook).
+inline bool addressSpaceAllows(std::size_t bytes) {
+  struct rlimit rl {};
+  if (getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return true;
+  const int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return true;
+  char text[64];
+  const ssize_t n = read(fd, text, sizeof(text) - 1);
+  close(fd);
+  if (n <= 0) return true;
+  text[n] = '\0';
+  const uint64_t used = strtoull(text, nullptr, 10) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  const uint64_t limit = static_cast<uint64_t>(rl.rlim_cur);
+  return used + bytes <= limit - limit / 4;
+}
+
 // Append-only storage in fixed blocks of pre-populated pages: growing never copies, never frees
 // and never takes a page fault per element (a reallocating vector unmapped old buffers during the
 // run, whose TLB shootdowns interrupted the traced threads, and page faults cost microseconds in
 // virtual machines). T must be trivially destructible.
+// A block that cannot be mapped (out of memory, RLIMIT_AS) makes push_back return false: the
+// caller decides (the store drops the event and turns tracing off), the process never aborts.
 template <typename T, std::size_t BlockSize = 8192>
 class BlockList {
   static_assert(std::is_trivially_destructible_v<T>);
@@ -146,10 +170,18 @@ class BlockList {
   }
   ~BlockList() { release(); }
 
-  void push_back(const T& v) {
-    if (size_ % BlockSize == 0) blocks_.push_back(allocateBlock());
+  // False when a new block was needed and could not be mapped (the list is unchanged). The
+  // block table is a std::vector: growing it may throw std::bad_alloc (before any mapping).
+  [[nodiscard]] bool push_back(const T& v) {
+    if (size_ % BlockSize == 0) {
+      if (blocks_.size() == blocks_.capacity()) blocks_.reserve(blocks_.empty() ? 16 : blocks_.size() * 2);
+      T* block = allocateBlock();
+      if (block == nullptr) return false;
+      blocks_.push_back(block);  // within the capacity reserved above: cannot throw
+    }
     new (&blocks_.back()[size_ % BlockSize]) T(v);
     ++size_;
+    return true;
   }
   std::size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
@@ -176,9 +208,9 @@ class BlockList {
  private:
   static constexpr std::size_t kBlockBytes = BlockSize * sizeof(T);
   static T* allocateBlock() {
+    if (!addressSpaceAllows(kBlockBytes)) return nullptr;
     void* p = mmap(nullptr, kBlockBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) abort();  // out of memory in the drain: nothing sensible is left to do
-    return static_cast<T*>(p);
+    return p == MAP_FAILED ? nullptr : static_cast<T*>(p);
   }
   void release() {
     for (T* b : blocks_) munmap(b, kBlockBytes);

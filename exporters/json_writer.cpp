@@ -1,29 +1,15 @@
 #include "exporters/json_writer.h"
 
-#include <errno.h>
-#include <unistd.h>
-
 #include <charconv>
 
 namespace cutrace {
 
 bool Sink::flush() {
-  if (fd_ < 0 || buffer_.empty()) return ok_;
-  const char* p = buffer_.data();
-  std::size_t left = buffer_.size();
-  while (left > 0 && ok_) {
-    const ssize_t n = write(fd_, p, left);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      ok_ = false;
-      break;
-    }
-    p += n;
-    left -= static_cast<std::size_t>(n);
-  }
+  if (fd_ < 0 || buffer_.empty()) return ok();
+  if (ok()) status_ = writeFully(fd_, buffer_.data(), buffer_.size());
   written_ += buffer_.size();
   buffer_.clear();
-  return ok_;
+  return ok();
 }
 
 void Sink::putUint(uint64_t v) {

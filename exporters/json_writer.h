@@ -6,10 +6,13 @@
 #include <string>
 #include <string_view>
 
+#include "collector/own_file.h"
+
 namespace cutrace {
 
-// A sink that buffers into a string and hands full chunks to a flush function (a file
-// descriptor in the preload, a string in tests). Never throws.
+// A sink that buffers into a string and hands full chunks to a file descriptor (writeFully:
+// never past the file-size limit), or keeps everything in memory (fd < 0, tests). After the
+// first failed write it writes nothing more; status() says why.
 class Sink {
  public:
   explicit Sink(int fd = -1) : fd_(fd) { buffer_.reserve(kChunk); }
@@ -32,7 +35,8 @@ class Sink {
   void putHex(uint64_t v);  // "0x..." without quotes
 
   bool flush();
-  bool ok() const { return ok_; }
+  bool ok() const { return status_ == WriteStatus::Ok; }
+  WriteStatus status() const { return status_; }
   uint64_t bytesWritten() const { return written_ + buffer_.size(); }
   // For in-memory sinks (fd < 0): everything put so far.
   const std::string& text() const { return buffer_; }
@@ -42,7 +46,7 @@ class Sink {
   int fd_;
   std::string buffer_;
   uint64_t written_ = 0;
-  bool ok_ = true;
+  WriteStatus status_ = WriteStatus::Ok;
 };
 
 // Length of the valid UTF-8 sequence starting at text[i] (1 for ASCII), or 0 when the bytes

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "collector/own_file.h"
 #include "exporters/chrome_trace.h"
 #include "exporters/folded.h"
 
@@ -79,10 +80,13 @@ struct Pending {
   int fd = -1;
 };
 
-bool writeTo(int fd, const std::function<void(Sink&)>& write) {
+// Writes one file's contents; `worst` keeps the first failure of a set of files.
+bool writeTo(int fd, const std::function<void(Sink&)>& write, WriteStatus& worst) {
   Sink out(fd);
   write(out);
-  return out.flush();
+  out.flush();
+  if (worst == WriteStatus::Ok) worst = out.status();
+  return out.ok();
 }
 
 // Gives the unnamed file `fd` (O_TMPFILE) the name `name` in `dirfd`; EEXIST when taken.
@@ -92,10 +96,11 @@ bool nameTmpFile(int fd, int dirfd, const std::string& name) {
   return linkat(AT_FDCWD, proc, dirfd, name.c_str(), AT_SYMLINK_FOLLOW) == 0;
 }
 
-// The fallback: each file created under its final name and written there.
+// The fallback: each file created under its final name and written there. A set that could
+// not be written completely is removed again.
 bool writeInPlace(int dirfd, const std::string& dir, const std::string& base,
                   const std::vector<OutputFile>& files, std::string& stem,
-                  OutputResult& result, bool& ok) {
+                  OutputResult& result, bool& ok, WriteStatus& worst) {
   int traceFd = -1, foldedFd = -1;
   for (int attempt = 0; attempt < kStemAttempts && traceFd < 0; ++attempt) {
     stem = numberedStem(base, attempt);
@@ -114,19 +119,25 @@ bool writeInPlace(int dirfd, const std::string& dir, const std::string& base,
     }
   }
   if (traceFd < 0) return false;
-  ok = writeTo(traceFd, files[0].second) && ok;
-  ok = writeTo(foldedFd, files[1].second) && ok;
+  std::vector<std::string> created = {stem + kTraceSuffix, stem + kFoldedSuffix};
+  ok = writeTo(traceFd, files[0].second, worst) && ok;
+  ok = writeTo(foldedFd, files[1].second, worst) && ok;
   ok = (close(traceFd) == 0) && ok;
   ok = (close(foldedFd) == 0) && ok;
-  for (std::size_t i = 2; i < files.size(); ++i) {
+  for (std::size_t i = 2; i < files.size() && ok; ++i) {
     const int fd = createExclusive(dirfd, stem + files[i].first);
     if (fd < 0) {
       ok = false;
       continue;
     }
-    ok = writeTo(fd, files[i].second) && ok;
+    created.push_back(stem + files[i].first);
+    ok = writeTo(fd, files[i].second, worst) && ok;
     ok = (close(fd) == 0) && ok;
     result.extraPaths.push_back(dir + "/" + stem + files[i].first);
+  }
+  if (!ok) {
+    for (const std::string& name : created) unlinkat(dirfd, name.c_str(), 0);
+    result.extraPaths.clear();
   }
   return true;
 }
@@ -159,19 +170,29 @@ OutputResult writeOutputFiles(const TraceData& data, const char* directory, cons
   const std::string base = stem0.empty() ? outputStem(data.meta) : stem0;
   std::vector<Pending> pending;
   bool ok = true;
+  WriteStatus worst = WriteStatus::Ok;
+  auto failure = [&](const std::string& what) {
+    result.fileSizeLimit = worst == WriteStatus::FileSizeLimit;
+    if (result.fileSizeLimit)
+      result.error = "the trace would pass the file-size limit (RLIMIT_FSIZE, " + std::to_string(fileSizeLimit()) +
+                     " bytes); nothing written";
+    else
+      result.error = "write error in " + dir + what;
+  };
   for (const auto& [suffix, write] : files) {
     const int fd = openat(dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
     if (fd < 0) break;
     pending.push_back({suffix, fd});
-    ok = writeTo(fd, write) && ok;
+    ok = writeTo(fd, write, worst) && ok;
+    if (!ok) break;  // the set is not named: writing the rest would be wasted
   }
   std::string stem;
   bool named = pending.size() == files.size();
-  if (named && !ok) {
+  if (!ok) {
     // Nothing incomplete gets a name: the unnamed files vanish as they are closed.
     for (const Pending& p : pending) close(p.fd);
     close(dirfd);
-    result.error = std::string("write error in ") + dir + " (nothing written; a full disk?)";
+    failure(" (nothing written; a full disk?)");
     return result;
   }
   if (named) {
@@ -204,8 +225,9 @@ OutputResult writeOutputFiles(const TraceData& data, const char* directory, cons
   for (const Pending& p : pending) ok = (close(p.fd) == 0) && ok;
   if (!named) {
     ok = true;
+    worst = WriteStatus::Ok;
     result.extraPaths.clear();
-    if (!writeInPlace(dirfd, dir, base, files, stem, result, ok)) {
+    if (!writeInPlace(dirfd, dir, base, files, stem, result, ok, worst)) {
       result.error = "cannot create a trace file in " + dir + ": " + strerror(errno);
       close(dirfd);
       return result;
@@ -214,7 +236,13 @@ OutputResult writeOutputFiles(const TraceData& data, const char* directory, cons
   close(dirfd);
   result.tracePath = dir + "/" + stem + kTraceSuffix;
   result.foldedPath = dir + "/" + stem + kFoldedSuffix;
-  if (!ok) result.error = std::string("write error in ") + dir;
+  if (!ok) {
+    failure(named ? "" : " (nothing written)");
+    if (!named) {  // writeInPlace removed what it had created
+      result.tracePath.clear();
+      result.foldedPath.clear();
+    }
+  }
   result.ok = ok;
   return result;
 }

@@ -2,7 +2,9 @@
 // Writes one process's files at the end of a run: <dir>/<exe>-<pid>.trace.json, .folded (host
 // time), .calls.folded and, when CUPTI linked device work to launches, .gpu.folded.
 // Files are created with O_EXCL|O_NOFOLLOW: an existing file or a symlink at the path is never
-// written through; the name gets a .1, .2 ... suffix instead.
+// written through; the name gets a .1, .2 ... suffix instead. A file is named only once it is
+// complete: a write error or the file-size limit (RLIMIT_FSIZE, never passed: see
+// collector/own_file.h) leaves no file under any of these names.
 
 #include <string>
 #include <vector>
@@ -19,6 +21,7 @@ struct OutputResult {
   std::string foldedPath;              // host time
   std::vector<std::string> extraPaths;  // the calls and GPU-time weightings
   std::string error;
+  bool fileSizeLimit = false;  // the error: a file would have passed RLIMIT_FSIZE
 };
 
 // `stem`: the stem the process's stream file took (its files share it); empty: outputStem().

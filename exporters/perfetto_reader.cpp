@@ -795,7 +795,8 @@ class Rebuild : public PerfettoVisitor {
       ++info_.skippedEvents;
       return;
     }
-    if (Thread* th = thread(s.sequence)) th->track.events.push_back(e);
+    if (Thread* th = thread(s.sequence); th != nullptr && !th->track.events.push_back(e) && error_.empty())
+      error_ = "out of memory for the events";
   }
 
   // After the read: threads in the writer's order, the final metadata's per-thread figures, the

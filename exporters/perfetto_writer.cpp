@@ -643,20 +643,12 @@ bool StreamFile::create(const std::string& dir, const std::string& stem, std::st
   }
   for (int attempt = 0; attempt < kStemAttempts; ++attempt) {
     const std::string candidate = numberedStem(stem, attempt);
-    const int fd = createExclusive(dirfd, candidate + ".pftrace");
-    if (fd < 0) {
-      if (errno == EEXIST || errno == ELOOP) continue;
-      break;
+    if (file_.create(dirfd, dir, candidate + ".pftrace")) {
+      close(dirfd);
+      stem_ = candidate;
+      return true;
     }
-    struct stat st {};
-    fstat(fd, &st);
-    close(fd);
-    close(dirfd);
-    dev_ = st.st_dev;
-    ino_ = st.st_ino;
-    stem_ = candidate;
-    path_ = dir + "/" + candidate + ".pftrace";
-    return true;
+    if (errno != EEXIST && errno != ELOOP) break;
   }
   error = "cannot create a .pftrace in " + dir + ": " + strerror(errno);
   close(dirfd);
@@ -665,34 +657,12 @@ bool StreamFile::create(const std::string& dir, const std::string& stem, std::st
 
 bool StreamFile::append(const std::string& bytes) {
   if (!isOpen()) return false;
-  if (bytes.empty()) return true;
-  // Opened for this append only: a program that closes every descriptor and opens its own
-  // files never gets cutrace's bytes, and a file replaced under the name is never written.
-  const int fd = open(path_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
-  struct stat st {};
-  if (fd < 0 || fstat(fd, &st) != 0 || st.st_dev != dev_ || st.st_ino != ino_) {
-    if (fd >= 0) close(fd);
-    failed_ = true;
-    return false;
-  }
-  std::size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      failed_ = true;
-      break;
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  close(fd);
-  return !failed_;
+  return bytes.empty() || file_.append(bytes.data(), bytes.size()) == WriteStatus::Ok;
 }
 
 void StreamFile::forget() {
-  path_.clear();
+  file_.forget();
   stem_.clear();
-  failed_ = false;
 }
 
 }  // namespace cutrace

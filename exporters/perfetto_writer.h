@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "collector/clock.h"
+#include "collector/own_file.h"
 #include "collector/trace_data.h"
 #include "exporters/proto_writer.h"
 #include "exporters/trace_view.h"
@@ -142,24 +143,23 @@ class PerfettoWriter {
 };
 
 // The stream's file: created once (O_EXCL, no symlink followed) under the first free numbered
-// stem, then appended to pass by pass. Never writes to a descriptor the program may have reused:
-// each append opens the file by path and checks it is still the file cutrace created.
+// stem, then appended to pass by pass through collector/own_file.h: opened by path for each
+// append and checked to be the file cutrace created, never past RLIMIT_FSIZE; any failure stops
+// it for good with one warning.
 class StreamFile {
  public:
   // Creates <dir>/<stem>.pftrace (or the first free <stem>.N.pftrace). False with a message.
   bool create(const std::string& dir, const std::string& stem, std::string& error);
   bool append(const std::string& bytes);
-  bool isOpen() const { return !path_.empty() && !failed_; }
-  const std::string& path() const { return path_; }
+  bool isOpen() const { return file_.created() && !file_.stopped(); }
+  const std::string& path() const { return file_.path(); }
   const std::string& stem() const { return stem_; }  // the numbered stem taken
   // In a forked child: forget the parent's file without touching it.
   void forget();
 
  private:
-  std::string path_;
+  OwnFile file_;
   std::string stem_;
-  uint64_t dev_ = 0, ino_ = 0;
-  bool failed_ = false;
 };
 
 }  // namespace cutrace

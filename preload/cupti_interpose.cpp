@@ -13,6 +13,7 @@
 namespace {
 
 void* realCupti(const char* name) {
+  cutrace::ErrnoKeeper keepErrno;  // the lookups are cutrace's, not the program's
   void* p = cutrace::realDlsym(RTLD_NEXT, name);
   if (p == nullptr) {
     // A CUPTI loaded into a private scope (an RTLD_LOCAL extension) is not in RTLD_NEXT's reach.

@@ -65,6 +65,9 @@ void* libraryHandleOf(const void* address) {
 }  // namespace cutrace
 
 extern "C" void* cutraceDlsymHook(void* handle, const char* name, void* caller) {
+  // dlsym reports errors through dlerror(), not errno; the lookups made here for RTLD_NEXT and
+  // for the redirection (dlopen of loaded objects, dladdr) leave the caller's errno unchanged.
+  cutrace::ErrnoKeeper keepErrno;
   // Lookups made by the tracer itself (or by CUPTI on its behalf) get the real functions.
   if (cutrace::tls::busy != 0) return handle == RTLD_NEXT ? lookupNext(name, caller) : cutrace::realDlsym(handle, name);
   cutrace::ReentrancyGuard guard;

@@ -5,6 +5,7 @@
 
 #include <cuda.h>
 #include <cuda_runtime_api.h>
+#include <errno.h>
 
 #include <atomic>
 #include <cstddef>
@@ -83,9 +84,14 @@ R missingLibraryResult(ApiLayer layer) {
 // One recorded API call. Constructed before the real call, it takes the sequence number
 // (so nested calls get later numbers) and the launch nesting; start() stamps t0 right before
 // the real call; the destructor stamps t1 and appends the record.
+//
+// errno: the program's value is taken first thing and given back right before the real call
+// (whatever cutrace did on the way, lazy initialisation, CUPTI, symbol lookups, a new ring, the
+// drain thread, a stack walk, leaves nothing behind); returned() takes the real call's value,
+// which the destructor gives back after cutrace's bookkeeping.
 class HookCall {
  public:
-  HookCall(HookId id, ApiKind kind) {
+  HookCall(HookId id, ApiKind kind) : errno_(errno) {
     if (kind == ApiKind::Lookup || kind == ApiKind::Register) return;  // bookkeeping, not events
     if (!hookRecording()) return;
     if (kind == ApiKind::Profiler) capture::onProfilerCall(static_cast<uint16_t>(id));
@@ -108,11 +114,13 @@ class HookCall {
     }
   }
   ~HookCall() {
-    if (s_ == nullptr) return;
-    r_.t1 = Clock::now();
-    --s_->apiDepth;
-    if (launch_) --s_->launchDepth;
-    if (!appendRecord(s_, r_)) countDrop(s_);
+    if (s_ != nullptr) {
+      r_.t1 = Clock::now();
+      --s_->apiDepth;
+      if (launch_) --s_->launchDepth;
+      if (!appendRecord(s_, r_)) countDrop(s_);
+    }
+    errno = errno_;
   }
   HookCall(const HookCall&) = delete;
   HookCall& operator=(const HookCall&) = delete;
@@ -121,7 +129,9 @@ class HookCall {
   bool outermostLaunch() const { return outermostLaunch_; }
   void start() {
     if (s_ != nullptr) r_.t0 = Clock::now();
+    errno = errno_;
   }
+  void returned() { errno_ = errno; }
   template <typename R>
   void setResult(const R& rc) {
     if constexpr (std::is_enum_v<R> || std::is_integral_v<R>) r_.result = static_cast<int32_t>(rc);
@@ -182,6 +192,7 @@ class HookCall {
 
  private:
   ThreadState* s_ = nullptr;
+  int errno_;
   bool launch_ = false;
   bool outermostLaunch_ = false;
   Record r_;

@@ -14,9 +14,11 @@ inline R invokeReal(HookCall& call, Real&& real, Post&& post) {
   call.start();
   if constexpr (std::is_void_v<R>) {
     real();
+    call.returned();
     post(0);
   } else {
     R rc = real();
+    call.returned();
     call.setResult(rc);
     post(rc);
     return rc;

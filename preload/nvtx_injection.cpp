@@ -151,6 +151,7 @@ void appendNvtx(ThreadState* s, RecordType type, uint64_t seq, uint32_t domain, 
 }
 
 int push(uint32_t domain, uint32_t category, const Message& m) {
+  ErrnoKeeper keepErrno;
   ThreadState* s = nvtxThread();
   if (s == nullptr) return 0;
   const uint16_t depth = s->nvtxDepth[domain];
@@ -162,6 +163,7 @@ int push(uint32_t domain, uint32_t category, const Message& m) {
 }
 
 int pop(uint32_t domain) {
+  ErrnoKeeper keepErrno;
   ThreadState* s = nvtxThread();
   if (s == nullptr) return 0;
   if (s->nvtxDepth[domain] == 0) return -1;  // NVTX: a pop without a push is an error
@@ -172,6 +174,7 @@ int pop(uint32_t domain) {
 }
 
 void mark(uint32_t domain, uint32_t category, const Message& m) {
+  ErrnoKeeper keepErrno;
   if (!capture::on()) return;
   if (ThreadState* s = nvtxThread()) appendNvtx(s, RecordType::NvtxMark, s->nextSeq++, domain, category, 0, 0, m);
 }
@@ -179,6 +182,7 @@ void mark(uint32_t domain, uint32_t category, const Message& m) {
 std::atomic<uint64_t> nextRangeId{1};
 
 nvtxRangeId_t start(uint32_t domain, uint32_t category, const Message& m) {
+  ErrnoKeeper keepErrno;
   const uint64_t id = nextRangeId.fetch_add(1, std::memory_order_relaxed);
   if (!capture::on()) return id;
   if (ThreadState* s = nvtxThread()) appendNvtx(s, RecordType::NvtxStart, s->nextSeq++, domain, category, 0, id, m);
@@ -186,15 +190,18 @@ nvtxRangeId_t start(uint32_t domain, uint32_t category, const Message& m) {
 }
 
 void end(nvtxRangeId_t id) {
+  ErrnoKeeper keepErrno;
   if (!capture::on()) return;
   if (ThreadState* s = nvtxThread()) appendNvtx(s, RecordType::NvtxEnd, 0, 0, 0, 0, id, Message{});
 }
 
 void nameCategory(uint32_t domain, uint32_t category, const Message& m) {
+  ErrnoKeeper keepErrno;
   if (ThreadState* s = nvtxThread()) appendNvtx(s, RecordType::CategoryName, 0, domain, category, 0, 0, m);
 }
 
 void nameThread(uint32_t tid, const Message& m) {
+  ErrnoKeeper keepErrno;
   ThreadState* s = nvtxThread();
   if (s == nullptr) return;
   Record r;
@@ -276,6 +283,7 @@ void domainNameCategoryW(nvtxDomainHandle_t d, uint32_t category, const wchar_t*
 }
 
 nvtxStringHandle_t registerString(const Message& m) {
+  ErrnoKeeper keepErrno;
   if (currentMode() == Mode::Uninitialized) initializePreload();
   if (m.text == nullptr) return nullptr;
   ReentrancyGuard guard;
@@ -289,6 +297,7 @@ nvtxStringHandle_t domainRegisterStringW(nvtxDomainHandle_t, const wchar_t* w) {
 }
 
 nvtxDomainHandle_t createDomain(const Message& m) {
+  ErrnoKeeper keepErrno;
   if (currentMode() == Mode::Uninitialized) initializePreload();
   if (m.text == nullptr) return nullptr;
   ReentrancyGuard guard;
@@ -321,6 +330,7 @@ void install(NvtxFunctionTable table, unsigned size, unsigned slot, F fn) {
 // Called once per library that carries its own NVTX copy (PyTorch calls it more than once).
 extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t getExportTable) {
   using namespace cutrace;
+  ErrnoKeeper keepErrno;
   if (currentMode() == Mode::Uninitialized) initializePreload();
   if (getExportTable == nullptr || !Collector::config().enabled || !Collector::config().nvtx) return 0;
   const auto* callbacks = static_cast<const NvtxExportTableCallbacks*>(getExportTable(NVTX_ETID_CALLBACKS));

@@ -4,9 +4,9 @@
 
 #include <stdlib.h>
 
-#include <spdlog/sinks/stdout_sinks.h>
-#include <spdlog/spdlog.h>
+#include <string>
 
+#include "collector/own_file.h"
 #include "exporters/chrome_trace.h"
 #include "exporters/output_files.h"
 #include "exporters/perfetto_writer.h"
@@ -63,39 +63,38 @@ void forgetStream() {
 
 const Collector::Stream kStream{streamPass, forgetStream};
 
-// Collector::Writer: the stream's end, the files, then one line on stderr (config.log decides).
+// Collector::Writer: the stream's end, the files, then one line on stderr (config.log decides),
+// written like every line of cutrace's through writeDiagnostic (never into a file the program
+// opened as fd 2).
 void writeOutputsAndReport(TraceData& data, const Config& config) {
   data.meta.version = CUTRACE_VERSION;
+  // cutrace stopped writing at the file-size limit during the run and said so: nothing more.
+  if (fileSizeLimitReached()) return;
   StreamOutput& s = stream();
   if (!s.failed) {
     s.writer.encodeEnd(data, data.meta.endMonotonicNs, chromeTraceMetadata(data), s.buffer);
     appendStream(s, config, data);
   }
+  if (fileSizeLimitReached()) return;
   const std::string streamPath = s.failed ? std::string() : s.file.path();
   const OutputResult r = writeOutputFiles(data, config.outputDir, FoldOptions{config.foldedNvtx}, s.file.stem());
-  if (config.log == LogLevel::Off) return;
-  auto sink = std::make_shared<spdlog::sinks::stderr_sink_st>();
-  spdlog::logger log("cutrace", sink);
-  log.set_pattern("cutrace: %v");
-  log.set_level(config.log == LogLevel::Debug  ? spdlog::level::debug
-                : config.log == LogLevel::Info ? spdlog::level::info
-                : config.log == LogLevel::Warn ? spdlog::level::warn
-                                               : spdlog::level::err);
+  std::string line;
   if (!r.ok) {
-    if (!streamPath.empty())
-      log.error("could not write the trace: {}; the events are in {}", r.error, streamPath);
-    else
-      log.error("could not write the trace: {}", r.error);
-    return;
+    if (config.log < LogLevel::Error) return;
+    line = "cutrace: could not write the trace: " + r.error;
+    if (!streamPath.empty()) line += "; the events are in " + streamPath;
+  } else {
+    if (config.log < LogLevel::Info) return;
+    line = "cutrace: wrote " + (streamPath.empty() ? std::string() : streamPath + ", ") + r.tracePath + " and " +
+           r.foldedPath + ", " + std::to_string(data.eventCount()) + " events, " + std::to_string(data.droppedEvents()) +
+           " dropped";
   }
-  if (streamPath.empty())
-    log.info("wrote {} and {}, {} events, {} dropped", r.tracePath, r.foldedPath, data.eventCount(), data.droppedEvents());
-  else
-    log.info("wrote {}, {} and {}, {} events, {} dropped", streamPath, r.tracePath, r.foldedPath, data.eventCount(),
-             data.droppedEvents());
+  line += '\n';
+  writeDiagnostic(line.c_str());
 }
 
 __attribute__((constructor)) void preloadConstructor() {
+  ErrnoKeeper keepErrno;
   initializePreload();
   const Config& config = Collector::config();
   // NVTX v3 reaches a tool only through this variable; point it at ourselves unless the user

@@ -14,6 +14,8 @@
 #   against the trace with --thread-ids.
 #   "@RSS@" in ARGS becomes a file the program writes a peak RSS in KiB to; --max-rss-mb M fails
 #   the test when the traced run's is above M MiB.
+#   "@FILES@" in ARGS becomes an empty directory of each run's own (bare, traced): what the
+#   program wrote there must be the same byte for byte under the preload.
 # environment: LIBTRACE, TRACE_CHECK, E2E_EXPECTED (directory), STANDIN_DIR (stand-in CUDA
 #   libraries, optional), SANITIZER_RUNTIME (preloaded before libtrace.so in sanitizer builds),
 #   E2E_UPDATE=1 (write the expected file instead of comparing; review the diff before committing),
@@ -61,7 +63,8 @@ lib_path=${STANDIN_DIR:+$STANDIN_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}
 run() {  # run OUTPUT_PREFIX [env...]
   local prefix=$1
   shift
-  env ${lib_path:+LD_LIBRARY_PATH="$lib_path"} "${extra_env[@]}" "$@" "${args[@]}" \
+  mkdir -p "$work/$prefix.files"
+  env ${lib_path:+LD_LIBRARY_PATH="$lib_path"} "${extra_env[@]}" "$@" "${args[@]//@FILES@/$work/$prefix.files}" \
     >"$work/$prefix.out" 2>"$work/$prefix.err"
   echo $? >"$work/$prefix.rc"
 }
@@ -89,6 +92,8 @@ fi
 cmp -s "$work/bare.out" "$work/traced.out" || fail "stdout changed under the preload"
 grep -v '^cutrace: ' "$work/traced.err" >"$work/traced.err.filtered"
 cmp -s "$work/bare.err" "$work/traced.err.filtered" || fail "stderr changed under the preload (beyond cutrace: lines)"
+diff -r "$work/bare.files" "$work/traced.files" >"$work/files.diff" ||
+  { cat "$work/files.diff" >&2; fail "the files the program wrote differ under the preload"; }
 
 flamegraph_args=()
 flamegraph_pl=${FLAMEGRAPH_PL:-$(command -v flamegraph.pl)}

@@ -56,7 +56,7 @@ int sigterm() {
   return 0;
 }
 
-// SIGKILL: no handler runs; the drain thread's journal is all that is left.
+// SIGKILL: no handler runs; the stream (.pftrace) the drain thread appended is all that is left.
 int sigkill() {
   nvtxRangePushA("before the kill");
   calls(3);

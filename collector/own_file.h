@@ -1,0 +1,86 @@
+#pragma once
+// How cutrace writes bytes without harming the program it traces.
+//
+// - File descriptors: the program may close any descriptor and open its own files under the
+//   same numbers at any time (daemons close 0-2 and open their log as 2; some programs close
+//   every descriptor they did not open). cutrace therefore keeps no descriptor between writes:
+//   a file it appends to while the program runs is an OwnFile, opened again by path for each
+//   append and checked to be the very file cutrace created (st_dev, st_ino); its stderr lines
+//   go to fd 2 only while fd 2 is the file that was stderr when cutrace initialised.
+// - RLIMIT_FSIZE: a write that starts at or past the soft limit kills the process with SIGXFSZ
+//   (one that crosses it is cut short, and the next one kills). writeFully() never issues a
+//   write that would cross the limit; it refuses the whole write instead. Every byte cutrace
+//   writes to a file goes through it.
+//
+// Everything here is usable from the drain thread and at exit. writeDiagnostic() is also
+// usable in hooks and signal handlers: no allocation, no lock, errno kept.
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace cutrace {
+
+enum class WriteStatus : uint8_t {
+  Ok,
+  Error,          // write(2) failed (a full disk, EIO, ...)
+  FileSizeLimit,  // the write would have passed the soft RLIMIT_FSIZE: nothing was written
+  NotOurs,        // an OwnFile was removed or replaced since cutrace created it
+};
+
+// Writes all of [data, data + size) to `fd` (EINTR and short writes retried), or nothing when
+// that would take a regular file past the soft RLIMIT_FSIZE. A refusal for the limit is
+// remembered for the process (fileSizeLimitReached).
+WriteStatus writeFully(int fd, const void* data, std::size_t size);
+
+// The soft RLIMIT_FSIZE in bytes, or UINT64_MAX when unlimited.
+uint64_t fileSizeLimit();
+// Some cutrace write was refused for the file-size limit in this process.
+bool fileSizeLimitReached();
+
+// Records which file is fd 2 now (call once, at initialisation; again in a new process image).
+void rememberStderr();
+// Writes `text` to fd 2 if fd 2 is still the stderr rememberStderr() found (same device and
+// inode); otherwise drops it. The only way cutrace writes to stderr.
+void writeDiagnostic(const char* text);
+
+// A file cutrace created and appends to while the program runs. One thread at a time (the
+// drain thread, or the exiting thread once the drain thread has stopped).
+class OwnFile {
+ public:
+  OwnFile() = default;
+  OwnFile(const OwnFile&) = delete;
+  OwnFile& operator=(const OwnFile&) = delete;
+
+  // Creates `name` in the directory `dirfd`, whose absolute path is `dir`, with
+  // O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC (mode 0644) and remembers its identity. False with
+  // errno set when it cannot (EEXIST or ELOOP: the name is taken, try another).
+  bool create(int dirfd, const std::string& dir, const std::string& name);
+
+  // Appends [data, data + size) as one unit: opens the file again by path (O_WRONLY|O_APPEND|
+  // O_NOFOLLOW|O_CLOEXEC), checks it is still the file create() made, writes, closes. Any
+  // status but Ok stops the file for good, with one warning (Collector::warnOnce): nothing is
+  // written to it again.
+  WriteStatus append(const void* data, std::size_t size);
+
+  bool created() const { return !path_.empty(); }
+  bool stopped() const { return stopped_; }
+  const std::string& path() const { return path_; }
+
+  // Removes the file if it is still the one create() made; forgets it either way.
+  void remove();
+  // Forgets the file without touching it (a forked child: the file is the parent's).
+  void forget();
+
+ private:
+  bool isOurs(int fd) const;
+
+  std::string path_;
+  dev_t dev_ = 0;
+  ino_t ino_ = 0;
+  bool stopped_ = false;
+};
+
+}  // namespace cutrace
