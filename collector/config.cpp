@@ -205,6 +205,8 @@ bool parseCapture(const char* v, Config& c) {
   return true;
 }
 
+bool parseJsonLimit(const char* v, Config& c) { return parseSize(v, c.jsonLimit); }
+
 bool parseMaxMemory(const char* v, Config& c) {
   uint64_t n = 0;
   if (!parseSize(v, n) || n < (1u << 20)) return false;
@@ -236,6 +238,9 @@ constexpr Entry kEntries[] = {
     {{"CUTRACE_MAX_MEMORY", "a size of at least 1M", "cap on the events kept per process; past it the newest are dropped and counted (default 2G)"}, parseMaxMemory},
     {{"CUTRACE_CAPTURE", "all|cuda-profiler-api|nvtx:NAME|time:DELAY[,DURATION]|schedule:W,U,A,R[:MARKER]|signal",
       "when to record (default all); see the README"}, parseCapture},
+    {{"CUTRACE_JSON_LIMIT", "a size, 0 for none",
+      "the largest Chrome trace written at exit (default 1G, about what Perfetto UI opens); a larger one is not written, the .pftrace holds every event"},
+     parseJsonLimit},
     {{"CUTRACE_FOLDED_NVTX", "1|0|on|off", "NVTX ranges as frames in the folded stacks (default 1)"}, parseFoldedNvtx},
 };
 

@@ -42,6 +42,7 @@ struct Config {
   bool python = true;             // Python frames in stacks when the process is CPython
   bool foldedNvtx = true;         // NVTX ranges as frames in the folded outputs
   CaptureSpec capture;
+  uint64_t jsonLimit = 1ull << 30;  // a Chrome trace larger than this is not written (0: no limit)
   uint64_t maxMemory = 2ull << 30;  // cap on stored events per process; newer ones are dropped
   char outputDir[PATH_MAX] = "cutrace-out";
 };

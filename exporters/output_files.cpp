@@ -96,7 +96,9 @@ bool nameTmpFile(int fd, int dirfd, const std::string& name) {
   return linkat(AT_FDCWD, proc, dirfd, name.c_str(), AT_SYMLINK_FOLLOW) == 0;
 }
 
-// The fallback: each file created under its final name and written there. A set that could
+// The fallback: each file created under its final name and written there; the first two files
+// (the trace and the host-time folded file, or the two folded files without a trace) take the
+// first stem free for both. A set that could
 // not be written completely is removed again.
 bool writeInPlace(int dirfd, const std::string& dir, const std::string& base,
                   const std::vector<OutputFile>& files, std::string& stem,
@@ -104,22 +106,22 @@ bool writeInPlace(int dirfd, const std::string& dir, const std::string& base,
   int traceFd = -1, foldedFd = -1;
   for (int attempt = 0; attempt < kStemAttempts && traceFd < 0; ++attempt) {
     stem = numberedStem(base, attempt);
-    traceFd = createExclusive(dirfd, stem + kTraceSuffix);
+    traceFd = createExclusive(dirfd, stem + files[0].first);
     if (traceFd < 0 && errno != EEXIST && errno != ELOOP) break;
     if (traceFd < 0) continue;
-    foldedFd = createExclusive(dirfd, stem + kFoldedSuffix);
+    foldedFd = createExclusive(dirfd, stem + files[1].first);
     if (foldedFd < 0) {
       // Keep the pair's names matched: give up this stem and try the next one.
       const int err = errno;
       close(traceFd);
-      unlinkat(dirfd, (stem + kTraceSuffix).c_str(), 0);
+      unlinkat(dirfd, (stem + files[0].first).c_str(), 0);
       traceFd = -1;
       errno = err;
       if (err != EEXIST && err != ELOOP) break;
     }
   }
   if (traceFd < 0) return false;
-  std::vector<std::string> created = {stem + kTraceSuffix, stem + kFoldedSuffix};
+  std::vector<std::string> created = {stem + files[0].first, stem + files[1].first};
   ok = writeTo(traceFd, files[0].second, worst) && ok;
   ok = writeTo(foldedFd, files[1].second, worst) && ok;
   ok = (close(traceFd) == 0) && ok;
@@ -145,7 +147,7 @@ bool writeInPlace(int dirfd, const std::string& dir, const std::string& base,
 }  // namespace
 
 OutputResult writeOutputFiles(const TraceData& data, const char* directory, const FoldOptions& fold,
-                              const std::string& stem0) {
+                              const std::string& stem0, uint64_t jsonLimit) {
   OutputResult result;
   const std::string dir = directory;
   if (!makeDirectories(dir, result.error)) return result;
@@ -156,11 +158,19 @@ OutputResult writeOutputFiles(const TraceData& data, const char* directory, cons
   }
   const auto folded = foldStacks(data, fold);
   const bool anyGpu = folded.anyGpu();
-  std::vector<OutputFile> files = {
-      {kTraceSuffix, [&](Sink& out) { writeChromeTrace(data, out, &folded); }},
-      {kFoldedSuffix, [&](Sink& out) { writeFolded(folded, FoldWeight::HostTime, out); }},
-      {".calls.folded", [&](Sink& out) { writeFolded(folded, FoldWeight::Calls, out); }},
-  };
+  // A Chrome trace larger than the limit would not open in the viewers it is for: a run with more
+  // events than the smallest events fit is not written at all (no time spent at exit), and one
+  // that turns out larger once written is discarded before it gets a name.
+  result.jsonSkipped = jsonLimit != 0 && data.eventCount() > jsonLimit / kMinJsonBytesPerEvent;
+  uint64_t jsonBytes = 0;
+  std::vector<OutputFile> files;
+  if (!result.jsonSkipped)
+    files.emplace_back(kTraceSuffix, [&](Sink& out) {
+      writeChromeTrace(data, out, &folded);
+      jsonBytes = out.bytesWritten();
+    });
+  files.emplace_back(kFoldedSuffix, [&](Sink& out) { writeFolded(folded, FoldWeight::HostTime, out); });
+  files.emplace_back(".calls.folded", [&](Sink& out) { writeFolded(folded, FoldWeight::Calls, out); });
   if (anyGpu) files.emplace_back(".gpu.folded", [&](Sink& out) { writeFolded(folded, FoldWeight::GpuTime, out); });
 
   // Files are written unnamed (O_TMPFILE) and named only once complete, so a process killed
@@ -179,12 +189,18 @@ OutputResult writeOutputFiles(const TraceData& data, const char* directory, cons
     else
       result.error = "write error in " + dir + what;
   };
-  for (const auto& [suffix, write] : files) {
+  for (std::size_t i = 0; i < files.size(); ++i) {
     const int fd = openat(dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
     if (fd < 0) break;
-    pending.push_back({suffix, fd});
-    ok = writeTo(fd, write, worst) && ok;
+    pending.push_back({files[i].first, fd});
+    ok = writeTo(fd, files[i].second, worst) && ok;
     if (!ok) break;  // the set is not named: writing the rest would be wasted
+    if (strcmp(files[i].first, kTraceSuffix) == 0 && jsonLimit != 0 && jsonBytes > jsonLimit) {
+      close(fd);  // unnamed: it vanishes
+      pending.pop_back();
+      files.erase(files.begin() + static_cast<std::ptrdiff_t>(i--));
+      result.jsonSkipped = true;
+    }
   }
   std::string stem;
   bool named = pending.size() == files.size();
@@ -196,18 +212,18 @@ OutputResult writeOutputFiles(const TraceData& data, const char* directory, cons
     return result;
   }
   if (named) {
-    // The trace and the host-time folded file take the first stem free for both; the other
+    // The first two (the trace and the host-time folded file) take the first stem free for both; the other
     // weightings share it (a file in their way is an error, never overwritten).
     named = false;
     for (int attempt = 0; attempt < kStemAttempts && !named; ++attempt) {
       stem = numberedStem(base, attempt);
-      if (!nameTmpFile(pending[0].fd, dirfd, stem + kTraceSuffix)) {
+      if (!nameTmpFile(pending[0].fd, dirfd, stem + pending[0].suffix)) {
         if (errno == EEXIST) continue;
         break;
       }
-      if (!nameTmpFile(pending[1].fd, dirfd, stem + kFoldedSuffix)) {
+      if (!nameTmpFile(pending[1].fd, dirfd, stem + pending[1].suffix)) {
         const int err = errno;
-        unlinkat(dirfd, (stem + kTraceSuffix).c_str(), 0);
+        unlinkat(dirfd, (stem + pending[0].suffix).c_str(), 0);
         if (err == EEXIST) continue;
         break;
       }
@@ -234,7 +250,7 @@ OutputResult writeOutputFiles(const TraceData& data, const char* directory, cons
     }
   }
   close(dirfd);
-  result.tracePath = dir + "/" + stem + kTraceSuffix;
+  if (!result.jsonSkipped) result.tracePath = dir + "/" + stem + kTraceSuffix;
   result.foldedPath = dir + "/" + stem + kFoldedSuffix;
   if (!ok) {
     failure(named ? "" : " (nothing written)");

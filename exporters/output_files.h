@@ -22,11 +22,17 @@ struct OutputResult {
   std::vector<std::string> extraPaths;  // the calls and GPU-time weightings
   std::string error;
   bool fileSizeLimit = false;  // the error: a file would have passed RLIMIT_FSIZE
+  bool jsonSkipped = false;    // the Chrome trace would pass the JSON limit: not written, no tracePath
 };
 
+// The smallest a Chrome trace event gets (an NVTX range, ~110 bytes): a run with more events than
+// the JSON limit holds at this size skips the trace before writing any of it.
+inline constexpr uint64_t kMinJsonBytesPerEvent = 100;
+
 // `stem`: the stem the process's stream file took (its files share it); empty: outputStem().
+// `jsonLimit`: the Chrome trace is not written when it would be larger (0: no limit).
 OutputResult writeOutputFiles(const TraceData& data, const char* directory, const FoldOptions& fold = {},
-                              const std::string& stem = {});
+                              const std::string& stem = {}, uint64_t jsonLimit = 0);
 
 
 // "<exe>" reduced to [A-Za-z0-9._-] so it is always a safe file name.

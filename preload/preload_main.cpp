@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include <string>
+#include <vector>
 
 #include "collector/own_file.h"
 #include "exporters/chrome_trace.h"
@@ -77,7 +78,8 @@ void writeOutputsAndReport(TraceData& data, const Config& config) {
   }
   if (fileSizeLimitReached()) return;
   const std::string streamPath = s.failed ? std::string() : s.file.path();
-  const OutputResult r = writeOutputFiles(data, config.outputDir, FoldOptions{config.foldedNvtx}, s.file.stem());
+  const OutputResult r =
+      writeOutputFiles(data, config.outputDir, FoldOptions{config.foldedNvtx}, s.file.stem(), config.jsonLimit);
   std::string line;
   if (!r.ok) {
     if (config.log < LogLevel::Error) return;
@@ -85,9 +87,16 @@ void writeOutputsAndReport(TraceData& data, const Config& config) {
     if (!streamPath.empty()) line += "; the events are in " + streamPath;
   } else {
     if (config.log < LogLevel::Info) return;
-    line = "cutrace: wrote " + (streamPath.empty() ? std::string() : streamPath + ", ") + r.tracePath + " and " +
-           r.foldedPath + ", " + std::to_string(data.eventCount()) + " events, " + std::to_string(data.droppedEvents()) +
-           " dropped";
+    std::vector<std::string> files;
+    for (const std::string* f : {&streamPath, &r.tracePath, &r.foldedPath})
+      if (!f->empty()) files.push_back(*f);
+    line = "cutrace: wrote ";
+    for (std::size_t i = 0; i < files.size(); ++i)
+      line += (i == 0 ? "" : i + 1 == files.size() ? " and " : ", ") + files[i];
+    line += ", " + std::to_string(data.eventCount()) + " events, " + std::to_string(data.droppedEvents()) + " dropped";
+    if (r.jsonSkipped)
+      line += "; no Chrome trace: it would pass CUTRACE_JSON_LIMIT (" + std::to_string(config.jsonLimit) +
+              " bytes), which Perfetto UI would not open; open the .pftrace, or `cutrace export` it";
   }
   line += '\n';
   writeDiagnostic(line.c_str());

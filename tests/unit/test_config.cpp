@@ -106,7 +106,7 @@ TEST_CASE("control bytes in a bad value never reach stderr raw", "[config]") {
 }
 
 TEST_CASE("the documented variable table matches what the parser accepts", "[config]") {
-  REQUIRE(configVariableCount() == 15);
+  REQUIRE(configVariableCount() == 16);
   for (std::size_t i = 0; i < configVariableCount(); ++i) {
     const std::string name = configVariable(i).name;
     REQUIRE(name.rfind("CUTRACE_", 0) == 0);
