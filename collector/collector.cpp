@@ -135,6 +135,10 @@ void resetState(ThreadState* s) {
   s->nextSeq = 0;
   s->dropped.store(0, std::memory_order_relaxed);
   s->lostEnds.store(0, std::memory_order_relaxed);
+  s->section.store(0, std::memory_order_relaxed);
+  s->pendingDrops.store(0, std::memory_order_relaxed);
+  s->pendingSeqs.store(0, std::memory_order_relaxed);
+  s->pendingLostEnds.store(0, std::memory_order_relaxed);
   s->launchDepth = 0;
   s->apiDepth = 0;
   stacks::attachThread(s);

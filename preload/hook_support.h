@@ -80,9 +80,12 @@ R missingLibraryResult(ApiLayer layer) {
   }
 }
 
-// One recorded API call. Constructed before the real call, it takes the sequence number
-// (so nested calls get later numbers) and the launch nesting; start() stamps t0 right before
-// the real call; the destructor stamps t1 and appends the record.
+// One recorded API call. Constructed before the real call, it takes the launch nesting and the
+// stack; start() takes the sequence number and stamps t0 right before the real call (so nested
+// calls, and a signal handler's events outside the call, get numbers in time order); the
+// destructor stamps t1 and appends the record. Each step that changes the thread's recording
+// state is a RecordSection (collector/collector.h): a signal handler's call that interrupts one
+// is dropped and counted; the real call runs outside any section.
 class HookCall {
  public:
   HookCall(HookId id, ApiKind kind) {
@@ -92,12 +95,16 @@ class HookCall {
     ThreadState* s = currentThread();
     if (s == nullptr || !capture::on()) return;
     if (__builtin_expect(!g_deviceTracingStarted.load(std::memory_order_relaxed), 0)) startDeviceTracing();
+    RecordSection section(s);
+    if (!section.owned()) {
+      section.dropEvent();
+      return;
+    }
     s_ = s;
     r_.type = RecordType::Api;
     r_.extra = 0;
     r_.hook = static_cast<uint16_t>(id);
     r_.result = 0;
-    r_.seq = s->nextSeq++;
     r_.mem = MemPayload{};
     // Only the outermost recorded call takes a stack: a nested call (the driver call a runtime
     // call made) shares it, which the exporters know from the nesting.
@@ -112,7 +119,10 @@ class HookCall {
     r_.t1 = Clock::now();
     --s_->apiDepth;
     if (launch_) --s_->launchDepth;
-    if (!appendRecord(s_, r_)) countDrop(s_);
+    if (lost_) return;
+    RecordSection section(s_);
+    if (!section.owned()) section.dropEvent(true);  // not expected: this context opened sections before
+    else if (!appendRecord(s_, r_)) countDrop(s_);
   }
   HookCall(const HookCall&) = delete;
   HookCall& operator=(const HookCall&) = delete;
@@ -120,7 +130,15 @@ class HookCall {
   bool recording() const { return s_ != nullptr; }
   bool outermostLaunch() const { return outermostLaunch_; }
   void start() {
-    if (s_ != nullptr) r_.t0 = Clock::now();
+    if (s_ == nullptr) return;
+    RecordSection section(s_);
+    if (!section.owned()) {  // not expected, as in the destructor
+      section.dropEvent();
+      lost_ = true;
+      return;
+    }
+    r_.seq = takeSeq(s_);
+    r_.t0 = Clock::now();
   }
   template <typename R>
   void setResult(const R& rc) {
@@ -182,6 +200,7 @@ class HookCall {
 
  private:
   ThreadState* s_ = nullptr;
+  bool lost_ = false;
   bool launch_ = false;
   bool outermostLaunch_ = false;
   Record r_;

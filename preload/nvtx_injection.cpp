@@ -5,7 +5,9 @@
 //
 // Messages are copied into the thread's ring at call time (the caller's buffer is gone after
 // the call). Push/pop pairing happens in the drain; here each push and pop carries its level
-// within (thread, domain) so a dropped record cannot mis-pair the ranges around it.
+// within (thread, domain) so a dropped record cannot mis-pair the ranges around it. NVTX calls
+// may come from signal handlers (RecordSection in collector/collector.h says how they are kept
+// apart from the call they interrupt).
 
 #define NVTX_NO_IMPL
 #include <nvtx3/nvToolsExt.h>
@@ -126,6 +128,7 @@ ThreadState* nvtxThread() {
   return currentThread();
 }
 
+// Inside a RecordSection.
 void appendNvtx(ThreadState* s, RecordType type, uint64_t seq, uint32_t domain, uint32_t category, uint16_t depth,
                 uint64_t rangeId, const Message& m) {
   Record r;
@@ -150,30 +153,54 @@ void appendNvtx(ThreadState* s, RecordType type, uint64_t seq, uint32_t domain, 
   }
 }
 
+// The push/pop level of (thread, domain) changes with single atomic read-modify-writes: a
+// signal handler's push or pop on the same thread (recorded or dropped, see RecordSection) may
+// land between any two instructions of the interrupted one. Each record is stamped, and carries
+// its level, inside the section that changed the level, so ring order and levels agree and the
+// drain pairs ranges by level correctly.
+std::atomic_ref<uint16_t> depthOf(ThreadState* s, uint32_t domain) { return std::atomic_ref<uint16_t>(s->nvtxDepth[domain]); }
+
 int push(uint32_t domain, uint32_t category, const Message& m) {
   ThreadState* s = nvtxThread();
   if (s == nullptr) return 0;
-  const uint16_t depth = s->nvtxDepth[domain];
-  if (depth < UINT16_MAX) s->nvtxDepth[domain] = static_cast<uint16_t>(depth + 1);
+  RecordSection section(s);
+  uint16_t depth = depthOf(s, domain).load(std::memory_order_relaxed);
+  while (depth < UINT16_MAX && !depthOf(s, domain).compare_exchange_weak(depth, static_cast<uint16_t>(depth + 1),
+                                                                         std::memory_order_relaxed)) {
+  }
   // Depth is kept while paused, so pops after a capture window starts still pair correctly.
   if (capture::watchesNvtx()) capture::onNvtxPush(m.registered ? nullptr : m.text, m.length, s->tid, depth);
-  if (capture::on()) appendNvtx(s, RecordType::NvtxPush, s->nextSeq++, domain, category, depth, 0, m);
+  if (capture::on()) {
+    if (section.owned()) appendNvtx(s, RecordType::NvtxPush, takeSeq(s), domain, category, depth, 0, m);
+    else section.dropEvent();
+  }
   return depth;
 }
 
 int pop(uint32_t domain) {
   ThreadState* s = nvtxThread();
   if (s == nullptr) return 0;
-  if (s->nvtxDepth[domain] == 0) return -1;  // NVTX: a pop without a push is an error
-  const uint16_t depth = --s->nvtxDepth[domain];
-  if (capture::on()) appendNvtx(s, RecordType::NvtxPop, 0, domain, 0, depth, 0, Message{});
+  RecordSection section(s);
+  uint16_t depth = depthOf(s, domain).load(std::memory_order_relaxed);
+  do {
+    if (depth == 0) return -1;  // NVTX: a pop without a push is an error
+  } while (!depthOf(s, domain).compare_exchange_weak(depth, static_cast<uint16_t>(depth - 1), std::memory_order_relaxed));
+  --depth;
+  if (capture::on()) {
+    if (section.owned()) appendNvtx(s, RecordType::NvtxPop, 0, domain, 0, depth, 0, Message{});
+    else section.dropEnd();
+  }
   if (capture::watchesNvtx()) capture::onNvtxPop(s->tid, depth);
   return depth;
 }
 
 void mark(uint32_t domain, uint32_t category, const Message& m) {
   if (!capture::on()) return;
-  if (ThreadState* s = nvtxThread()) appendNvtx(s, RecordType::NvtxMark, s->nextSeq++, domain, category, 0, 0, m);
+  ThreadState* s = nvtxThread();
+  if (s == nullptr) return;
+  RecordSection section(s);
+  if (section.owned()) appendNvtx(s, RecordType::NvtxMark, takeSeq(s), domain, category, 0, 0, m);
+  else section.dropEvent();
 }
 
 std::atomic<uint64_t> nextRangeId{1};
@@ -181,22 +208,36 @@ std::atomic<uint64_t> nextRangeId{1};
 nvtxRangeId_t start(uint32_t domain, uint32_t category, const Message& m) {
   const uint64_t id = nextRangeId.fetch_add(1, std::memory_order_relaxed);
   if (!capture::on()) return id;
-  if (ThreadState* s = nvtxThread()) appendNvtx(s, RecordType::NvtxStart, s->nextSeq++, domain, category, 0, id, m);
+  ThreadState* s = nvtxThread();
+  if (s == nullptr) return id;
+  RecordSection section(s);
+  if (section.owned()) appendNvtx(s, RecordType::NvtxStart, takeSeq(s), domain, category, 0, id, m);
+  else section.dropEvent();
   return id;
 }
 
 void end(nvtxRangeId_t id) {
   if (!capture::on()) return;
-  if (ThreadState* s = nvtxThread()) appendNvtx(s, RecordType::NvtxEnd, 0, 0, 0, 0, id, Message{});
+  ThreadState* s = nvtxThread();
+  if (s == nullptr) return;
+  RecordSection section(s);
+  if (section.owned()) appendNvtx(s, RecordType::NvtxEnd, 0, 0, 0, 0, id, Message{});
+  else section.dropEnd();
 }
 
+// Names are not events: one a signal handler gives while a section is open is not kept.
 void nameCategory(uint32_t domain, uint32_t category, const Message& m) {
-  if (ThreadState* s = nvtxThread()) appendNvtx(s, RecordType::CategoryName, 0, domain, category, 0, 0, m);
+  ThreadState* s = nvtxThread();
+  if (s == nullptr) return;
+  RecordSection section(s);
+  if (section.owned()) appendNvtx(s, RecordType::CategoryName, 0, domain, category, 0, 0, m);
 }
 
 void nameThread(uint32_t tid, const Message& m) {
   ThreadState* s = nvtxThread();
   if (s == nullptr) return;
+  RecordSection section(s);
+  if (!section.owned()) return;
   Record r;
   r.type = RecordType::ThreadName;
   r.hook = 0;
