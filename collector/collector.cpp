@@ -60,6 +60,10 @@ struct Globals {
   Counter counters[16];
   std::atomic<ThreadState*> registry{nullptr};
   std::atomic<uint32_t> nextTrackId{1};
+  // Ring bytes held by current owners, counted against config.maxMemory (newState/attachThread
+  // reserve, releaseState returns).
+  std::atomic<uint64_t> ringBytesInUse{0};
+  std::atomic<pid_t> initPid{0};  // the process in which initialize() ran (or runs)
   pthread_key_t exitKey{};
   char libraryPath[PATH_MAX] = {};
 
@@ -82,13 +86,32 @@ struct Globals {
   ClockAnchor lastAnchor{};
 };
 
-// Constructed on first use and never destroyed: hooks can run during and after static
-// destruction of the program.
-Globals& g() {
-  alignas(Globals) static unsigned char storage[sizeof(Globals)];
-  static Globals* globals = new (storage) Globals();
-  return *globals;
-}
+// Constant-initialised (no guard variable a fork could leave taken in a child, no constructor
+// order) and never destroyed: hooks can run during and after static destruction of the program.
+union GlobalsStorage {
+  Globals value;
+  constexpr GlobalsStorage() : value() {}
+  ~GlobalsStorage() {}
+};
+constinit GlobalsStorage g_globals;
+
+Globals& g() { return g_globals.value; }
+
+pid_t realPid() { return static_cast<pid_t>(syscall(SYS_getpid)); }
+
+// Whether this process is the one the collector's state belongs to. Not so in a child made
+// without glibc's fork (a raw clone system call with fork semantics, no CLONE_VM): no fork
+// handler ran there, so the state is a copy of the parent's, with its drain thread, store and
+// journal file descriptor, none of them this process's. Such a child (and whatever it forks)
+// records nothing: its hooks pass through or fill rings no drain reads, and nothing of the
+// parent's is written, joined or locked (its copies of the parent's locks may be held by
+// threads that do not exist here). A vfork child also fails the check, and must not touch the
+// state it shares with its parent. The pid comes from the system call, never from a cache.
+bool ownProcess() { return realPid() == g().pid; }
+
+// Whether the forking thread took the locks in atforkPrepare (it does not in a process that
+// is not ownProcess()), for the parent and child handlers of the same fork.
+__thread bool t_forkLocked __attribute__((tls_model("initial-exec"))) = false;
 
 pid_t currentTid() { return static_cast<pid_t>(syscall(SYS_gettid)); }
 
@@ -248,29 +271,39 @@ void stopDrainThread() {
   gl.drainStarted.store(false);
 }
 
+// Every lock the collector and CUPTI's state hold is taken here, in their nesting order
+// (drainMutex, then CUPTI's), so a fork never leaves one held by a thread the child lacks. The
+// preload's own locks (the symbol-resolution mutex) are rebuilt in the child instead
+// (preload/hook_table.cpp). Everything else is lock-free or constant-initialised.
 void atforkPrepare() {
-  if (g().init.load() != InitState::Done) return;
+  t_forkLocked = false;
+  if (g().init.load() != InitState::Done || !ownProcess()) return;
   g().drainMutex.lock();
+  Cupti::lockForFork();
+  t_forkLocked = true;
 }
 
 void atforkParent() {
-  if (g().init.load() != InitState::Done) return;
+  if (!t_forkLocked) return;
+  t_forkLocked = false;
+  Cupti::unlockAfterFork();
   g().drainMutex.unlock();
 }
 
 void atforkChild() {
   Globals& gl = g();
-  if (gl.init.load() != InitState::Done) return;
+  if (!t_forkLocked) return;  // the parent was not ownProcess(): neither is this child
+  t_forkLocked = false;
+  Cupti::forgetAfterFork();  // releases CUPTI's lock too
   gl.drainMutex.unlock();
   // Only the forking thread exists here. The parent writes its own events; the child starts
   // empty: no inherited store, no inherited ring contents, a drain thread of its own.
   gl.wakeWord.store(0);
   gl.stopDrain.store(false);
   gl.drainStarted.store(false);
-  gl.pid = getpid();
+  gl.pid = realPid();
   gl.finishRequested.store(false);
   gl.finishDone.store(false);
-  Cupti::forgetAfterFork();
   delete gl.store;
   gl.store = nullptr;
   gl.journalMeta = false;
@@ -292,7 +325,7 @@ void atExit() { Collector::finish(); }
 void onTerminatingSignal(int sig) {
   const int savedErrno = errno;
   Globals& gl = g();
-  if (gl.drainStarted.load() && !gl.finished.load() && getpid() == gl.pid) {
+  if (gl.drainStarted.load() && !gl.finished.load() && ownProcess()) {
     gl.finishRequested.store(true);
     wakeDrain();
     for (int i = 0; i < 3000 && !gl.finishDone.load(); ++i) {
@@ -369,7 +402,13 @@ namespace detail {
 ThreadState* attachThread() {
   if (!recordingHere()) return nullptr;
   ReentrancyGuard guard;
+  // A signal handler that ran between the check above and the guard attached this thread.
+  if (tls::state != nullptr) return tls::state;
   const int savedErrno = errno;
+  if (!ownProcess()) {  // a raw-clone child: records nothing (see ownProcess)
+    errno = savedErrno;
+    return nullptr;
+  }
   ThreadState* s = claimFreeState();
   if (s == nullptr) s = newState();
   if (s == nullptr) {
@@ -397,11 +436,22 @@ void nudgeDrain() {
 
 void Collector::initialize(const HookDescriptor* hooks, std::size_t hookCount, Writer writer, const Journal* journal) {
   Globals& gl = g();
+  // Before the claim below, so that whoever runs the initialisation has set it: every thread
+  // of a process stores the same value, and a fork child keeps its parent's.
+  if (gl.initPid.load() == 0) gl.initPid.store(realPid());
   InitState expected = InitState::NotStarted;
   if (!gl.init.compare_exchange_strong(expected, InitState::Running)) {
-    // Another thread is initialising: wait for it unless that thread is us (re-entry).
+    // Another thread is initialising: wait for it unless that thread is us (re-entry), or
+    // it was a thread of the parent and this is a child forked meanwhile, where it will never
+    // finish: this process is not traced then.
     if (tls::busy == 0)
-      while (gl.init.load() == InitState::Running) sched_yield();
+      while (gl.init.load() == InitState::Running) {
+        if (gl.initPid.load() != realPid()) {
+          detail::mode.store(Mode::Off, std::memory_order_release);
+          return;
+        }
+        sched_yield();
+      }
     return;
   }
   ReentrancyGuard guard;
@@ -432,7 +482,7 @@ void Collector::initialize(const HookDescriptor* hooks, std::size_t hookCount, W
     pthread_key_create(&gl.exitKey, threadExit);
     pthread_atfork(atforkPrepare, atforkParent, atforkChild);
     atexit(atExit);
-    gl.pid = getpid();
+    gl.pid = realPid();
     installSignalHandlers();
   }
   detail::mode.store(gl.config.enabled ? Mode::On : Mode::Off, std::memory_order_release);
@@ -453,6 +503,7 @@ std::atomic<uint64_t>& Collector::counter(const char* name) {
 }
 
 bool Collector::initialized() { return g().init.load() == InitState::Done; }
+bool Collector::ownsProcess() { return g().init.load() == InitState::Done && ownProcess(); }
 const Config& Collector::config() { return g().config; }
 NameTable& Collector::names() { return g().names; }
 const char* Collector::libraryPath() { return g().libraryPath; }
@@ -472,7 +523,7 @@ void Collector::disable(const char* why) {
 
 void Collector::finishBeforeExit() {
   Globals& gl = g();
-  if (gl.init.load() != InitState::Done || syscall(SYS_getpid) != gl.pid) return;
+  if (gl.init.load() != InitState::Done || !ownProcess()) return;
   // Nothing recorded in this image (a forked child on its way to exec, a shell): nothing to
   // write, and nothing should run between a fork and an exec that does not have to.
   if (!gl.drainStarted.load()) return;
@@ -481,7 +532,9 @@ void Collector::finishBeforeExit() {
 
 void Collector::finish() {
   Globals& gl = g();
-  if (gl.init.load() != InitState::Done || !gl.config.enabled) return;
+  // Checked before anything is written: a raw-clone or vfork child must not join the parent's
+  // drain thread (it does not exist here), lock its copies of the parent's locks, or write.
+  if (gl.init.load() != InitState::Done || !gl.config.enabled || !ownProcess()) return;
   if (gl.finished.exchange(true)) return;
   detail::mode.store(Mode::Off, std::memory_order_release);
   ReentrancyGuard guard;

@@ -207,6 +207,9 @@ class Collector {
   static void initialize(const HookDescriptor* hooks, std::size_t hookCount, Writer writer,
                          const Journal* journal = nullptr);
   static bool initialized();
+  // Initialised, and this process is the one the collector's state belongs to (not a child
+  // made by a raw clone system call, which no fork handler saw, nor a vfork child).
+  static bool ownsProcess();
   static const Config& config();
   static NameTable& names();
 
