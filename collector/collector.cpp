@@ -149,9 +149,56 @@ ThreadState* claimFreeState() {
   return nullptr;
 }
 
+constexpr std::size_t kPage = 4096;
+constexpr std::size_t kHeaderBytes = (sizeof(ThreadState) + kPage - 1) & ~(kPage - 1);
+
+char* ringMemory(ThreadState* s) { return reinterpret_cast<char*>(s) + kHeaderBytes; }
+
+// A ring for a new owner, counted against the memory cap (config.maxMemory counts ring bytes
+// too). Past the cap the owner gets none: every event of the thread is dropped and counted
+// (its state still carries the counters), with one warning for the process.
+uint64_t reserveRing() {
+  Globals& gl = g();
+  const uint64_t bytes = gl.config.ringBytes;
+  const uint64_t cap = gl.config.maxMemory;
+  uint64_t used = gl.ringBytesInUse.load(std::memory_order_relaxed);
+  do {
+    if (cap != 0 && used + bytes > cap) {
+      Collector::warnOnce("cutrace: the memory cap (CUTRACE_MAX_MEMORY) is reached by per-thread rings; threads "
+                          "that start now record nothing (their events are counted as dropped)\n");
+      return 0;
+    }
+  } while (!gl.ringBytesInUse.compare_exchange_weak(used, used + bytes, std::memory_order_relaxed));
+  return bytes;
+}
+
+// The owner is gone and the drain has emptied the ring: its pages go back to the system (the
+// next owner touches them afresh, as zero pages) and its bytes back to the cap. Drain thread,
+// or the only thread of a fork child.
+void releaseState(ThreadState* s) {
+  if (s->ringBytes != 0) {
+    madvise(ringMemory(s), s->ringBytes, MADV_DONTNEED);
+    g().ringBytesInUse.fetch_sub(s->ringBytes, std::memory_order_relaxed);
+    s->ringBytes = 0;
+  }
+  s->life.store(Life::Free, std::memory_order_release);
+}
+
+// The first ring pages are touched here, in the thread's first event, so that a thread with a
+// few events takes no page fault in a hook; a busy thread takes one fault per 64 records
+// (4 KiB) in its first lap around the ring, afterwards none. Populating the whole ring up front
+// cost 1 MiB of resident memory per thread whether it recorded 1 event or a million (1 GB for
+// 1,000 threads), so the commitment follows use instead.
+constexpr std::size_t kPrefaultBytes = 2 * kPage;
+
 void resetState(ThreadState* s) {
-  s->ring.attach(reinterpret_cast<Record*>(reinterpret_cast<char*>(s) + ((sizeof(ThreadState) + 4095) & ~std::size_t{4095})),
-                 g().config.ringBytes / kRecordSize);
+  s->ringBytes = reserveRing();
+  const uint64_t records = s->ringBytes / kRecordSize;
+  auto* ring = ringMemory(s);
+  for (std::size_t at = 0; at < kPrefaultBytes && at < s->ringBytes; at += kPage)
+    reinterpret_cast<volatile char*>(ring)[at] = 0;
+  // No ring: capacity 0, every reserve() fails and the event is counted as dropped.
+  s->ring.attach(reinterpret_cast<Record*>(ring), records);
   s->tid = static_cast<uint32_t>(currentTid());
   s->pthreadLow = static_cast<uint32_t>(pthread_self());
   s->trackId = g().nextTrackId.fetch_add(1, std::memory_order_relaxed);
@@ -171,10 +218,9 @@ void resetState(ThreadState* s) {
 }
 
 ThreadState* newState() {
-  const std::size_t header = (sizeof(ThreadState) + 4095) & ~std::size_t{4095};
-  const std::size_t bytes = header + g().config.ringBytes;
-  // Populated up front: a hook must never take a page fault (they cost microseconds in VMs).
-  void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+  // Header and ring address space for the configured ring, pages touched on use (resetState).
+  const std::size_t bytes = kHeaderBytes + g().config.ringBytes;
+  void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (mem == MAP_FAILED) return nullptr;
   auto* s = new (mem) ThreadState();
   s->mappingBytes = bytes;
@@ -199,7 +245,7 @@ void drainPass() {
     const Life life = s->life.load(std::memory_order_acquire);
     if (life != Life::Active && life != Life::Retired) continue;
     gl.store->consume(*s, life == Life::Retired);
-    if (life == Life::Retired) s->life.store(Life::Free, std::memory_order_release);
+    if (life == Life::Retired) releaseState(s);
   }
   if (stacks::table().reserved()) {
     if (gl.symbolizer == nullptr) gl.symbolizer = new Symbolizer();
@@ -311,7 +357,8 @@ void atforkChild() {
   // Every inherited state is released, the forking thread's too: its next event attaches
   // afresh, which also starts the child's drain thread. Nothing starts a thread here, so a child
   // that records nothing (a shell running a command) never gets one.
-  for (ThreadState* s = gl.registry.load(); s; s = s->next) s->life.store(Life::Free, std::memory_order_relaxed);
+  for (ThreadState* s = gl.registry.load(); s; s = s->next) releaseState(s);
+  gl.ringBytesInUse.store(0, std::memory_order_relaxed);  // also what a state set up at the fork had reserved
   tls::state = nullptr;
   pthread_setspecific(gl.exitKey, nullptr);  // its exit must not retire a state another thread took
 }
