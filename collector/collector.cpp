@@ -206,9 +206,7 @@ void resetState(ThreadState* s) {
   s->dropped.store(0, std::memory_order_relaxed);
   s->lostEnds.store(0, std::memory_order_relaxed);
   s->section.store(0, std::memory_order_relaxed);
-  s->pendingDrops.store(0, std::memory_order_relaxed);
-  s->pendingSeqs.store(0, std::memory_order_relaxed);
-  s->pendingLostEnds.store(0, std::memory_order_relaxed);
+  s->pending.store(0, std::memory_order_relaxed);
   s->launchDepth = 0;
   s->apiDepth = 0;
   stacks::attachThread(s);

@@ -28,6 +28,12 @@ namespace cutrace {
 
 inline constexpr std::size_t kMaxNvtxDomains = 256;
 
+// ThreadState::pending: three 21-bit counts (a section is never interrupted that often).
+inline constexpr uint64_t kPendingDrop = 1;              // an event dropped: add to dropped
+inline constexpr uint64_t kPendingSeq = uint64_t{1} << 21;  // of those, one that took no sequence number
+inline constexpr uint64_t kPendingLostEnd = uint64_t{1} << 42;  // a pop or end dropped: add to lostEnds
+inline constexpr uint64_t kPendingMask = (uint64_t{1} << 21) - 1;
+
 // Active: the owner thread produces. Retired: the owner exited, the drain still has to empty
 // it. Free: emptied, reusable. Claimed: being set up for a new owner; the drain ignores it.
 enum class Life : uint32_t { Active, Retired, Free, Claimed };
@@ -51,11 +57,9 @@ struct ThreadState {
   dwarf::ThreadMemo unwindMemo{};  // owner, inside a RecordSection: the .eh_frame walk's rules by depth
   uint16_t nvtxDepth[kMaxNvtxDomains] = {};  // owner, atomic RMW only: push/pop level per domain
   // Signal handlers (RecordSection): 1 while the owner is inside a section; what handlers
-  // that found it taken dropped, for the section to fold in when it closes.
+  // that found it taken dropped, packed (kPending*), for the section to fold in when it closes.
   std::atomic<uint32_t> section{0};
-  std::atomic<uint32_t> pendingDrops{0};     // events dropped (add to dropped)
-  std::atomic<uint32_t> pendingSeqs{0};      // of those, how many never took a sequence number
-  std::atomic<uint32_t> pendingLostEnds{0};  // pops/ends dropped (add to lostEnds)
+  std::atomic<uint64_t> pending{0};
   char name[16] = {};          // the thread's name at its first event, then at its exit
   ThreadState* next = nullptr; // registry link, set once before publication
   std::size_t mappingBytes = 0;  // header + ring address space (mapped once, never unmapped)
@@ -127,35 +131,28 @@ class RecordSection {
 
   // For a context that could not open the section: its event is lost.
   void dropEvent(bool tookSeq = false) {
-    s_->pendingDrops.fetch_add(1, std::memory_order_relaxed);
-    if (!tookSeq) s_->pendingSeqs.fetch_add(1, std::memory_order_relaxed);
+    s_->pending.fetch_add(tookSeq ? kPendingDrop : kPendingDrop + kPendingSeq, std::memory_order_relaxed);
   }
-  void dropEnd() { s_->pendingLostEnds.fetch_add(1, std::memory_order_relaxed); }
+  void dropEnd() { s_->pending.fetch_add(kPendingLostEnd, std::memory_order_relaxed); }
 
  private:
-  static uint32_t take(std::atomic<uint32_t>& pending) {
-    // One exchange (a single instruction) so a handler's increment is never lost.
-    return pending.load(std::memory_order_relaxed) == 0 ? 0 : pending.exchange(0, std::memory_order_relaxed);
-  }
   void close() {
     for (;;) {
-      // Inside the section no handler touches nextSeq, dropped or lostEnds.
-      const uint32_t drops = take(s_->pendingDrops);
-      const uint32_t seqs = take(s_->pendingSeqs);
-      const uint32_t ends = take(s_->pendingLostEnds);
-      s_->nextSeq += seqs;
-      if (drops != 0) s_->dropped.store(s_->dropped.load(std::memory_order_relaxed) + drops, std::memory_order_relaxed);
-      if (ends != 0) s_->lostEnds.store(s_->lostEnds.load(std::memory_order_relaxed) + ends, std::memory_order_relaxed);
       std::atomic_signal_fence(std::memory_order_seq_cst);
       s_->section.store(0, std::memory_order_relaxed);
       std::atomic_signal_fence(std::memory_order_seq_cst);
-      // A handler that came after the fold and before the store left its count pending; one
-      // that comes from here on opens (and folds in) its own section.
-      if ((s_->pendingDrops.load(std::memory_order_relaxed) | s_->pendingSeqs.load(std::memory_order_relaxed) |
-           s_->pendingLostEnds.load(std::memory_order_relaxed)) == 0)
-        return;
+      // What handlers dropped while the section was open. One that comes from here on opens
+      // (and folds in) its own section.
+      if (s_->pending.load(std::memory_order_relaxed) == 0) return;
       s_->section.store(1, std::memory_order_relaxed);
       std::atomic_signal_fence(std::memory_order_seq_cst);
+      // One exchange (a single instruction), so no handler's count is lost; inside the section
+      // no handler touches nextSeq, dropped or lostEnds.
+      const uint64_t p = s_->pending.exchange(0, std::memory_order_relaxed);
+      const uint64_t drops = p & kPendingMask, seqs = (p >> 21) & kPendingMask, ends = (p >> 42) & kPendingMask;
+      s_->nextSeq += seqs;
+      if (drops != 0) s_->dropped.store(s_->dropped.load(std::memory_order_relaxed) + drops, std::memory_order_relaxed);
+      if (ends != 0) s_->lostEnds.store(s_->lostEnds.load(std::memory_order_relaxed) + ends, std::memory_order_relaxed);
     }
   }
 

@@ -80,12 +80,12 @@ R missingLibraryResult(ApiLayer layer) {
   }
 }
 
-// One recorded API call. Constructed before the real call, it takes the launch nesting and the
-// stack; start() takes the sequence number and stamps t0 right before the real call (so nested
-// calls, and a signal handler's events outside the call, get numbers in time order); the
-// destructor stamps t1 and appends the record. Each step that changes the thread's recording
-// state is a RecordSection (collector/collector.h): a signal handler's call that interrupts one
-// is dropped and counted; the real call runs outside any section.
+// One recorded API call. Constructed before the real call, it takes the launch nesting; start()
+// captures the stack, takes the sequence number and stamps t0 right before the real call (so
+// nested calls, and a signal handler's events outside the call, get numbers in time order); the
+// destructor stamps t1 and appends the record. start() and the destructor are RecordSections
+// (collector/collector.h): a signal handler's call that interrupts one is dropped and counted;
+// the real call runs outside any section.
 class HookCall {
  public:
   HookCall(HookId id, ApiKind kind) {
@@ -95,11 +95,6 @@ class HookCall {
     ThreadState* s = currentThread();
     if (s == nullptr || !capture::on()) return;
     if (__builtin_expect(!g_deviceTracingStarted.load(std::memory_order_relaxed), 0)) startDeviceTracing();
-    RecordSection section(s);
-    if (!section.owned()) {
-      section.dropEvent();
-      return;
-    }
     s_ = s;
     r_.type = RecordType::Api;
     r_.extra = 0;
@@ -108,7 +103,7 @@ class HookCall {
     r_.mem = MemPayload{};
     // Only the outermost recorded call takes a stack: a nested call (the driver call a runtime
     // call made) shares it, which the exporters know from the nesting.
-    if (s->apiDepth++ == 0 && stacks::wanted(kind)) r_.mem.stack = stacks::capture(s);
+    wantStack_ = s->apiDepth++ == 0 && stacks::wanted(kind);
     if (kind == ApiKind::Launch) {
       launch_ = true;
       outermostLaunch_ = s->launchDepth++ == 0;
@@ -121,7 +116,7 @@ class HookCall {
     if (launch_) --s_->launchDepth;
     if (lost_) return;
     RecordSection section(s_);
-    if (!section.owned()) section.dropEvent(true);  // not expected: this context opened sections before
+    if (!section.owned()) section.dropEvent(true);  // not expected: start() opened one in this context
     else if (!appendRecord(s_, r_)) countDrop(s_);
   }
   HookCall(const HookCall&) = delete;
@@ -132,11 +127,13 @@ class HookCall {
   void start() {
     if (s_ == nullptr) return;
     RecordSection section(s_);
-    if (!section.owned()) {  // not expected, as in the destructor
+    if (!section.owned()) {  // a signal handler's call while this thread records another event
       section.dropEvent();
       lost_ = true;
       return;
     }
+    // Inside the section: the unwinder's per-thread memo is the thread's own.
+    if (wantStack_) r_.mem.stack = stacks::capture(s_);
     r_.seq = takeSeq(s_);
     r_.t0 = Clock::now();
   }
@@ -201,6 +198,7 @@ class HookCall {
  private:
   ThreadState* s_ = nullptr;
   bool lost_ = false;
+  bool wantStack_ = false;
   bool launch_ = false;
   bool outermostLaunch_ = false;
   Record r_;
