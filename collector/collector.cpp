@@ -211,6 +211,7 @@ void resetState(ThreadState* s) {
   s->apiDepth = 0;
   stacks::attachThread(s);
   memset(s->nvtxDepth, 0, sizeof(s->nvtxDepth));
+  memset(s->nvtxPushMissing, 0, sizeof(s->nvtxPushMissing));
   memset(s->name, 0, sizeof(s->name));
   prctl(PR_GET_NAME, s->name, 0, 0, 0);
 }

@@ -56,6 +56,9 @@ struct ThreadState {
   uintptr_t stackHi = 0;       // top of the thread's stack, bounds the frame-pointer walk
   dwarf::ThreadMemo unwindMemo{};  // owner, inside a RecordSection: the .eh_frame walk's rules by depth
   uint16_t nvtxDepth[kMaxNvtxDomains] = {};  // owner, atomic RMW only: push/pop level per domain
+  // Owner, inside a RecordSection: bit L set while the push open at level L (< 32) of a domain
+  // is not in the ring (dropped, or not captured), so its pop is not recorded either.
+  uint32_t nvtxPushMissing[kMaxNvtxDomains] = {};
   // Signal handlers (RecordSection): 1 while the owner is inside a section; what handlers
   // that found it taken dropped, packed (kPending*), for the section to fold in when it closes.
   std::atomic<uint32_t> section{0};

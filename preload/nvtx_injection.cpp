@@ -128,8 +128,8 @@ ThreadState* nvtxThread() {
   return currentThread();
 }
 
-// Inside a RecordSection.
-void appendNvtx(ThreadState* s, RecordType type, uint64_t seq, uint32_t domain, uint32_t category, uint16_t depth,
+// Inside a RecordSection. Returns false when the ring had no room (the loss is counted).
+bool appendNvtx(ThreadState* s, RecordType type, uint64_t seq, uint32_t domain, uint32_t category, uint16_t depth,
                 uint64_t rangeId, const Message& m) {
   Record r;
   r.type = type;
@@ -145,12 +145,29 @@ void appendNvtx(ThreadState* s, RecordType type, uint64_t seq, uint32_t domain, 
   r.nvtx.depth = depth;
   r.nvtx.length = static_cast<uint16_t>(m.length);
   r.nvtx.truncated = m.truncated ? 1 : 0;
-  if (!appendRecord(s, r, m.text, m.registered ? 0 : m.length)) {
-    if (type == RecordType::NvtxPop || type == RecordType::NvtxEnd)
-      s->lostEnds.store(s->lostEnds.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    else if (type != RecordType::CategoryName)
-      countDrop(s);
-  }
+  if (appendRecord(s, r, m.text, m.registered ? 0 : m.length)) return true;
+  if (type == RecordType::NvtxPop || type == RecordType::NvtxEnd)
+    s->lostEnds.store(s->lostEnds.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  else if (type != RecordType::CategoryName)
+    countDrop(s);
+  return false;
+}
+
+// The drain pairs a pop with the open push of its level. When the push of a level is not in
+// the ring (dropped: a full ring, or not captured) while an older range of that level lost its
+// own pop, recording the pop would close that older range with this pop's time. So the pop of
+// a missing push is not recorded: the older range ends, flagged end_lost, where the drain next
+// learns its level was left. Levels from 32 on are not tracked (pairing as before).
+void notePush(ThreadState* s, uint32_t domain, uint16_t level, bool inRing) {
+  if (level >= 32) return;
+  if (inRing) s->nvtxPushMissing[domain] &= ~(uint32_t{1} << level);
+  else s->nvtxPushMissing[domain] |= uint32_t{1} << level;
+}
+
+bool popOfMissingPush(ThreadState* s, uint32_t domain, uint16_t level) {
+  if (level >= 32 || !(s->nvtxPushMissing[domain] & (uint32_t{1} << level))) return false;
+  s->nvtxPushMissing[domain] &= ~(uint32_t{1} << level);
+  return true;
 }
 
 // The push/pop level of (thread, domain) changes with single atomic read-modify-writes: a
@@ -170,10 +187,14 @@ int push(uint32_t domain, uint32_t category, const Message& m) {
   }
   // Depth is kept while paused, so pops after a capture window starts still pair correctly.
   if (capture::watchesNvtx()) capture::onNvtxPush(m.registered ? nullptr : m.text, m.length, s->tid, depth);
-  if (capture::on()) {
-    if (section.owned()) appendNvtx(s, RecordType::NvtxPush, takeSeq(s), domain, category, depth, 0, m);
-    else section.dropEvent();
+  if (!section.owned()) {
+    // A signal handler's push while this thread records another event: it and its pop (in the
+    // same handler run) are dropped; pairing state is the interrupted section's alone.
+    if (capture::on()) section.dropEvent();
+    return depth;
   }
+  const bool inRing = capture::on() && appendNvtx(s, RecordType::NvtxPush, takeSeq(s), domain, category, depth, 0, m);
+  notePush(s, domain, depth, inRing);
   return depth;
 }
 
@@ -186,9 +207,10 @@ int pop(uint32_t domain) {
     if (depth == 0) return -1;  // NVTX: a pop without a push is an error
   } while (!depthOf(s, domain).compare_exchange_weak(depth, static_cast<uint16_t>(depth - 1), std::memory_order_relaxed));
   --depth;
-  if (capture::on()) {
-    if (section.owned()) appendNvtx(s, RecordType::NvtxPop, 0, domain, 0, depth, 0, Message{});
-    else section.dropEnd();
+  if (!section.owned()) {
+    if (capture::on()) section.dropEnd();
+  } else if (!popOfMissingPush(s, domain, depth) && capture::on()) {
+    appendNvtx(s, RecordType::NvtxPop, 0, domain, 0, depth, 0, Message{});
   }
   if (capture::watchesNvtx()) capture::onNvtxPop(s->tid, depth);
   return depth;
