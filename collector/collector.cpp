@@ -62,6 +62,10 @@ struct Globals {
   Counter counters[16];
   std::atomic<ThreadState*> registry{nullptr};
   std::atomic<uint32_t> nextTrackId{1};
+  // Ring bytes held by current owners, counted against config.maxMemory (newState/attachThread
+  // reserve, releaseState returns).
+  std::atomic<uint64_t> ringBytesInUse{0};
+  std::atomic<pid_t> initPid{0};  // the process in which initialize() ran (or runs)
   pthread_key_t exitKey{};
   char libraryPath[PATH_MAX] = {};
 
@@ -87,13 +91,32 @@ struct Globals {
   ClockAnchor lastAnchor{};
 };
 
-// Constructed on first use and never destroyed: hooks can run during and after static
-// destruction of the program.
-Globals& g() {
-  alignas(Globals) static unsigned char storage[sizeof(Globals)];
-  static Globals* globals = new (storage) Globals();
-  return *globals;
-}
+// Constant-initialised (no guard variable a fork could leave taken in a child, no constructor
+// order) and never destroyed: hooks can run during and after static destruction of the program.
+union GlobalsStorage {
+  Globals value;
+  constexpr GlobalsStorage() : value() {}
+  ~GlobalsStorage() {}
+};
+constinit GlobalsStorage g_globals;
+
+Globals& g() { return g_globals.value; }
+
+pid_t realPid() { return static_cast<pid_t>(syscall(SYS_getpid)); }
+
+// Whether this process is the one the collector's state belongs to. Not so in a child made
+// without glibc's fork (a raw clone system call with fork semantics, no CLONE_VM): no fork
+// handler ran there, so the state is a copy of the parent's, with its drain thread, store and
+// stream, none of them this process's. Such a child (and whatever it forks)
+// records nothing: its hooks pass through or fill rings no drain reads, and nothing of the
+// parent's is written, joined or locked (its copies of the parent's locks may be held by
+// threads that do not exist here). A vfork child also fails the check, and must not touch the
+// state it shares with its parent. The pid comes from the system call, never from a cache.
+bool ownProcess() { return realPid() == g().pid; }
+
+// Whether the forking thread took the locks in atforkPrepare (it does not in a process that
+// is not ownProcess()), for the parent and child handlers of the same fork.
+__thread bool t_forkLocked __attribute__((tls_model("initial-exec"))) = false;
 
 pid_t currentTid() { return static_cast<pid_t>(syscall(SYS_gettid)); }
 
@@ -118,29 +141,78 @@ ThreadState* claimFreeState() {
   return nullptr;
 }
 
+constexpr std::size_t kPage = 4096;
+constexpr std::size_t kHeaderBytes = (sizeof(ThreadState) + kPage - 1) & ~(kPage - 1);
+
+char* ringMemory(ThreadState* s) { return reinterpret_cast<char*>(s) + kHeaderBytes; }
+
+// A ring for a new owner, counted against the memory cap (config.maxMemory counts ring bytes
+// too). Past the cap the owner gets none: every event of the thread is dropped and counted
+// (its state still carries the counters), with one warning for the process.
+uint64_t reserveRing() {
+  Globals& gl = g();
+  const uint64_t bytes = gl.config.ringBytes;
+  const uint64_t cap = gl.config.maxMemory;
+  uint64_t used = gl.ringBytesInUse.load(std::memory_order_relaxed);
+  do {
+    if (cap != 0 && used + bytes > cap) {
+      Collector::warnOnce("cutrace: the memory cap (CUTRACE_MAX_MEMORY) is reached by per-thread rings; threads "
+                          "that start now record nothing (their events are counted as dropped)\n");
+      return 0;
+    }
+  } while (!gl.ringBytesInUse.compare_exchange_weak(used, used + bytes, std::memory_order_relaxed));
+  return bytes;
+}
+
+// The owner is gone and the drain has emptied the ring: its pages go back to the system (the
+// next owner touches them afresh, as zero pages) and its bytes back to the cap. Drain thread,
+// or the only thread of a fork child.
+void releaseState(ThreadState* s) {
+  if (s->ringBytes != 0) {
+    madvise(ringMemory(s), s->ringBytes, MADV_DONTNEED);
+    g().ringBytesInUse.fetch_sub(s->ringBytes, std::memory_order_relaxed);
+    s->ringBytes = 0;
+  }
+  s->life.store(Life::Free, std::memory_order_release);
+}
+
+// The first ring pages are touched here, in the thread's first event, so that a thread with a
+// few events takes no page fault in a hook; a busy thread takes one fault per 64 records
+// (4 KiB) in its first lap around the ring, afterwards none. Populating the whole ring up front
+// cost 1 MiB of resident memory per thread whether it recorded 1 event or a million (1 GB for
+// 1,000 threads), so the commitment follows use instead.
+constexpr std::size_t kPrefaultBytes = 2 * kPage;
+
 void resetState(ThreadState* s) {
-  s->ring.attach(reinterpret_cast<Record*>(reinterpret_cast<char*>(s) + ((sizeof(ThreadState) + 4095) & ~std::size_t{4095})),
-                 g().config.ringBytes / kRecordSize);
+  s->ringBytes = reserveRing();
+  const uint64_t records = s->ringBytes / kRecordSize;
+  auto* ring = ringMemory(s);
+  for (std::size_t at = 0; at < kPrefaultBytes && at < s->ringBytes; at += kPage)
+    reinterpret_cast<volatile char*>(ring)[at] = 0;
+  // No ring: capacity 0, every reserve() fails and the event is counted as dropped.
+  s->ring.attach(reinterpret_cast<Record*>(ring), records);
   s->tid = static_cast<uint32_t>(currentTid());
   s->pthreadLow = static_cast<uint32_t>(pthread_self());
   s->trackId = g().nextTrackId.fetch_add(1, std::memory_order_relaxed);
   s->nextSeq = 0;
   s->dropped.store(0, std::memory_order_relaxed);
   s->lostEnds.store(0, std::memory_order_relaxed);
+  s->section.store(0, std::memory_order_relaxed);
+  s->pending.store(0, std::memory_order_relaxed);
   s->launchDepth = 0;
   s->apiDepth = 0;
   stacks::attachThread(s);
   memset(s->nvtxDepth, 0, sizeof(s->nvtxDepth));
+  memset(s->nvtxPushMissing, 0, sizeof(s->nvtxPushMissing));
   memset(s->name, 0, sizeof(s->name));
   prctl(PR_GET_NAME, s->name, 0, 0, 0);
 }
 
 ThreadState* newState() {
-  const std::size_t header = (sizeof(ThreadState) + 4095) & ~std::size_t{4095};
-  const std::size_t bytes = header + g().config.ringBytes;
+  // Header and ring address space for the configured ring, pages touched on use (resetState).
+  const std::size_t bytes = kHeaderBytes + g().config.ringBytes;
   if (!addressSpaceAllows(bytes)) return nullptr;  // tracing turns off (attachThread)
-  // Populated up front: a hook must never take a page fault (they cost microseconds in VMs).
-  void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+  void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (mem == MAP_FAILED) return nullptr;
   auto* s = new (mem) ThreadState();
   s->mappingBytes = bytes;
@@ -168,7 +240,7 @@ void drainPass() {
     const Life life = s->life.load(std::memory_order_acquire);
     if (life != Life::Active && life != Life::Retired) continue;
     gl.store->consume(*s, life == Life::Retired);
-    if (life == Life::Retired) s->life.store(Life::Free, std::memory_order_release);
+    if (life == Life::Retired) releaseState(s);
   }
   if (stacks::table().reserved()) {
     if (gl.symbolizer == nullptr) gl.symbolizer = new Symbolizer();
@@ -260,29 +332,39 @@ void stopDrainThread() {
   gl.drainStarted.store(false);
 }
 
+// Every lock the collector and CUPTI's state hold is taken here, in their nesting order
+// (drainMutex, then CUPTI's), so a fork never leaves one held by a thread the child lacks. The
+// preload's own locks (the symbol-resolution mutex) are rebuilt in the child instead
+// (preload/hook_table.cpp). Everything else is lock-free or constant-initialised.
 void atforkPrepare() {
-  if (g().init.load() != InitState::Done) return;
+  t_forkLocked = false;
+  if (g().init.load() != InitState::Done || !ownProcess()) return;
   g().drainMutex.lock();
+  Cupti::lockForFork();
+  t_forkLocked = true;
 }
 
 void atforkParent() {
-  if (g().init.load() != InitState::Done) return;
+  if (!t_forkLocked) return;
+  t_forkLocked = false;
+  Cupti::unlockAfterFork();
   g().drainMutex.unlock();
 }
 
 void atforkChild() {
   Globals& gl = g();
-  if (gl.init.load() != InitState::Done) return;
+  if (!t_forkLocked) return;  // the parent was not ownProcess(): neither is this child
+  t_forkLocked = false;
+  Cupti::forgetAfterFork();  // releases CUPTI's lock too
   gl.drainMutex.unlock();
   // Only the forking thread exists here. The parent writes its own events; the child starts
   // empty: no inherited store, no inherited ring contents, a drain thread of its own.
   gl.wakeWord.store(0);
   gl.stopDrain.store(false);
   gl.drainStarted.store(false);
-  gl.pid = getpid();
+  gl.pid = realPid();
   gl.finishRequested.store(false);
   gl.finishDone.store(false);
-  Cupti::forgetAfterFork();
   delete gl.store;
   gl.store = nullptr;
   gl.streamMeta = false;
@@ -290,7 +372,8 @@ void atforkChild() {
   // Every inherited state is released, the forking thread's too: its next event attaches
   // afresh, which also starts the child's drain thread. Nothing starts a thread here, so a child
   // that records nothing (a shell running a command) never gets one.
-  for (ThreadState* s = gl.registry.load(); s; s = s->next) s->life.store(Life::Free, std::memory_order_relaxed);
+  for (ThreadState* s = gl.registry.load(); s; s = s->next) releaseState(s);
+  gl.ringBytesInUse.store(0, std::memory_order_relaxed);  // also what a state set up at the fork had reserved
   tls::state = nullptr;
   pthread_setspecific(gl.exitKey, nullptr);  // its exit must not retire a state another thread took
 }
@@ -304,7 +387,7 @@ void atExit() { Collector::finish(); }
 void onTerminatingSignal(int sig) {
   const int savedErrno = errno;
   Globals& gl = g();
-  if (gl.drainStarted.load() && !gl.finished.load() && getpid() == gl.pid) {
+  if (gl.drainStarted.load() && !gl.finished.load() && ownProcess()) {
     gl.finishRequested.store(true);
     wakeDrain();
     for (int i = 0; i < 3000 && !gl.finishDone.load(); ++i) {
@@ -381,7 +464,13 @@ namespace detail {
 ThreadState* attachThread() {
   if (!recordingHere()) return nullptr;
   ReentrancyGuard guard;
+  // A signal handler that ran between the check above and the guard attached this thread.
+  if (tls::state != nullptr) return tls::state;
   const int savedErrno = errno;
+  if (!ownProcess()) {  // a raw-clone child: records nothing (see ownProcess)
+    errno = savedErrno;
+    return nullptr;
+  }
   ThreadState* s = claimFreeState();
   if (s == nullptr) s = newState();
   if (s == nullptr) {
@@ -409,11 +498,22 @@ void nudgeDrain() {
 
 void Collector::initialize(const HookDescriptor* hooks, std::size_t hookCount, Writer writer, const Stream* stream) {
   Globals& gl = g();
+  // Before the claim below, so that whoever runs the initialisation has set it: every thread
+  // of a process stores the same value, and a fork child keeps its parent's.
+  if (gl.initPid.load() == 0) gl.initPid.store(realPid());
   InitState expected = InitState::NotStarted;
   if (!gl.init.compare_exchange_strong(expected, InitState::Running)) {
-    // Another thread is initialising: wait for it unless that thread is us (re-entry).
+    // Another thread is initialising: wait for it unless that thread is us (re-entry), or
+    // it was a thread of the parent and this is a child forked meanwhile, where it will never
+    // finish: this process is not traced then.
     if (tls::busy == 0)
-      while (gl.init.load() == InitState::Running) sched_yield();
+      while (gl.init.load() == InitState::Running) {
+        if (gl.initPid.load() != realPid()) {
+          detail::mode.store(Mode::Off, std::memory_order_release);
+          return;
+        }
+        sched_yield();
+      }
     return;
   }
   ReentrancyGuard guard;
@@ -453,7 +553,7 @@ void Collector::initialize(const HookDescriptor* hooks, std::size_t hookCount, W
     pthread_key_create(&gl.exitKey, threadExit);
     pthread_atfork(atforkPrepare, atforkParent, atforkChild);
     atexit(atExit);
-    gl.pid = getpid();
+    gl.pid = realPid();
     installSignalHandlers();
   }
   detail::mode.store(gl.config.enabled ? Mode::On : Mode::Off, std::memory_order_release);
@@ -474,6 +574,7 @@ std::atomic<uint64_t>& Collector::counter(const char* name) {
 }
 
 bool Collector::initialized() { return g().init.load() == InitState::Done; }
+bool Collector::ownsProcess() { return g().init.load() == InitState::Done && ownProcess(); }
 const Config& Collector::config() { return g().config; }
 NameTable& Collector::names() { return g().names; }
 const char* Collector::libraryPath() { return g().libraryPath; }
@@ -498,7 +599,7 @@ void Collector::disable(const char* why) {
 
 void Collector::finishBeforeExit() {
   Globals& gl = g();
-  if (gl.init.load() != InitState::Done || syscall(SYS_getpid) != gl.pid) return;
+  if (gl.init.load() != InitState::Done || !ownProcess()) return;
   // Nothing recorded in this image (a forked child on its way to exec, a shell): nothing to
   // write, and nothing should run between a fork and an exec that does not have to.
   if (!gl.drainStarted.load()) return;
@@ -507,7 +608,9 @@ void Collector::finishBeforeExit() {
 
 void Collector::finish() {
   Globals& gl = g();
-  if (gl.init.load() != InitState::Done || !gl.config.enabled) return;
+  // Checked before anything is written: a raw-clone or vfork child must not join the parent's
+  // drain thread (it does not exist here), lock its copies of the parent's locks, or write.
+  if (gl.init.load() != InitState::Done || !gl.config.enabled || !ownProcess()) return;
   if (gl.finished.exchange(true)) return;
   detail::mode.store(Mode::Off, std::memory_order_release);
   ReentrancyGuard guard;

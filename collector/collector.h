@@ -30,27 +30,45 @@ namespace cutrace {
 
 inline constexpr std::size_t kMaxNvtxDomains = 256;
 
+// ThreadState::pending: three 21-bit counts (a section is never interrupted that often).
+inline constexpr uint64_t kPendingDrop = 1;              // an event dropped: add to dropped
+inline constexpr uint64_t kPendingSeq = uint64_t{1} << 21;  // of those, one that took no sequence number
+inline constexpr uint64_t kPendingLostEnd = uint64_t{1} << 42;  // a pop or end dropped: add to lostEnds
+inline constexpr uint64_t kPendingMask = (uint64_t{1} << 21) - 1;
+
 // Active: the owner thread produces. Retired: the owner exited, the drain still has to empty
 // it. Free: emptied, reusable. Claimed: being set up for a new owner; the drain ignores it.
 enum class Life : uint32_t { Active, Retired, Free, Claimed };
 
+// "Owner" below means the owner thread, including signal handlers that run on it: those
+// interrupt the owner at any instruction, so what both change is either written only inside a
+// RecordSection (which a handler never enters while the owner is in one) or changed with single
+// atomic read-modify-writes (nvtxDepth, pending*).
 struct ThreadState {
   SpscRing<Record> ring;
   std::atomic<Life> life{Life::Active};
   uint32_t tid = 0;
   uint32_t trackId = 0;        // store track this state currently feeds
   uint32_t pthreadLow = 0;     // low 32 bits of pthread_self(): CUPTI's default thread id
-  uint64_t nextSeq = 0;        // owner only
-  std::atomic<uint64_t> dropped{0};    // owner stores, drain reads
+  uint64_t nextSeq = 0;        // owner, inside a RecordSection
+  std::atomic<uint64_t> dropped{0};    // owner stores (inside a RecordSection), drain reads
   std::atomic<uint64_t> lostEnds{0};
   uint16_t launchDepth = 0;    // owner only: launch hooks active on this thread
   uint16_t apiDepth = 0;       // owner only: recorded API calls active (stacks: outermost only)
   uintptr_t stackHi = 0;       // top of the thread's stack, bounds the frame-pointer walk
-  dwarf::ThreadMemo unwindMemo{};  // owner only: the .eh_frame walk's rules by depth
-  uint16_t nvtxDepth[kMaxNvtxDomains] = {};  // owner only: push/pop level per domain
+  dwarf::ThreadMemo unwindMemo{};  // owner, inside a RecordSection: the .eh_frame walk's rules by depth
+  uint16_t nvtxDepth[kMaxNvtxDomains] = {};  // owner, atomic RMW only: push/pop level per domain
+  // Owner, inside a RecordSection: bit L set while the push open at level L (< 32) of a domain
+  // is not in the ring (dropped, or not captured), so its pop is not recorded either.
+  uint32_t nvtxPushMissing[kMaxNvtxDomains] = {};
+  // Signal handlers (RecordSection): 1 while the owner is inside a section; what handlers
+  // that found it taken dropped, packed (kPending*), for the section to fold in when it closes.
+  std::atomic<uint32_t> section{0};
+  std::atomic<uint64_t> pending{0};
   char name[16] = {};          // the thread's name at its first event, then at its exit
   ThreadState* next = nullptr; // registry link, set once before publication
-  std::size_t mappingBytes = 0;
+  std::size_t mappingBytes = 0;  // header + ring address space (mapped once, never unmapped)
+  uint64_t ringBytes = 0;        // ring bytes this owner holds against the memory cap (0: no ring)
 };
 
 namespace tls {
@@ -99,8 +117,69 @@ struct ErrnoKeeper {
   ErrnoKeeper& operator=(const ErrnoKeeper&) = delete;
 };
 
+// A recording section of the owner thread: taking a sequence number, changing the counters
+// and reserve..commit in the ring happen inside one, so that a signal handler running on the
+// same thread never writes into slots the interrupted code reserved and has not committed, and
+// never takes a sequence number or a count it is in the middle of updating. A handler that
+// interrupts an open section cannot open its own (owned() is false): its event is dropped and
+// counted through the atomic pending* counters, which the interrupted section folds in before
+// it closes, so recorded + dropped stays exactly what was issued. Outside sections a handler
+// records like any other code (its records then come whole, between the owner's).
+// Async-signal-safe: same-thread flags ordered by signal fences, single-instruction atomics.
+// Sections do not nest within one context: code inside a section never opens another.
+class RecordSection {
+ public:
+  explicit RecordSection(ThreadState* s) : s_(s) {
+    // A handler that runs between the load and the store completes its own section first.
+    if (s->section.load(std::memory_order_relaxed) != 0) return;
+    s->section.store(1, std::memory_order_relaxed);
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    owned_ = true;
+  }
+  ~RecordSection() {
+    if (owned_) close();
+  }
+  RecordSection(const RecordSection&) = delete;
+  RecordSection& operator=(const RecordSection&) = delete;
+
+  bool owned() const { return owned_; }
+
+  // For a context that could not open the section: its event is lost.
+  void dropEvent(bool tookSeq = false) {
+    s_->pending.fetch_add(tookSeq ? kPendingDrop : kPendingDrop + kPendingSeq, std::memory_order_relaxed);
+  }
+  void dropEnd() { s_->pending.fetch_add(kPendingLostEnd, std::memory_order_relaxed); }
+
+ private:
+  void close() {
+    for (;;) {
+      std::atomic_signal_fence(std::memory_order_seq_cst);
+      s_->section.store(0, std::memory_order_relaxed);
+      std::atomic_signal_fence(std::memory_order_seq_cst);
+      // What handlers dropped while the section was open. One that comes from here on opens
+      // (and folds in) its own section.
+      if (s_->pending.load(std::memory_order_relaxed) == 0) return;
+      s_->section.store(1, std::memory_order_relaxed);
+      std::atomic_signal_fence(std::memory_order_seq_cst);
+      // One exchange (a single instruction), so no handler's count is lost; inside the section
+      // no handler touches nextSeq, dropped or lostEnds.
+      const uint64_t p = s_->pending.exchange(0, std::memory_order_relaxed);
+      const uint64_t drops = p & kPendingMask, seqs = (p >> 21) & kPendingMask, ends = (p >> 42) & kPendingMask;
+      s_->nextSeq += seqs;
+      if (drops != 0) s_->dropped.store(s_->dropped.load(std::memory_order_relaxed) + drops, std::memory_order_relaxed);
+      if (ends != 0) s_->lostEnds.store(s_->lostEnds.load(std::memory_order_relaxed) + ends, std::memory_order_relaxed);
+    }
+  }
+
+  ThreadState* s_;
+  bool owned_ = false;
+};
+
+// The next sequence number of the thread. Inside a RecordSection.
+inline uint64_t takeSeq(ThreadState* s) { return s->nextSeq++; }
+
 // Appends one record plus `text` (copied into extra blocks). Never blocks: a full ring drops
-// the record and counts it. Returns false on a drop.
+// the record and counts it. Returns false on a drop. Inside a RecordSection.
 inline bool appendRecord(ThreadState* s, const Record& r, const char* text = nullptr, std::size_t textLen = 0) {
   const std::size_t blocks = (textLen + kRecordSize - 1) / kRecordSize;
   const uint64_t at = s->ring.reserve(1 + blocks);
@@ -120,6 +199,7 @@ inline bool appendRecord(ThreadState* s, const Record& r, const char* text = nul
   return true;
 }
 
+// Inside a RecordSection.
 inline void countDrop(ThreadState* s) {
   s->dropped.store(s->dropped.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 }
@@ -140,6 +220,9 @@ class Collector {
   static void initialize(const HookDescriptor* hooks, std::size_t hookCount, Writer writer,
                          const Stream* stream = nullptr);
   static bool initialized();
+  // Initialised, and this process is the one the collector's state belongs to (not a child
+  // made by a raw clone system call, which no fork handler saw, nor a vfork child).
+  static bool ownsProcess();
   static const Config& config();
   static NameTable& names();
 

@@ -9,7 +9,6 @@
 #include <atomic>
 #include <mutex>
 #include <string>
-#include <unordered_set>
 #include <vector>
 
 #include "collector/clock.h"
@@ -46,6 +45,7 @@ struct PendingDevice {
   uint32_t nameId;  // NameTable id, converted when collected
 };
 
+// Constant-initialised (see st()): every member has a constexpr default.
 struct State {
   std::atomic<bool> started{false};
   std::atomic<bool> on{false};
@@ -58,19 +58,28 @@ struct State {
   std::mutex mutex;  // everything below
   std::vector<PendingDevice> device;
   std::vector<ApiActivity> apiActivity;
-  std::unordered_set<uint8_t*> ownBuffers;
+  std::vector<uint8_t*> ownBuffers;  // buffers cutrace handed to CUPTI and has not got back (a few)
   bool programRegistered = false;  // the program registered CUPTI buffers of its own
   bool handedOver = false;  // CUPTI was handed to the program's own profiler
   uint64_t dropped = 0;
   uint64_t kernels = 0;
-  std::string stateName = "off";
-  std::string reason = "no CUDA call was made";
+  const char* stateName = "off";
+  std::string reason;
+  bool reasonSet = false;  // before: "no CUDA call was made" (a constant initialiser cannot allocate)
 };
 
-State& st() {
-  static State* s = new State();  // never destroyed: CUPTI may call back during exit
-  return *s;
-}
+// Constant-initialised: no guard variable that a fork could leave taken by a thread the child
+// lacks (a function-local static initialised on first use had one). Never destroyed: CUPTI may
+// call back during exit. Its mutex is held across fork() (lockForFork), so the child finds the
+// members consistent.
+union StateStorage {
+  State value;
+  constexpr StateStorage() : value() {}
+  ~StateStorage() {}
+};
+constinit StateStorage g_state;
+
+State& st() { return g_state.value; }
 
 const char* resultString(CUptiResult r) {
   const char* text = nullptr;
@@ -130,6 +139,17 @@ void CUPTIAPI noopCallback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const 
 
 // CUPTI calls these on whichever thread needs a buffer, the program's included (inside its CUDA
 // call): they leave that thread's errno alone.
+// Under s.mutex: `buffer` was handed out by bufferRequested (then it is forgotten here and the
+// caller frees it), or it is the program's own.
+bool forgetOwnBuffer(State& s, uint8_t* buffer) {
+  for (auto it = s.ownBuffers.begin(); it != s.ownBuffers.end(); ++it)
+    if (*it == buffer) {
+      s.ownBuffers.erase(it);
+      return true;
+    }
+  return false;
+}
+
 void CUPTIAPI bufferRequested(uint8_t** buffer, size_t* size, size_t* maxRecords) {
   ErrnoKeeper keepErrno;
   State& s = st();
@@ -137,7 +157,7 @@ void CUPTIAPI bufferRequested(uint8_t** buffer, size_t* size, size_t* maxRecords
   if (b != nullptr) {
     try {
       std::lock_guard<std::mutex> lock(s.mutex);
-      s.ownBuffers.insert(b);
+      s.ownBuffers.push_back(b);
     } catch (const std::exception&) {  // no memory to remember it: CUPTI gets no buffer
       free(b);
       b = nullptr;
@@ -185,7 +205,7 @@ void CUPTIAPI bufferCompleted(CUcontext ctx, uint32_t streamId, uint8_t* buffer,
   bool own = false;
   {
     std::lock_guard<std::mutex> lock(s.mutex);
-    own = s.ownBuffers.erase(buffer) != 0;
+    own = forgetOwnBuffer(s, buffer);
   }
   if (own) free(buffer);
 }
@@ -250,7 +270,7 @@ void takeRecords(CUcontext ctx, uint32_t streamId, uint8_t* buffer, size_t valid
     s.apiActivity.insert(s.apiActivity.end(), api.begin(), api.end());
     s.dropped += dropped;
     s.kernels += kernels;
-    own = s.ownBuffers.erase(buffer) != 0;
+    own = forgetOwnBuffer(s, buffer);
   }
   if (own) free(buffer);
 }
@@ -278,9 +298,13 @@ void setState(const char* name, std::string reason) {
   std::lock_guard<std::mutex> lock(st().mutex);
   st().stateName = name;
   st().reason = std::move(reason);
+  st().reasonSet = true;
 }
 
-void flushAtExit() { Cupti::flush(); }
+void flushAtExit() {
+  // Not in a child made by a raw clone system call: CUPTI's state there is the parent's.
+  if (Collector::ownsProcess()) Cupti::flush();
+}
 
 void startOnce(CuptiMode mode, const CuptiApiFilter& filter) {
   State& s = st();
@@ -371,18 +395,25 @@ void Cupti::flush() {
   s.api.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 }
 
+void Cupti::lockForFork() { st().mutex.lock(); }
+
+void Cupti::unlockAfterFork() { st().mutex.unlock(); }
+
 void Cupti::forgetAfterFork() {
   State& s = st();
-  if (!s.started.load()) return;
-  s.on.store(false, std::memory_order_release);
-  // Only the forking thread exists: a mutex another thread held at the fork is rebuilt.
-  new (&s.mutex) std::mutex();
-  s.device.clear();
-  s.apiActivity.clear();
-  s.kernels = 0;
-  s.dropped = 0;
-  s.stateName = "off";
-  s.reason = "forked child: CUPTI does not survive fork";
+  // The forking thread, the only one here, holds the mutex (lockForFork): the members are
+  // consistent.
+  if (s.started.load()) {
+    s.on.store(false, std::memory_order_release);
+    s.device.clear();
+    s.apiActivity.clear();
+    s.kernels = 0;
+    s.dropped = 0;
+    s.stateName = "off";
+    s.reason = "forked child: CUPTI does not survive fork";
+    s.reasonSet = true;
+  }
+  s.mutex.unlock();
 }
 
 void Cupti::collect(TraceData& data, const NameTable& names) {
@@ -403,7 +434,7 @@ void Cupti::collect(TraceData& data, const NameTable& names) {
   data.apiActivity.insert(data.apiActivity.end(), s.apiActivity.begin(), s.apiActivity.end());
   s.apiActivity.clear();
   data.cupti.state = s.stateName;
-  data.cupti.reason = s.reason;
+  data.cupti.reason = s.reasonSet ? s.reason : "no CUDA call was made";
   data.cupti.droppedRecords = s.dropped;
   data.cupti.kernels = s.kernels;
 }
@@ -434,6 +465,7 @@ void Cupti::programRegistersCallbacks() {
   s.handedOver = true;
   s.reason = "handed CUPTI over to the program's own profiler after " + std::to_string(s.device.size()) +
              " device records; later device work is in that profiler's output";
+  s.reasonSet = true;
 }
 
 void Cupti::programDisabled(int) {

@@ -45,8 +45,12 @@ class Cupti {
   static bool started();
   // Delivers every pending buffer now (before a context is destroyed, at exit).
   static void flush();
-  // In a forked child: CUPTI's threads did not survive the fork and the parent's records are
-  // the parent's, so the child forgets both (the child's trace is host-only).
+  // fork(): the collector's prepare handler takes CUPTI's lock (after its own), the parent's
+  // handler releases it; in the child, forgetAfterFork releases it: CUPTI's threads did not
+  // survive the fork and the parent's records are the parent's, so the child forgets both (the
+  // child's trace is host-only).
+  static void lockForFork();
+  static void unlockAfterFork();
   static void forgetAfterFork();
   // Moves what the buffers delivered into `data` (device events, API records, state).
   static void collect(TraceData& data, const class NameTable& names);

@@ -99,33 +99,44 @@ uint32_t NameTable::intern(std::string_view text) {
 }
 
 bool PointerMap::init(std::size_t capacityPow2) {
-  slots_ = static_cast<Slot*>(reserve(capacityPow2 * sizeof(Slot)));
-  if (slots_ == nullptr) return false;
-  mask_ = capacityPow2 - 1;
+  if (ready()) return true;
+  auto* fresh = static_cast<Slot*>(reserve(capacityPow2 * sizeof(Slot)));
+  if (fresh == nullptr) return false;
+  // Every racing initialiser stores its own mask before trying to publish; the slots that win
+  // are published after it (release), so a reader that sees them sees a mask of their size.
+  // Racing callers pass the same capacity (one call site per map).
+  mask_.store(capacityPow2 - 1, std::memory_order_relaxed);
+  Slot* expected = nullptr;
+  if (!slots_.compare_exchange_strong(expected, fresh, std::memory_order_release, std::memory_order_acquire))
+    munmap(fresh, capacityPow2 * sizeof(Slot));  // another thread's table won
   return true;
 }
 
 uint32_t PointerMap::find(const void* key) const {
-  if (slots_ == nullptr || key == nullptr) return 0;
+  Slot* slots = slots_.load(std::memory_order_acquire);
+  if (slots == nullptr || key == nullptr) return 0;
+  const std::size_t mask = mask_.load(std::memory_order_relaxed);
   const auto k = reinterpret_cast<uintptr_t>(key);
-  for (std::size_t i = mixPointer(k) & mask_, probes = 0; probes <= mask_; i = (i + 1) & mask_, ++probes) {
-    const uintptr_t cur = slots_[i].key.load(std::memory_order_acquire);
-    if (cur == k) return slots_[i].value.load(std::memory_order_acquire);
+  for (std::size_t i = mixPointer(k) & mask, probes = 0; probes <= mask; i = (i + 1) & mask, ++probes) {
+    const uintptr_t cur = slots[i].key.load(std::memory_order_acquire);
+    if (cur == k) return slots[i].value.load(std::memory_order_acquire);
     if (cur == 0) return 0;
   }
   return 0;
 }
 
 void PointerMap::put(const void* key, uint32_t value) {
-  if (slots_ == nullptr || key == nullptr) return;
+  Slot* slots = slots_.load(std::memory_order_acquire);
+  if (slots == nullptr || key == nullptr) return;
+  const std::size_t mask = mask_.load(std::memory_order_relaxed);
   const auto k = reinterpret_cast<uintptr_t>(key);
-  for (std::size_t i = mixPointer(k) & mask_, probes = 0; probes <= mask_; i = (i + 1) & mask_, ++probes) {
-    uintptr_t cur = slots_[i].key.load(std::memory_order_acquire);
+  for (std::size_t i = mixPointer(k) & mask, probes = 0; probes <= mask; i = (i + 1) & mask, ++probes) {
+    uintptr_t cur = slots[i].key.load(std::memory_order_acquire);
     if (cur == 0) {
-      if (slots_[i].key.compare_exchange_strong(cur, k, std::memory_order_acq_rel)) cur = k;
+      if (slots[i].key.compare_exchange_strong(cur, k, std::memory_order_acq_rel)) cur = k;
     }
     if (cur == k) {
-      slots_[i].value.store(value, std::memory_order_release);
+      slots[i].value.store(value, std::memory_order_release);
       return;
     }
   }

@@ -42,10 +42,16 @@ class NameTable {
 };
 
 // Pointer -> 32-bit value cache (kernel handle -> name id). Same rules as NameTable: lock-free,
-// insert or overwrite, never removes; a full table just stops caching.
+// insert or overwrite, never removes; a full table just stops caching. Constant-initialisable
+// (a process-wide instance needs no guarded static) and initialised by whichever thread comes
+// first: init() may race with itself and with find()/put(), and there is no lock a fork could
+// leave taken.
 class PointerMap {
  public:
+  constexpr PointerMap() = default;
+  // Reserves the slots once; later calls (any capacity) return whether that succeeded.
   bool init(std::size_t capacityPow2 = 1u << 16);
+  bool ready() const { return slots_.load(std::memory_order_acquire) != nullptr; }
   uint32_t find(const void* key) const;
   void put(const void* key, uint32_t value);
 
@@ -54,8 +60,8 @@ class PointerMap {
     std::atomic<uintptr_t> key;
     std::atomic<uint32_t> value;
   };
-  Slot* slots_ = nullptr;
-  std::size_t mask_ = 0;
+  std::atomic<Slot*> slots_{nullptr};  // published with release after mask_
+  std::atomic<std::size_t> mask_{0};
 };
 
 uint64_t hashBytes(const void* data, std::size_t length);

@@ -81,9 +81,12 @@ R missingLibraryResult(ApiLayer layer) {
   }
 }
 
-// One recorded API call. Constructed before the real call, it takes the sequence number
-// (so nested calls get later numbers) and the launch nesting; start() stamps t0 right before
-// the real call; the destructor stamps t1 and appends the record.
+// One recorded API call. Constructed before the real call, it takes the launch nesting; start()
+// captures the stack, takes the sequence number and stamps t0 right before the real call (so
+// nested calls, and a signal handler's events outside the call, get numbers in time order); the
+// destructor stamps t1 and appends the record. start() and the destructor are RecordSections
+// (collector/collector.h): a signal handler's call that interrupts one is dropped and counted;
+// the real call runs outside any section.
 //
 // errno: the program's value is taken first thing and given back right before the real call
 // (whatever cutrace did on the way, lazy initialisation, CUPTI, symbol lookups, a new ring, the
@@ -103,11 +106,10 @@ class HookCall {
     r_.extra = 0;
     r_.hook = static_cast<uint16_t>(id);
     r_.result = 0;
-    r_.seq = s->nextSeq++;
     r_.mem = MemPayload{};
     // Only the outermost recorded call takes a stack: a nested call (the driver call a runtime
     // call made) shares it, which the exporters know from the nesting.
-    if (s->apiDepth++ == 0 && stacks::wanted(kind)) r_.mem.stack = stacks::capture(s);
+    wantStack_ = s->apiDepth++ == 0 && stacks::wanted(kind);
     if (kind == ApiKind::Launch) {
       launch_ = true;
       outermostLaunch_ = s->launchDepth++ == 0;
@@ -118,7 +120,11 @@ class HookCall {
       r_.t1 = Clock::now();
       --s_->apiDepth;
       if (launch_) --s_->launchDepth;
-      if (!appendRecord(s_, r_)) countDrop(s_);
+      if (!lost_) {
+        RecordSection section(s_);
+        if (!section.owned()) section.dropEvent(true);  // not expected: start() opened one in this context
+        else if (!appendRecord(s_, r_)) countDrop(s_);
+      }
     }
     errno = errno_;
   }
@@ -128,7 +134,18 @@ class HookCall {
   bool recording() const { return s_ != nullptr; }
   bool outermostLaunch() const { return outermostLaunch_; }
   void start() {
-    if (s_ != nullptr) r_.t0 = Clock::now();
+    if (s_ != nullptr) {
+      RecordSection section(s_);
+      if (!section.owned()) {  // a signal handler's call while this thread records another event
+        section.dropEvent();
+        lost_ = true;
+      } else {
+        // Inside the section: the unwinder's per-thread memo is the thread's own.
+        if (wantStack_) r_.mem.stack = stacks::capture(s_);
+        r_.seq = takeSeq(s_);
+        r_.t0 = Clock::now();
+      }
+    }
     errno = errno_;
   }
   void returned() { errno_ = errno; }
@@ -193,6 +210,8 @@ class HookCall {
  private:
   ThreadState* s_ = nullptr;
   int errno_;
+  bool lost_ = false;
+  bool wantStack_ = false;
   bool launch_ = false;
   bool outermostLaunch_ = false;
   Record r_;

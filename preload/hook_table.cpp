@@ -5,10 +5,19 @@
 // Concurrency: real pointers are resolved under resolveMutex and published with a release
 // store per entry; the identity map of a layer is built under the same mutex and published
 // with its `ready` flag. Readers never lock.
+//
+// fork(): nothing here may be found locked or half-initialised in a child. The two mutexes
+// guard work that a child can redo (a layer whose `ready` flag is not set is resolved again
+// from scratch), so the child rebuilds them (rebuildLocksInChild); the parent never waits for
+// them, which matters because their holders may be waiting for the dynamic loader's lock. Every
+// other piece of state is constant-initialised or published with a single atomic store: no
+// function-local static with a dynamic initialiser (its guard could be held by a thread the
+// child lacks) and no once flag.
 
 #include <dlfcn.h>
 #include <errno.h>
 #include <link.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -72,6 +81,16 @@ std::atomic<void*> g_realFunctions[kHookCount];
 namespace {
 
 std::mutex resolveMutex;
+std::mutex unmappedMutex;  // noteUnmapped's names
+
+// In a fork child, only the forking thread exists; a lock another thread held is rebuilt (what
+// it guarded is redone as needed, see above).
+void rebuildLocksInChild() {
+  new (&resolveMutex) std::mutex();
+  new (&unmappedMutex) std::mutex();
+}
+// Registered when the library is loaded, before the program can fork from a thread.
+[[maybe_unused]] const int kForkHandlerRegistered = pthread_atfork(nullptr, nullptr, rebuildLocksInChild);
 
 struct IdentityMap {
   std::array<std::pair<uintptr_t, uint16_t>, kHookCount> entries{};
@@ -83,21 +102,38 @@ IdentityMap identity[2];  // by ApiLayer
 
 IdentityMap& mapOf(ApiLayer layer) { return identity[static_cast<int>(layer)]; }
 
-// Hook ids sorted by symbol, for name lookups from dlsym.
-struct SymbolIndex {
-  std::array<uint16_t, kHookCount> ids{};
-  SymbolIndex() {
-    for (std::size_t i = 0; i < kHookCount; ++i) ids[i] = static_cast<uint16_t>(i);
-    std::sort(ids.begin(), ids.end(), [](uint16_t a, uint16_t b) { return strcmp(kHookSymbols[a], kHookSymbols[b]) < 0; });
-  }
+// Hook ids sorted by symbol, for name lookups from dlsym; computed at compile time.
+constexpr std::string_view kSymbolViews[kHookCount] = {
+#define CUTRACE_HOOK(layer, kind, name, ret, params, args, pre, post) #name,
+#include "preload/hooks.def"
+#undef CUTRACE_HOOK
 };
 
+constexpr std::array<uint16_t, kHookCount> sortedBySymbol() {
+  std::array<uint16_t, kHookCount> ids{};
+  for (std::size_t i = 0; i < kHookCount; ++i) ids[i] = static_cast<uint16_t>(i);
+  std::sort(ids.begin(), ids.end(), [](uint16_t a, uint16_t b) { return kSymbolViews[a] < kSymbolViews[b]; });
+  return ids;
+}
+constexpr std::array<uint16_t, kHookCount> kBySymbol = sortedBySymbol();
+
 int hookBySymbol(const char* name) {
-  static const SymbolIndex index;
-  auto it = std::lower_bound(index.ids.begin(), index.ids.end(), name,
-                             [](uint16_t id, const char* n) { return strcmp(kHookSymbols[id], n) < 0; });
-  if (it != index.ids.end() && strcmp(kHookSymbols[*it], name) == 0) return *it;
+  const std::string_view key(name);
+  auto it = std::lower_bound(kBySymbol.begin(), kBySymbol.end(), key,
+                             [](uint16_t id, std::string_view n) { return kSymbolViews[id] < n; });
+  if (it != kBySymbol.end() && kSymbolViews[*it] == key) return *it;
   return -1;
+}
+
+// A named diagnostic counter, looked up once into a constant-initialised slot (a race only
+// looks it up twice: Collector::counter answers the same counter for the same name).
+std::atomic<uint64_t>& cachedCounter(std::atomic<std::atomic<uint64_t>*>& slot, const char* name) {
+  std::atomic<uint64_t>* c = slot.load(std::memory_order_acquire);
+  if (c == nullptr) {
+    c = &Collector::counter(name);
+    slot.store(c, std::memory_order_release);
+  }
+  return *c;
 }
 
 bool isOwnWrapper(const void* p) {
@@ -214,8 +250,7 @@ bool isOtherExport(void* p) {
 void noteUnmapped(const char* symbol) {
   static char names[8][64];
   static std::atomic<int> used{0};
-  static std::mutex mutex;
-  std::lock_guard<std::mutex> lock(mutex);
+  std::lock_guard<std::mutex> lock(unmappedMutex);
   const int n = used.load(std::memory_order_relaxed);
   for (int i = 0; i < n; ++i)
     if (strcmp(names[i] + sizeof("unmapped:") - 1, symbol) == 0) {
@@ -238,9 +273,10 @@ void* resolveRealFunction(HookId id, const void* caller) {
 
 void redirectProcAddress(const char* symbol, void** pfn) {
   if (pfn == nullptr || *pfn == nullptr) return;
-  static std::atomic<uint64_t>& lookups = Collector::counter("getproc_lookups");
-  static std::atomic<uint64_t>& wrapped = Collector::counter("getproc_wrapped");
-  static std::atomic<uint64_t>& unmapped = Collector::counter("getproc_hooked_but_unmapped");
+  static std::atomic<std::atomic<uint64_t>*> lookupsSlot{nullptr}, wrappedSlot{nullptr}, unmappedSlot{nullptr};
+  std::atomic<uint64_t>& lookups = cachedCounter(lookupsSlot, "getproc_lookups");
+  std::atomic<uint64_t>& wrapped = cachedCounter(wrappedSlot, "getproc_wrapped");
+  std::atomic<uint64_t>& unmapped = cachedCounter(unmappedSlot, "getproc_hooked_but_unmapped");
   lookups.fetch_add(1, std::memory_order_relaxed);
   resolveLayer(ApiLayer::Driver, nullptr);
   const int id = identityLookup(ApiLayer::Driver, *pfn);
@@ -274,9 +310,9 @@ void* redirectDlsymResult(const char* name, void* result) {
   }
   resolveLayer(layer, nullptr);
   const int mapped = identityLookup(layer, result);
-  static std::atomic<uint64_t>& wrapped = Collector::counter("dlsym_wrapped");
   if (mapped < 0) return result;  // another copy of the library: pass through untouched
-  wrapped.fetch_add(1, std::memory_order_relaxed);
+  static std::atomic<std::atomic<uint64_t>*> wrappedSlot{nullptr};
+  cachedCounter(wrappedSlot, "dlsym_wrapped").fetch_add(1, std::memory_order_relaxed);
   return kHookWrappers[mapped];
 }
 
@@ -336,13 +372,29 @@ int currentDeviceOrdinal() {
 
 namespace {
 
+constinit PointerMap g_kernelNames;
+
 PointerMap& kernelNames() {
-  static PointerMap map = [] {
-    PointerMap m;
-    m.init(1u << 16);
-    return m;
-  }();
-  return map;
+  if (!g_kernelNames.ready()) g_kernelNames.init(1u << 16);
+  return g_kernelNames;
+}
+
+// A function of a resolved layer's library, looked up once into `slot` (a race only looks it
+// up twice). kMissing records "looked, not there"; nullptr is returned for it and for a layer
+// not resolved yet (looked up again next time).
+char missingMarker;
+constexpr void* kMissing = &missingMarker;
+void* resolvedOnce(std::atomic<void*>& slot, ApiLayer layer, const char* name) {
+  void* p = slot.load(std::memory_order_acquire);
+  if (p == nullptr) {
+    const IdentityMap& map = mapOf(layer);
+    if (!map.ready.load(std::memory_order_acquire)) return nullptr;
+    p = realDlsym(const_cast<void*>(map.handle), name);
+    dlerror();
+    if (p == nullptr) p = kMissing;
+    slot.store(p, std::memory_order_release);
+  }
+  return p == kMissing ? nullptr : p;
 }
 
 uint32_t unknownKernelName(const void* key) {
@@ -374,13 +426,8 @@ void aliasKernelName(const void* alias, const void* hostFun) {
 uint32_t runtimeKernelNameSlow(const void* func) {
   ReentrancyGuard guard;
   using FuncGetName = cudaError_t (*)(const char**, const void*);
-  static void* getName = nullptr;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    const IdentityMap& map = mapOf(ApiLayer::Runtime);
-    if (map.ready.load(std::memory_order_acquire)) getName = realDlsym(const_cast<void*>(map.handle), "cudaFuncGetName");
-    dlerror();
-  });
+  static std::atomic<void*> getNameSlot{nullptr};
+  void* getName = resolvedOnce(getNameSlot, ApiLayer::Runtime, "cudaFuncGetName");
   const char* name = nullptr;
   if (getName != nullptr && reinterpret_cast<FuncGetName>(getName)(&name, func) == cudaSuccess && name != nullptr) {
     const uint32_t id = Collector::names().intern(name);
@@ -396,17 +443,9 @@ uint32_t driverKernelNameSlow(CUfunction f) {
   ReentrancyGuard guard;
   using FuncGetName = CUresult (*)(const char**, CUfunction);
   using KernelGetName = CUresult (*)(const char**, CUkernel);
-  static void* funcGetName = nullptr;
-  static void* kernelGetName = nullptr;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    const IdentityMap& map = mapOf(ApiLayer::Driver);
-    if (!map.ready.load(std::memory_order_acquire)) return;
-    void* h = const_cast<void*>(map.handle);
-    funcGetName = realDlsym(h, "cuFuncGetName");
-    kernelGetName = realDlsym(h, "cuKernelGetName");
-    dlerror();
-  });
+  static std::atomic<void*> funcGetNameSlot{nullptr}, kernelGetNameSlot{nullptr};
+  void* funcGetName = resolvedOnce(funcGetNameSlot, ApiLayer::Driver, "cuFuncGetName");
+  void* kernelGetName = resolvedOnce(kernelGetNameSlot, ApiLayer::Driver, "cuKernelGetName");
   const char* name = nullptr;
   // The runtime may launch a CUkernel cast to CUfunction; ask both ways.
   if (funcGetName != nullptr && reinterpret_cast<FuncGetName>(funcGetName)(&name, f) != CUDA_SUCCESS) name = nullptr;

@@ -5,7 +5,9 @@
 //
 // Messages are copied into the thread's ring at call time (the caller's buffer is gone after
 // the call). Push/pop pairing happens in the drain; here each push and pop carries its level
-// within (thread, domain) so a dropped record cannot mis-pair the ranges around it.
+// within (thread, domain) so a dropped record cannot mis-pair the ranges around it. NVTX calls
+// may come from signal handlers (RecordSection in collector/collector.h says how they are kept
+// apart from the call they interrupt).
 
 #define NVTX_NO_IMPL
 #include <nvtx3/nvToolsExt.h>
@@ -126,7 +128,8 @@ ThreadState* nvtxThread() {
   return currentThread();
 }
 
-void appendNvtx(ThreadState* s, RecordType type, uint64_t seq, uint32_t domain, uint32_t category, uint16_t depth,
+// Inside a RecordSection. Returns false when the ring had no room (the loss is counted).
+bool appendNvtx(ThreadState* s, RecordType type, uint64_t seq, uint32_t domain, uint32_t category, uint16_t depth,
                 uint64_t rangeId, const Message& m) {
   Record r;
   r.type = type;
@@ -142,23 +145,57 @@ void appendNvtx(ThreadState* s, RecordType type, uint64_t seq, uint32_t domain, 
   r.nvtx.depth = depth;
   r.nvtx.length = static_cast<uint16_t>(m.length);
   r.nvtx.truncated = m.truncated ? 1 : 0;
-  if (!appendRecord(s, r, m.text, m.registered ? 0 : m.length)) {
-    if (type == RecordType::NvtxPop || type == RecordType::NvtxEnd)
-      s->lostEnds.store(s->lostEnds.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    else if (type != RecordType::CategoryName)
-      countDrop(s);
-  }
+  if (appendRecord(s, r, m.text, m.registered ? 0 : m.length)) return true;
+  if (type == RecordType::NvtxPop || type == RecordType::NvtxEnd)
+    s->lostEnds.store(s->lostEnds.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  else if (type != RecordType::CategoryName)
+    countDrop(s);
+  return false;
 }
+
+// The drain pairs a pop with the open push of its level. When the push of a level is not in
+// the ring (dropped: a full ring, or not captured) while an older range of that level lost its
+// own pop, recording the pop would close that older range with this pop's time. So the pop of
+// a missing push is not recorded: the older range ends, flagged end_lost, where the drain next
+// learns its level was left. Levels from 32 on are not tracked (pairing as before).
+void notePush(ThreadState* s, uint32_t domain, uint16_t level, bool inRing) {
+  if (level >= 32) return;
+  if (inRing) s->nvtxPushMissing[domain] &= ~(uint32_t{1} << level);
+  else s->nvtxPushMissing[domain] |= uint32_t{1} << level;
+}
+
+bool popOfMissingPush(ThreadState* s, uint32_t domain, uint16_t level) {
+  if (level >= 32 || !(s->nvtxPushMissing[domain] & (uint32_t{1} << level))) return false;
+  s->nvtxPushMissing[domain] &= ~(uint32_t{1} << level);
+  return true;
+}
+
+// The push/pop level of (thread, domain) changes with single atomic read-modify-writes: a
+// signal handler's push or pop on the same thread (recorded or dropped, see RecordSection) may
+// land between any two instructions of the interrupted one. Each record is stamped, and carries
+// its level, inside the section that changed the level, so ring order and levels agree and the
+// drain pairs ranges by level correctly.
+std::atomic_ref<uint16_t> depthOf(ThreadState* s, uint32_t domain) { return std::atomic_ref<uint16_t>(s->nvtxDepth[domain]); }
 
 int push(uint32_t domain, uint32_t category, const Message& m) {
   ErrnoKeeper keepErrno;
   ThreadState* s = nvtxThread();
   if (s == nullptr) return 0;
-  const uint16_t depth = s->nvtxDepth[domain];
-  if (depth < UINT16_MAX) s->nvtxDepth[domain] = static_cast<uint16_t>(depth + 1);
+  RecordSection section(s);
+  uint16_t depth = depthOf(s, domain).load(std::memory_order_relaxed);
+  while (depth < UINT16_MAX && !depthOf(s, domain).compare_exchange_weak(depth, static_cast<uint16_t>(depth + 1),
+                                                                         std::memory_order_relaxed)) {
+  }
   // Depth is kept while paused, so pops after a capture window starts still pair correctly.
   if (capture::watchesNvtx()) capture::onNvtxPush(m.registered ? nullptr : m.text, m.length, s->tid, depth);
-  if (capture::on()) appendNvtx(s, RecordType::NvtxPush, s->nextSeq++, domain, category, depth, 0, m);
+  if (!section.owned()) {
+    // A signal handler's push while this thread records another event: it and its pop (in the
+    // same handler run) are dropped; pairing state is the interrupted section's alone.
+    if (capture::on()) section.dropEvent();
+    return depth;
+  }
+  const bool inRing = capture::on() && appendNvtx(s, RecordType::NvtxPush, takeSeq(s), domain, category, depth, 0, m);
+  notePush(s, domain, depth, inRing);
   return depth;
 }
 
@@ -166,9 +203,17 @@ int pop(uint32_t domain) {
   ErrnoKeeper keepErrno;
   ThreadState* s = nvtxThread();
   if (s == nullptr) return 0;
-  if (s->nvtxDepth[domain] == 0) return -1;  // NVTX: a pop without a push is an error
-  const uint16_t depth = --s->nvtxDepth[domain];
-  if (capture::on()) appendNvtx(s, RecordType::NvtxPop, 0, domain, 0, depth, 0, Message{});
+  RecordSection section(s);
+  uint16_t depth = depthOf(s, domain).load(std::memory_order_relaxed);
+  do {
+    if (depth == 0) return -1;  // NVTX: a pop without a push is an error
+  } while (!depthOf(s, domain).compare_exchange_weak(depth, static_cast<uint16_t>(depth - 1), std::memory_order_relaxed));
+  --depth;
+  if (!section.owned()) {
+    if (capture::on()) section.dropEnd();
+  } else if (!popOfMissingPush(s, domain, depth) && capture::on()) {
+    appendNvtx(s, RecordType::NvtxPop, 0, domain, 0, depth, 0, Message{});
+  }
   if (capture::watchesNvtx()) capture::onNvtxPop(s->tid, depth);
   return depth;
 }
@@ -176,7 +221,11 @@ int pop(uint32_t domain) {
 void mark(uint32_t domain, uint32_t category, const Message& m) {
   ErrnoKeeper keepErrno;
   if (!capture::on()) return;
-  if (ThreadState* s = nvtxThread()) appendNvtx(s, RecordType::NvtxMark, s->nextSeq++, domain, category, 0, 0, m);
+  ThreadState* s = nvtxThread();
+  if (s == nullptr) return;
+  RecordSection section(s);
+  if (section.owned()) appendNvtx(s, RecordType::NvtxMark, takeSeq(s), domain, category, 0, 0, m);
+  else section.dropEvent();
 }
 
 std::atomic<uint64_t> nextRangeId{1};
@@ -185,25 +234,39 @@ nvtxRangeId_t start(uint32_t domain, uint32_t category, const Message& m) {
   ErrnoKeeper keepErrno;
   const uint64_t id = nextRangeId.fetch_add(1, std::memory_order_relaxed);
   if (!capture::on()) return id;
-  if (ThreadState* s = nvtxThread()) appendNvtx(s, RecordType::NvtxStart, s->nextSeq++, domain, category, 0, id, m);
+  ThreadState* s = nvtxThread();
+  if (s == nullptr) return id;
+  RecordSection section(s);
+  if (section.owned()) appendNvtx(s, RecordType::NvtxStart, takeSeq(s), domain, category, 0, id, m);
+  else section.dropEvent();
   return id;
 }
 
 void end(nvtxRangeId_t id) {
   ErrnoKeeper keepErrno;
   if (!capture::on()) return;
-  if (ThreadState* s = nvtxThread()) appendNvtx(s, RecordType::NvtxEnd, 0, 0, 0, 0, id, Message{});
+  ThreadState* s = nvtxThread();
+  if (s == nullptr) return;
+  RecordSection section(s);
+  if (section.owned()) appendNvtx(s, RecordType::NvtxEnd, 0, 0, 0, 0, id, Message{});
+  else section.dropEnd();
 }
 
+// Names are not events: one a signal handler gives while a section is open is not kept.
 void nameCategory(uint32_t domain, uint32_t category, const Message& m) {
   ErrnoKeeper keepErrno;
-  if (ThreadState* s = nvtxThread()) appendNvtx(s, RecordType::CategoryName, 0, domain, category, 0, 0, m);
+  ThreadState* s = nvtxThread();
+  if (s == nullptr) return;
+  RecordSection section(s);
+  if (section.owned()) appendNvtx(s, RecordType::CategoryName, 0, domain, category, 0, 0, m);
 }
 
 void nameThread(uint32_t tid, const Message& m) {
   ErrnoKeeper keepErrno;
   ThreadState* s = nvtxThread();
   if (s == nullptr) return;
+  RecordSection section(s);
+  if (!section.owned()) return;
   Record r;
   r.type = RecordType::ThreadName;
   r.hook = 0;

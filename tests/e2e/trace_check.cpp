@@ -5,6 +5,8 @@
 //               [--view launches|shape] [--expect-linked] [--stacks] [--python-frames FILE]
 //               [--expect-dwarf] [--max-dropped-percent P] [--flamegraph flamegraph.pl]
 //               [--max-bytes-per-event B]
+//               [--issued FILE] [--names A,B,...] [--instant NAME]... [--children PARENT=A|B|...]...
+//               [--group-threads]
 //   trace_check --compare A.trace.json B.trace.json
 //
 // --compare: A is a process's own trace, B the one `cutrace export` rebuilt from its stream;
@@ -39,6 +41,12 @@
 // - --expect-dwarf: the stacks came from the .eh_frame walk, none left to its fallback (and,
 //   under CUTRACE_UNWIND=verify, none different from libunwind's);
 // - --max-dropped-percent P (implies --allow-drops): at most P% of the events were dropped.
+// - --issued FILE: the host events (those with args.seq) plus metadata.dropped_events equal the
+//   number in FILE, which the program wrote: every event it issued was recorded or counted.
+// - --names: every host event has one of these names; --instant NAME: events so named are
+//   instants ("i"); --children PARENT=A|B: events named PARENT have only children so named
+//   (unless their end was lost).
+// --group-threads: threads with the same name and events are summarised once, with their count.
 // --view launches renders only NVTX ranges and launches ("launch kernel=..."), which is the
 // same whether a launch went through the shared runtime, a static one or the driver.
 // --view shape renders, for traces too deep to list, per thread the X events and the deepest
@@ -242,6 +250,20 @@ std::string renderArgs(simdjson::dom::object args, bool& hasKernel) {
 }
 
 bool launchesView = false;
+std::set<std::string> allowedNames;                        // --names
+std::set<std::string> instantNames;                        // --instant
+std::map<std::string, std::set<std::string>> childRules;   // --children
+
+std::set<std::string> splitList(const std::string& list, char sep) {
+  std::set<std::string> out;
+  std::size_t from = 0;
+  for (;;) {
+    const std::size_t at = list.find(sep, from);
+    out.insert(list.substr(from, at == std::string::npos ? std::string::npos : at - from));
+    if (at == std::string::npos) return out;
+    from = at + 1;
+  }
+}
 
 void render(const Thread& t, const Ev& e, int depth, std::string& out) {
   if (launchesView && e.cat != "nvtx") {
@@ -555,9 +577,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::string foldedPath, tidsPath, view, flamegraph;
-  bool allowDrops = false, expectLinked = false, expectDwarf = false;
+  bool allowDrops = false, expectLinked = false, expectDwarf = false, groupThreads = false;
   int maxDroppedPercent = -1;
   double maxBytesPerEvent = -1;
+  std::string issuedPath;
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--folded" && i + 1 < argc) foldedPath = argv[++i];
@@ -571,6 +594,15 @@ int main(int argc, char** argv) {
     else if (a == "--python-frames" && i + 1 < argc) pythonFile = argv[++i];
     else if (a == "--flamegraph" && i + 1 < argc) flamegraph = argv[++i];
     else if (a == "--max-bytes-per-event" && i + 1 < argc) maxBytesPerEvent = atof(argv[++i]);
+    else if (a == "--issued" && i + 1 < argc) issuedPath = argv[++i];
+    else if (a == "--names" && i + 1 < argc) allowedNames = splitList(argv[++i], ',');
+    else if (a == "--instant" && i + 1 < argc) instantNames.insert(argv[++i]);
+    else if (a == "--children" && i + 1 < argc) {
+      const std::string rule = argv[++i];
+      const std::size_t eq = rule.find('=');
+      if (eq == std::string::npos) fail("--children wants PARENT=A|B");
+      childRules[rule.substr(0, eq)] = splitList(rule.substr(eq + 1), '|');
+    } else if (a == "--group-threads") groupThreads = true;
     else fail("unknown argument " + a);
   }
 
@@ -653,6 +685,8 @@ int main(int argc, char** argv) {
     const bool onDomainTrack = ev.cat == "nvtx" && !ev.domain.empty() && (ph == "X" || ph == "i");
     if (onDomainTrack != isDomainTrack(tid))
       fail("NVTX domain '" + ev.domain + "' event " + ev.name + " on track " + std::to_string(tid));
+    if (!allowedNames.empty() && !allowedNames.count(ev.name)) fail("unexpected event name '" + printable(ev.name) + "'");
+    if (instantNames.count(ev.name) && ph != "i") fail("'" + ev.name + "' is a " + ph + " event, not an instant");
     Thread& t = threads[tid];
     t.tid = tid;
     t.events.push_back(std::move(ev));
@@ -697,6 +731,16 @@ int main(int argc, char** argv) {
 
   uint64_t dropped = 0;
   if (meta["dropped_events"].get(dropped)) fail("metadata.dropped_events missing");
+  if (!issuedPath.empty()) {
+    std::ifstream in(issuedPath);
+    uint64_t issued = 0;
+    if (!(in >> issued)) fail("cannot read the issued count from " + issuedPath);
+    uint64_t recorded = 0;
+    for (const auto& [tid, t] : threads) recorded += t.events.size();
+    if (recorded + dropped != issued)
+      fail(std::to_string(recorded) + " events recorded + " + std::to_string(dropped) + " dropped != " +
+           std::to_string(issued) + " issued");
+  }
   if (dropped != 0 && !allowDrops) fail("trace reports " + std::to_string(dropped) + " dropped events");
   if (maxDroppedPercent >= 0) {
     uint64_t recorded = 0;
@@ -733,6 +777,12 @@ int main(int argc, char** argv) {
         const Ev& parent = t.events[stack.back()];
         if (e.ph == "X" && e.ts + e.dur > parent.ts + parent.dur)
           fail("event " + e.name + " overlaps the end of " + parent.name + " on tid " + std::to_string(tid));
+        // A range whose pop was lost (end_lost, unclosed) ends where the drain found out: it
+        // may hold anything that came before.
+        auto rule = childRules.find(parent.name);
+        const bool endKnown = parent.args.find(" end_lost") == std::string::npos && parent.args.find(" unclosed") == std::string::npos;
+        if (endKnown && rule != childRules.end() && !rule->second.count(e.name))
+          fail("'" + e.name + "' inside '" + parent.name + "' on tid " + std::to_string(tid));
         t.events[stack.back()].children.push_back(idx);
       } else {
         roots.push_back(idx);
@@ -859,8 +909,14 @@ int main(int argc, char** argv) {
     for (const auto& [cat, n] : deviceCounts) summary << " " << cat << " " << n;
     summary << " flows " << flows.size() << " counters " << (counterEvents > 0 ? "yes" : "no") << "\n";
   }
-  for (const Thread* t : ordered) {
-    summary << "thread " << t->name << "\n";
+  for (std::size_t i = 0; i < ordered.size();) {
+    const Thread* t = ordered[i];
+    std::size_t same = 1;
+    while (groupThreads && i + same < ordered.size() && ordered[i + same]->name == t->name &&
+           ordered[i + same]->rendered == t->rendered)
+      ++same;
+    i += same;
+    summary << "thread " << t->name << (groupThreads ? " x" + std::to_string(same) : "") << "\n";
     if (!shapeView) {
       summary << t->rendered;
       continue;

@@ -1,8 +1,12 @@
 #include <catch2/catch.hpp>
 
+#include <signal.h>
+
+#include <memory>
 #include <thread>
 #include <vector>
 
+#include "collector/collector.h"
 #include "collector/ring.h"
 
 using cutrace::SpscRing;
@@ -120,4 +124,88 @@ TEST_CASE("concurrent producer and consumer: every accepted value arrives once, 
   consumer.join();
   REQUIRE(received == accepted);
   REQUIRE(accepted.size() + dropped == kValues);
+}
+
+TEST_CASE("a ring of no slots (a thread past the memory cap) refuses every reservation", "[ring]") {
+  Slot none;
+  SpscRing<Slot> ring(&none, 0);
+  CHECK(ring.capacity() == 0);
+  CHECK_FALSE(push(ring, 1));
+  CHECK(ring.reserve(1) == UINT64_MAX);
+  CHECK_FALSE(ring.crossedHalf());
+  CHECK(ring.readBegin() == ring.readEnd());
+}
+
+namespace {
+
+cutrace::ThreadState* g_signalState = nullptr;
+int g_handlerOwned = -1;
+
+void handlerEvent(int) {
+  cutrace::RecordSection section(g_signalState);
+  g_handlerOwned = section.owned() ? 1 : 0;
+  if (!section.owned()) section.dropEvent();
+  else cutrace::takeSeq(g_signalState);
+}
+
+}  // namespace
+
+TEST_CASE("RecordSection: a context that interrupts an open section drops its event, counted when the section closes",
+          "[ring][section]") {
+  auto s = std::make_unique<cutrace::ThreadState>();
+  {
+    cutrace::RecordSection outer(s.get());
+    REQUIRE(outer.owned());
+    CHECK(cutrace::takeSeq(s.get()) == 0);
+    {
+      cutrace::RecordSection push(s.get());  // as a signal handler's push would
+      REQUIRE_FALSE(push.owned());
+      push.dropEvent();
+    }
+    {
+      cutrace::RecordSection pop(s.get());
+      REQUIRE_FALSE(pop.owned());
+      pop.dropEnd();
+    }
+    {
+      cutrace::RecordSection late(s.get());  // an event whose sequence number was already taken
+      REQUIRE_FALSE(late.owned());
+      late.dropEvent(true);
+    }
+    // Nothing the outer section reads changes under it.
+    CHECK(s->nextSeq == 1);
+    CHECK(s->dropped.load() == 0);
+    CHECK(s->lostEnds.load() == 0);
+  }
+  CHECK(s->section.load() == 0);
+  CHECK(s->nextSeq == 2);  // the dropped event's number is a gap, as for a full ring
+  CHECK(s->dropped.load() == 2);
+  CHECK(s->lostEnds.load() == 1);
+  CHECK(s->pending.load() == 0);
+  cutrace::RecordSection next(s.get());
+  REQUIRE(next.owned());
+  CHECK(cutrace::takeSeq(s.get()) == 2);
+}
+
+TEST_CASE("RecordSection: a real signal handler inside and outside a section", "[ring][section]") {
+  auto s = std::make_unique<cutrace::ThreadState>();
+  g_signalState = s.get();
+  struct sigaction sa {}, old{};
+  sa.sa_handler = handlerEvent;
+  sigemptyset(&sa.sa_mask);
+  REQUIRE(sigaction(SIGUSR1, &sa, &old) == 0);
+  raise(SIGUSR1);  // delivered before raise returns, outside any section: recorded
+  CHECK(g_handlerOwned == 1);
+  CHECK(s->nextSeq == 1);
+  {
+    cutrace::RecordSection section(s.get());
+    REQUIRE(section.owned());
+    raise(SIGUSR1);  // inside the section: dropped
+    CHECK(g_handlerOwned == 0);
+    CHECK(s->nextSeq == 1);
+  }
+  CHECK(s->nextSeq == 2);
+  CHECK(s->dropped.load() == 1);
+  sigaction(SIGUSR1, &old, nullptr);
+  g_signalState = nullptr;
 }
