@@ -121,14 +121,47 @@ void Store::consume(ThreadState& s, bool retired) {
   }
 }
 
-void Store::closeLost(Track& t, std::vector<OpenRange>& stack, uint32_t minDepth, uint64_t at) {
-  // Ranges still open at or above `minDepth` lost their pop; they ended no later than `at`.
+void Store::noteInside(std::vector<OpenRange>& stack, uint64_t t0, uint64_t t1) {
+  if (stack.empty()) return;
+  OpenRange& top = stack.back();
+  if (top.sealed) return;
+  if (t0 >= top.event.start) {
+    top.lastInside = std::max(top.lastInside, t1);
+  } else {
+    top.sealed = true;
+    top.sealStart = t0;
+    top.sealEnd = t1;
+  }
+}
+
+void Store::childEnded(std::vector<OpenRange>& stack, const OpenRange& child, uint64_t end) {
+  if (stack.empty()) return;
+  OpenRange& parent = stack.back();
+  if (parent.sealed) return;
+  parent.lastInside = std::max(parent.lastInside, end);
+  if (!child.sealed) return;
+  // The call that enclosed the child began inside the parent (then it is inside the parent too)
+  // or before it (then it encloses the parent as well).
+  if (child.sealStart >= parent.event.start) {
+    parent.lastInside = std::max(parent.lastInside, child.sealEnd);
+  } else {
+    parent.sealed = true;
+    parent.sealStart = child.sealStart;
+    parent.sealEnd = child.sealEnd;
+  }
+}
+
+void Store::closeLost(Track& t, std::vector<OpenRange>& stack, uint32_t minDepth, uint64_t at, bool defaultDomain) {
+  // Ranges still open at or above `minDepth` lost their pop; they ended no later than `at`, and
+  // a default-domain range no later than the calls enclosing it allow.
   while (!stack.empty() && stack.back().depth >= minDepth) {
-    Event e = stack.back().event;
+    const OpenRange open = stack.back();
     stack.pop_back();
-    e.end = at;
+    Event e = open.event;
+    e.end = defaultDomain ? lostEnd(open, at) : at;
     e.flags |= kEventEndLost;
     emit(t.index, e);
+    if (defaultDomain) childEnded(stack, open, e.end);
   }
 }
 
@@ -151,15 +184,17 @@ void Store::decodeInto(Track& t, const Record& r, const char* text, std::size_t 
       if (r.hook < data_.hooks.size() && data_.hooks[r.hook].kind == ApiKind::Launch)
         e.launch.kernelName = nameFromTable(r.launch.kernelName);
       emit(t.index, e);
+      if (auto open = t.stacks.find(0); open != t.stacks.end()) noteInside(open->second, r.t0, r.t1);
       break;
     }
     case RecordType::NvtxPush: {
       const uint32_t domain = nameFromTable(r.nvtx.domain);
       auto& stack = t.stacks[domain];
       // A push at depth d means everything at depth >= d was popped, even if we lost the pop.
-      closeLost(t, stack, r.nvtx.depth, r.t0);
+      closeLost(t, stack, r.nvtx.depth, r.t0, domain == 0);
       OpenRange open{};
       open.depth = r.nvtx.depth;
+      open.lastInside = r.t0;
       open.event.kind = EventKind::NvtxRange;
       open.event.start = r.t0;
       open.event.seq = r.seq;
@@ -172,12 +207,14 @@ void Store::decodeInto(Track& t, const Record& r, const char* text, std::size_t 
     case RecordType::NvtxPop: {
       const uint32_t domain = nameFromTable(r.nvtx.domain);
       auto& stack = t.stacks[domain];
-      closeLost(t, stack, r.nvtx.depth + 1u, r.t0);
+      closeLost(t, stack, r.nvtx.depth + 1u, r.t0, domain == 0);
       if (!stack.empty() && stack.back().depth == r.nvtx.depth) {
-        Event e = stack.back().event;
+        const OpenRange open = stack.back();
         stack.pop_back();
+        Event e = open.event;
         e.end = r.t0;
         emit(t.index, e);
+        if (domain == 0) childEnded(stack, open, e.end);
       }
       // Otherwise the matching push was dropped (already counted as a drop): nothing to close.
       break;
@@ -191,6 +228,8 @@ void Store::decodeInto(Track& t, const Record& r, const char* text, std::size_t 
       e.category = r.nvtx.category;
       e.name = nvtxName(r, text, textLen, e.flags);
       emit(t.index, e);
+      if (e.domain == 0)
+        if (auto open = t.stacks.find(0); open != t.stacks.end()) noteInside(open->second, r.t0, r.t0);
       break;
     }
     case RecordType::NvtxStart: {
@@ -241,13 +280,16 @@ void Store::decodeInto(Track& t, const Record& r, const char* text, std::size_t 
 void Store::finalize(uint64_t endTicks) {
   for (auto& [id, t] : tracks_) {
     for (auto& [domain, stack] : t.stacks) {
-      for (auto& open : stack) {
+      // Innermost first, so each range's end is known to its parent.
+      while (!stack.empty()) {
+        const OpenRange open = stack.back();
+        stack.pop_back();
         Event e = open.event;
-        e.end = endTicks;
+        e.end = domain == 0 ? lostEnd(open, endTicks) : endTicks;
         e.flags |= kEventUnclosed;
         emit(t.index, e);
+        if (domain == 0) childEnded(stack, open, e.end);
       }
-      stack.clear();
     }
   }
   for (auto& [rangeId, open] : openSpans_) {

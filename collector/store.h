@@ -53,6 +53,14 @@ class Store {
   struct OpenRange {
     Event event;
     uint16_t depth;
+    // Default domain only (its ranges share the thread's track with the CUDA calls): what bounds
+    // the end of a range whose pop was lost, so that it still nests with the calls. `lastInside`:
+    // the latest end of what was recorded inside it. `sealed`: a call that began before the range
+    // arrived after it (the range lies inside that call, whose start and end are seal*): nothing
+    // decoded later is inside the range.
+    uint64_t lastInside = 0;
+    uint64_t sealStart = 0, sealEnd = 0;
+    bool sealed = false;
   };
   struct Track {
     std::size_t index;  // into data_.threads
@@ -67,7 +75,14 @@ class Store {
   void decodeInto(Track& t, const Record& r, const char* text, std::size_t textLen);
   uint32_t nameFromTable(uint32_t id);
   uint32_t nvtxName(const Record& r, const char* text, std::size_t textLen, uint8_t& flags);
-  void closeLost(Track& t, std::vector<OpenRange>& stack, uint32_t minDepth, uint64_t at);
+  void closeLost(Track& t, std::vector<OpenRange>& stack, uint32_t minDepth, uint64_t at, bool defaultDomain);
+  // Default-domain bookkeeping for lost ends (OpenRange): something recorded on the thread over
+  // [t0, t1]; a range that left the stack, ending at `end`.
+  static void noteInside(std::vector<OpenRange>& stack, uint64_t t0, uint64_t t1);
+  static void childEnded(std::vector<OpenRange>& stack, const OpenRange& child, uint64_t end);
+  // The end of a default-domain range whose pop was lost: `at` unless a call enclosing it says
+  // it ended sooner.
+  static uint64_t lostEnd(const OpenRange& r, uint64_t at) { return r.sealed ? r.lastInside : at; }
   // Past the memory cap the newest events are dropped and counted on their thread.
   void emit(std::size_t trackIndex, const Event& e) {
     ThreadTrack& t = data_.threads[trackIndex];

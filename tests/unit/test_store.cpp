@@ -133,3 +133,57 @@ TEST_CASE("nvtxNameOsThread names the thread in the output", "[store]") {
   const TraceData& d = b.finish(100);
   REQUIRE(d.threads[0].name == "worker-A");
 }
+
+TEST_CASE("a range whose pop was lost inside a CUDA call ends inside that call", "[store]") {
+  // A signal handler pushed "handler" and marked while the thread was inside cuCtxSynchronize;
+  // its pop was dropped. The call's record arrives after the handler's (it ended later); the
+  // thread's next pop (depth 0) closes the range. Closed at that pop, it would end after the
+  // call it lies in: X events that overlap without nesting (Perfetto moves or drops them).
+  TraceBuilder b;
+  b.push(1, 0, 100, 0, "step");
+  b.push(1, 2, 200, 1, "handler");
+  b.mark(1, 3, 210, "handler_mark");
+  b.api(1, 0, 1, 150, 300);  // the call the handler interrupted: began before the push
+  b.api(1, 0, 4, 350, 380);  // a later call, after the handler
+  b.pop(1, 400, 0);
+  const TraceData& d = b.finish(1000);
+  const ThreadTrack& t = d.threads[0];
+  const Event* handler = findNamed(d, t, "handler");
+  const Event* step = findNamed(d, t, "step");
+  REQUIRE(handler);
+  REQUIRE(step);
+  CHECK(handler->start == 200);
+  CHECK(handler->end == 210);  // the last thing recorded inside it, not the pop at 400
+  CHECK(handler->flags == kEventEndLost);
+  CHECK(step->end == 400);
+
+  SECTION("without an enclosing call the next pop still closes it") {
+    TraceBuilder c;
+    c.push(1, 0, 100, 0, "step");
+    c.push(1, 1, 200, 1, "inner");
+    c.api(1, 0, 2, 250, 260);
+    c.pop(1, 400, 0);
+    const TraceData& e = c.finish(1000);
+    const Event* inner = findNamed(e, e.threads[0], "inner");
+    REQUIRE(inner);
+    CHECK(inner->end == 400);
+    CHECK(inner->flags == kEventEndLost);
+  }
+  SECTION("the enclosing call seals the parent too when it began before it") {
+    TraceBuilder c;
+    c.push(1, 0, 100, 0, "outer");
+    c.push(1, 1, 200, 1, "inner");
+    c.api(1, 0, 2, 50, 300);   // began before both ranges: both lie inside it
+    c.api(1, 0, 3, 350, 360);  // after the call: inside neither
+    c.push(1, 4, 500, 0, "next");  // closes both lost ranges
+    c.pop(1, 600, 0);
+    const TraceData& e = c.finish(1000);
+    const Event* inner = findNamed(e, e.threads[0], "inner");
+    const Event* outer = findNamed(e, e.threads[0], "outer");
+    REQUIRE(inner);
+    REQUIRE(outer);
+    CHECK(inner->end == 200);
+    CHECK(outer->end == 200);
+    CHECK(outer->end <= 300);
+  }
+}
