@@ -204,6 +204,8 @@ void resetState(ThreadState* s) {
   stacks::attachThread(s);
   memset(s->nvtxDepth, 0, sizeof(s->nvtxDepth));
   memset(s->nvtxPushMissing, 0, sizeof(s->nvtxPushMissing));
+  memset(s->nvtxPopCredited, 0, sizeof(s->nvtxPopCredited));
+  s->popCredits = 0;
   memset(s->name, 0, sizeof(s->name));
   prctl(PR_GET_NAME, s->name, 0, 0, 0);
 }

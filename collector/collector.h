@@ -61,6 +61,12 @@ struct ThreadState {
   // Owner, inside a RecordSection: bit L set while the push open at level L (< 32) of a domain
   // is not in the ring (dropped, or not captured), so its pop is not recorded either.
   uint32_t nvtxPushMissing[kMaxNvtxDomains] = {};
+  // Pop credits (owner, inside sections): a push of levels below 32 recorded with a credit keeps
+  // one ring slot free for its pop (bit per level in nvtxPopCredited; popCredits in all), so the
+  // pop of a recorded push is never lost to a full ring and the drain never has to guess where
+  // that range ended. At most a quarter of the ring is held so.
+  uint32_t nvtxPopCredited[kMaxNvtxDomains] = {};
+  uint32_t popCredits = 0;
   // Signal handlers (RecordSection): 1 while the owner is inside a section; what handlers
   // that found it taken dropped, packed (kPending*), for the section to fold in when it closes.
   std::atomic<uint32_t> section{0};
@@ -180,9 +186,12 @@ inline uint64_t takeSeq(ThreadState* s) { return s->nextSeq++; }
 
 // Appends one record plus `text` (copied into extra blocks). Never blocks: a full ring drops
 // the record and counts it. Returns false on a drop. Inside a RecordSection.
-inline bool appendRecord(ThreadState* s, const Record& r, const char* text = nullptr, std::size_t textLen = 0) {
+// `keepFree`: ring slots that must stay free after this record (the pop credits of the thread's
+// recorded pushes, see ThreadState; one fewer for the pop that uses one, one more for a push that
+// takes one).
+inline bool appendRecord(ThreadState* s, const Record& r, const char* text, std::size_t textLen, uint32_t keepFree) {
   const std::size_t blocks = (textLen + kRecordSize - 1) / kRecordSize;
-  const uint64_t at = s->ring.reserve(1 + blocks);
+  const uint64_t at = s->ring.reserve(1 + blocks + keepFree);
   if (__builtin_expect(at == UINT64_MAX, 0)) return false;
   Record& dst = s->ring.at(at);
   dst = r;
@@ -197,6 +206,10 @@ inline bool appendRecord(ThreadState* s, const Record& r, const char* text = nul
   // (once per pass of the drain over this ring).
   if (__builtin_expect(s->ring.crossedHalf(), 0)) detail::nudgeDrain();
   return true;
+}
+
+inline bool appendRecord(ThreadState* s, const Record& r, const char* text = nullptr, std::size_t textLen = 0) {
+  return appendRecord(s, r, text, textLen, s->popCredits);
 }
 
 // Inside a RecordSection.

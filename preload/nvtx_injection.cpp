@@ -145,7 +145,25 @@ bool appendNvtx(ThreadState* s, RecordType type, uint64_t seq, uint32_t domain, 
   r.nvtx.depth = depth;
   r.nvtx.length = static_cast<uint16_t>(m.length);
   r.nvtx.truncated = m.truncated ? 1 : 0;
-  if (appendRecord(s, r, m.text, m.registered ? 0 : m.length)) return true;
+  // A push of a level below 32 takes a pop credit while a quarter of the ring is not held so; a
+  // pop whose push holds one uses it. A push finding its level's credit still held (the pop of
+  // the last push there was not recorded: capture was off) takes that one over.
+  const uint32_t bit = depth < 32 ? uint32_t{1} << depth : 0;
+  const bool held = (s->nvtxPopCredited[domain] & bit) != 0;
+  const bool credit = type == RecordType::NvtxPush && bit != 0 && !held && s->popCredits < s->ring.capacity() / 4;
+  const bool credited = type == RecordType::NvtxPop && held;
+  const uint32_t keepFree = credit ? s->popCredits + 1 : credited ? s->popCredits - 1 : s->popCredits;
+  if (credited) {
+    s->nvtxPopCredited[domain] &= ~bit;
+    --s->popCredits;
+  }
+  if (appendRecord(s, r, m.text, m.registered ? 0 : m.length, keepFree)) {
+    if (credit) {
+      s->nvtxPopCredited[domain] |= bit;
+      ++s->popCredits;
+    }
+    return true;
+  }
   if (type == RecordType::NvtxPop || type == RecordType::NvtxEnd)
     s->lostEnds.store(s->lostEnds.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   else if (type != RecordType::CategoryName)
