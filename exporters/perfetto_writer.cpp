@@ -163,40 +163,16 @@ void PerfettoWriter::needStack(const TraceData& data, Sequence& seq, uint32_t st
   interned_.end(c);
 }
 
-void PerfettoWriter::annotationUint(Ann a, uint64_t v) {
+void PerfettoWriter::annotation(Ann a, uint32_t valueField, uint64_t v) {
   const auto d = w_.begin(pf::TrackEvent::kDebugAnnotations);
   w_.varint(pf::DebugAnnotation::kNameIid, static_cast<uint32_t>(a) + 1);
-  w_.varint(pf::DebugAnnotation::kUintValue, v);
-  w_.end(d);
-}
-void PerfettoWriter::annotationInt(Ann a, int64_t v) {
-  const auto d = w_.begin(pf::TrackEvent::kDebugAnnotations);
-  w_.varint(pf::DebugAnnotation::kNameIid, static_cast<uint32_t>(a) + 1);
-  w_.int64(pf::DebugAnnotation::kIntValue, v);
-  w_.end(d);
-}
-void PerfettoWriter::annotationPointer(Ann a, uint64_t v) {
-  const auto d = w_.begin(pf::TrackEvent::kDebugAnnotations);
-  w_.varint(pf::DebugAnnotation::kNameIid, static_cast<uint32_t>(a) + 1);
-  w_.varint(pf::DebugAnnotation::kPointerValue, v);
+  w_.varint(valueField, v);
   w_.end(d);
 }
 void PerfettoWriter::annotationString(Ann a, std::string_view v) {
   const auto d = w_.begin(pf::TrackEvent::kDebugAnnotations);
   w_.varint(pf::DebugAnnotation::kNameIid, static_cast<uint32_t>(a) + 1);
   w_.bytes(pf::DebugAnnotation::kStringValue, v);
-  w_.end(d);
-}
-void PerfettoWriter::annotationInterned(Ann a, uint32_t poolId) {
-  const auto d = w_.begin(pf::TrackEvent::kDebugAnnotations);
-  w_.varint(pf::DebugAnnotation::kNameIid, static_cast<uint32_t>(a) + 1);
-  w_.varint(pf::DebugAnnotation::kStringValueIid, std::size_t{poolId} + 1);
-  w_.end(d);
-}
-void PerfettoWriter::annotationBool(Ann a) {
-  const auto d = w_.begin(pf::TrackEvent::kDebugAnnotations);
-  w_.varint(pf::DebugAnnotation::kNameIid, static_cast<uint32_t>(a) + 1);
-  w_.boolean(pf::DebugAnnotation::kBoolValue, true);
   w_.end(d);
 }
 

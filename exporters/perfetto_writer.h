@@ -43,6 +43,7 @@
 #include "collector/clock.h"
 #include "collector/own_file.h"
 #include "collector/trace_data.h"
+#include "exporters/perfetto_fields.h"
 #include "exporters/proto_writer.h"
 #include "exporters/trace_view.h"
 
@@ -126,12 +127,17 @@ class PerfettoWriter {
   void needAnnotation(Sequence& seq, Ann a);
   void needString(const TraceData& data, Sequence& seq, uint32_t poolId);
   void needStack(const TraceData& data, Sequence& seq, uint32_t stack);
-  void annotationUint(Ann a, uint64_t v);
-  void annotationInt(Ann a, int64_t v);
-  void annotationPointer(Ann a, uint64_t v);
+  // One debug annotation: its interned name and one varint value field (uint, int, pointer,
+  // bool, or the iid of an interned string value).
+  void annotation(Ann a, uint32_t valueField, uint64_t v);
+  void annotationUint(Ann a, uint64_t v) { annotation(a, pf::DebugAnnotation::kUintValue, v); }
+  void annotationInt(Ann a, int64_t v) { annotation(a, pf::DebugAnnotation::kIntValue, static_cast<uint64_t>(v)); }
+  void annotationPointer(Ann a, uint64_t v) { annotation(a, pf::DebugAnnotation::kPointerValue, v); }
+  void annotationInterned(Ann a, uint32_t poolId) {
+    annotation(a, pf::DebugAnnotation::kStringValueIid, std::size_t{poolId} + 1);
+  }
+  void annotationBool(Ann a) { annotation(a, pf::DebugAnnotation::kBoolValue, 1); }
   void annotationString(Ann a, std::string_view v);
-  void annotationInterned(Ann a, uint32_t poolId);
-  void annotationBool(Ann a);
 
   bool processStarted_ = false;
   Sequence process_;
