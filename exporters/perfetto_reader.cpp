@@ -715,7 +715,6 @@ class Rebuild : public PerfettoVisitor {
       th->track.tid = t.tid;
       // The writer names an unnamed thread "thread <tid>", as the Chrome trace does.
       th->track.name = t.name == "thread " + std::to_string(t.tid) ? std::string() : t.name;
-      threadOfUuid_[t.uuid] = t.sequence;
     }
   }
 
@@ -802,13 +801,7 @@ class Rebuild : public PerfettoVisitor {
   // After the read: threads in the writer's order, the final metadata's per-thread figures, the
   // host links of device work.
   void finish() {
-    std::vector<uint64_t> sequenceOf;
-    for (auto& [sequence, th] : threads_) {
-      sequenceOf.push_back(sequence);
-      d_.threads.push_back(std::move(th.track));
-    }
-    std::unordered_map<uint32_t, std::size_t> indexOfSequence;
-    for (std::size_t i = 0; i < sequenceOf.size(); ++i) indexOfSequence[static_cast<uint32_t>(sequenceOf[i])] = i;
+    for (auto& [sequence, th] : threads_) d_.threads.push_back(std::move(th.track));
     if (finalThreads_.size() == d_.threads.size()) {
       for (std::size_t i = 0; i < d_.threads.size(); ++i) {
         const FinalThread& f = finalThreads_[i];
@@ -820,27 +813,12 @@ class Rebuild : public PerfettoVisitor {
       }
     }
     if (distinctStacks_ + 1 > d_.stacks.size() && distinctStacks_ < kMaxStackId) d_.stacks.resize(distinctStacks_ + 1);
-    // Each linked device event's CUPTI API record, rebuilt from the host call the writer
-    // named: the call's thread and its first half, inside the call and no other.
-    std::unordered_map<std::size_t, std::unordered_map<uint64_t, uint32_t>> bySeq;
+    // Each device event's CUPTI API record (the writer keeps the call's thread and interval):
+    // the Chrome and folded writers link device work to host calls from these.
     std::unordered_map<uint32_t, bool> correlations;
-    for (const Link& l : links_) {
-      auto seqIt = threadOfUuid_.find(l.track);
-      if (seqIt == threadOfUuid_.end()) continue;
-      auto indexIt = indexOfSequence.find(seqIt->second);
-      if (indexIt == indexOfSequence.end()) continue;
-      const std::size_t ti = indexIt->second;
-      auto [events, fresh] = bySeq.try_emplace(ti);
-      const ThreadTrack& t = d_.threads[ti];
-      if (fresh) {
-        for (uint32_t i = 0; i < t.events.size(); ++i)
-          if (t.events[i].kind == EventKind::Api) events->second.emplace(t.events[i].seq, i);
-      }
-      auto ev = events->second.find(l.seq);
-      if (ev == events->second.end() || !correlations.emplace(l.correlation, true).second) continue;
-      const Event& host = t.events[ev->second];
-      d_.apiActivity.push_back(ApiActivity{host.start, host.start + (host.end - host.start) / 2, t.tid, l.correlation});
-    }
+    for (const Link& l : links_)
+      if (correlations.emplace(l.correlation, true).second)
+        d_.apiActivity.push_back(ApiActivity{l.start, l.end, l.tid, l.correlation});
     d_.meta.ticks = TickConverter(ClockAnchor{0, 0}, ClockAnchor{0, 0}, true);
   }
 
@@ -855,8 +833,8 @@ class Rebuild : public PerfettoVisitor {
     uint64_t dropped = 0, lostEnds = 0, seqEnd = 0;
   };
   struct Link {
-    uint64_t track, seq;
-    uint32_t correlation;
+    uint64_t start, end;
+    uint32_t tid, correlation;
   };
   // Stack ids are the writer's StackTable ids (at most Config::maxStacks, 2^16): one far past
   // that is not a cutrace stream, and would cost the rebuild a table of its size.
@@ -973,9 +951,11 @@ class Rebuild : public PerfettoVisitor {
         }
       }
     }
-    const PfAnnotation* track = s.find(Ann::HostTrack);
-    const PfAnnotation* seq = s.find(Ann::HostSeq);
-    if (track != nullptr && seq != nullptr) links_.push_back(Link{track->value, seq->value, d.correlation});
+    const PfAnnotation* tid = s.find(Ann::HostTid);
+    const PfAnnotation* start = s.find(Ann::HostStart);
+    const PfAnnotation* end = s.find(Ann::HostEnd);
+    if (tid != nullptr && start != nullptr && end != nullptr && start->value <= end->value)
+      links_.push_back(Link{start->value, end->value, static_cast<uint32_t>(tid->value), d.correlation});
     d_.device.push_back(d);
   }
 
@@ -1116,7 +1096,6 @@ class Rebuild : public PerfettoVisitor {
   uint32_t pid_ = 0;
   bool haveHooks_ = false;
   std::map<uint32_t, Thread> threads_;  // by sequence: the writer's thread order
-  std::unordered_map<uint64_t, uint32_t> threadOfUuid_;
   std::vector<FinalThread> finalThreads_;
   std::vector<Link> links_;
   uint64_t distinctStacks_ = 0;

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <unordered_map>
 
 #include "exporters/json_writer.h"
 #include "exporters/output_files.h"
@@ -531,9 +532,19 @@ void PerfettoWriter::encodeDevice(const TraceData& data, std::string& out) {
     return x.start < y.start;
   });
   const uint32_t hookCount = static_cast<uint32_t>(data.hooks.size());
-  // The host call behind each device event, as the Chrome trace links them (its thread's track
-  // and the call's seq): written here because the host slice went out before CUPTI reported.
-  const std::vector<HostLink> links = linkDeviceToHost(data);
+  // The CUDA call behind each device event as CUPTI reported it (its thread and interval, by
+  // correlation id): the reader links the device event to the host slice from these, exactly as
+  // the collector would have. The host slices themselves went into the stream pass by pass and
+  // are no longer held here.
+  std::unordered_map<uint32_t, const ApiActivity*> api;
+  for (const ApiActivity& a : data.apiActivity) api.emplace(a.correlation, &a);
+  // CUPTI names a thread by its OS tid, or by pthread_self() when a program's own profiler set
+  // it so: written as the OS tid the thread's track carries.
+  std::unordered_map<uint32_t, uint32_t> osTid;
+  for (const ThreadTrack& t : data.threads) {
+    osTid.emplace(t.tid, t.tid);
+    if (t.pthreadLow != 0) osTid.emplace(t.pthreadLow, t.tid);
+  }
   uint64_t described = 0;
   for (uint32_t i : order) {
     const DeviceEvent& d = data.device[i];
@@ -547,7 +558,7 @@ void PerfettoWriter::encodeDevice(const TraceData& data, std::string& out) {
     const uint32_t category = d.kind == DeviceKind::Kernel ? 4 : d.kind == DeviceKind::Memcpy ? 5 : 6;
     needCategory(process_, category);
     for (Ann a : {Ann::Correlation, Ann::Grid, Ann::Block, Ann::Registers, Ann::SharedStatic, Ann::SharedDynamic, Ann::Bytes,
-                  Ann::HostTrack, Ann::HostSeq})
+                  Ann::HostTid, Ann::HostStart, Ann::HostEnd})
       needAnnotation(process_, a);
     const bool named = d.kind == DeviceKind::Kernel && d.name != 0;
     if (named) needName(process_, std::size_t{hookCount} + 1 + d.name, demangle_(data, d.name));
@@ -571,10 +582,11 @@ void PerfettoWriter::encodeDevice(const TraceData& data, std::string& out) {
     } else {
       annotationUint(Ann::Bytes, d.bytes);
     }
-    if (links[i].thread >= 0) {
-      const auto thread = static_cast<std::size_t>(links[i].thread);
-      annotationUint(Ann::HostTrack, threadUuid(data.meta.pid, thread));
-      annotationUint(Ann::HostSeq, data.threads[thread].events[links[i].event].seq);
+    if (auto a = api.find(d.correlation); a != api.end()) {
+      auto tid = osTid.find(a->second->tid);
+      annotationUint(Ann::HostTid, tid != osTid.end() ? tid->second : a->second->tid);
+      annotationUint(Ann::HostStart, a->second->start);
+      annotationUint(Ann::HostEnd, a->second->end);
     }
     w_.end(te);
     w_.end(p);

@@ -10,8 +10,9 @@
 //   metadata `cutrace.process` (JSON: tool, version, pid, exe, hostname, rank, capture,
 //   clock_source, ts_origin_ns, realtime_minus_monotonic_ns, command_line, hooks: the hook
 //   table, {name, layer, kind} by hook index); at a normal end, the device work (one track per
-//   GPU stream, named "GPU <device> stream <stream>"; a slice linked to its host call carries
-//   host_track = that thread's track uuid and host_seq = the call's seq) and `cutrace`
+//   GPU stream, named "GPU <device> stream <stream>"; a slice whose CUDA call CUPTI reported
+//   carries that call's host_tid (OS tid), host_start and host_end (MONOTONIC ns), from which a
+//   reader finds the host slice as the collector would) and `cutrace`
 //   metadata = the Chrome trace's `metadata` object. Threads that recorded nothing are
 //   described at the end too.
 // - One sequence per thread track (id 2 + thread index): its first packet clears the
@@ -55,13 +56,13 @@ inline constexpr const char* kCategories[] = {"cuda_runtime", "cuda_driver", "nv
 enum class Ann : uint8_t {
   Seq, Result, Kernel, Grid, Block, Shared, Stream, Bytes, Kind, Ptr, Device, Handle, Domain, Category,
   Unclosed, EndLost, Truncated, Correlation, Registers, SharedStatic, SharedDynamic, RangeId,
-  CategoryName, HostTrack, HostSeq, Count
+  CategoryName, HostTid, HostStart, HostEnd, Count
 };
 inline constexpr const char* kAnnotationNames[] = {
     "seq",       "result",   "kernel",    "grid",        "block",     "shared",        "stream",         "bytes",
     "kind",      "ptr",      "device",    "handle",      "domain",    "category",      "unclosed",       "end_lost",
     "truncated", "correlation", "registers", "shared_static", "shared_dynamic", "range_id",
-    "category_name", "host_track", "host_seq"};
+    "category_name", "host_tid", "host_start", "host_end"};
 static_assert(sizeof(kAnnotationNames) / sizeof(kAnnotationNames[0]) == static_cast<std::size_t>(Ann::Count));
 // CUPTI memcpy kinds by number, as a device copy's slice is named ("Memcpy HtoD").
 inline constexpr const char* kCuptiCopyKinds[] = {"unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
