@@ -255,7 +255,9 @@ void drainPass() {
       fillProcessMeta(meta);
       gl.streamMeta = true;
     }
-    gl.stream->pass(gl.store->data(), gl.config, gl.lastAnchor.monotonicNs);
+    // Memory holds one pass of events while the stream takes them. Once the stream has failed
+    // (no room on disk) events stay in memory, up to the memory cap, for the files at exit.
+    if (gl.stream->pass(gl.store->data(), gl.config, gl.lastAnchor.monotonicNs)) gl.store->releaseEvents();
   }
 }
 

@@ -224,10 +224,11 @@ class Collector {
   // `writer` turns the collected trace into files at the end (exporters/output_files.h).
   using Writer = void (*)(TraceData& data, const Config& config);
   // The stream (exporters/perfetto_writer.h): fed by the drain thread after every pass, so a
-  // killed process leaves its events on disk. `pass` runs under the drain mutex; `forget` in a
-  // forked child. The Writer above ends the stream.
+  // killed process leaves its events on disk. `pass` runs under the drain mutex and returns
+  // whether every event of `data` is on disk now (then the collector drops them from memory);
+  // `forget` runs in a forked child. The Writer above ends the stream.
   struct Stream {
-    void (*pass)(const TraceData& data, const Config& config, uint64_t nowNs);
+    bool (*pass)(const TraceData& data, const Config& config, uint64_t nowNs);
     void (*forget)();
   };
   static void initialize(const HookDescriptor* hooks, std::size_t hookCount, Writer writer,

@@ -42,7 +42,7 @@ uint64_t TraceData::droppedEvents() const {
 
 uint64_t TraceData::eventCount() const {
   uint64_t n = 0;
-  for (const auto& t : threads) n += t.events.size();
+  for (const auto& t : threads) n += t.released + t.events.size();
   return n;
 }
 
@@ -118,6 +118,14 @@ void Store::consume(ThreadState& s, bool retired) {
     thread.seqEnd = s.nextSeq;
     const std::string_view last(s.name, strnlen(s.name, sizeof(s.name)));
     if (!last.empty()) thread.name = std::string(last);
+  }
+}
+
+void Store::releaseEvents() {
+  for (ThreadTrack& t : data_.threads) {
+    t.released += t.events.size();
+    eventsStored_ -= t.events.size();
+    t.events.clearKeepingBlocks();
   }
 }
 

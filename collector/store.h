@@ -39,6 +39,9 @@ class Store {
   void finalize(uint64_t endTicks);
 
   TraceData& data() { return data_; }
+  // The stream holds every event decoded so far: they leave memory (counted in
+  // ThreadTrack::released). Open ranges stay until they end.
+  void releaseEvents();
   uint64_t recordsSeen() const { return recordsSeen_; }
   // The fit that maps this pass's record ticks to CLOCK_MONOTONIC nanoseconds. Events are
   // stored in nanoseconds, converted once when emitted, so the stream and every view of it read

@@ -173,7 +173,7 @@ class BlockList {
   // False when a new block was needed and could not be mapped (the list is unchanged). The
   // block table is a std::vector: growing it may throw std::bad_alloc (before any mapping).
   [[nodiscard]] bool push_back(const T& v) {
-    if (size_ % BlockSize == 0) {
+    if (size_ % BlockSize == 0 && size_ / BlockSize == blocks_.size()) {
       if (blocks_.size() == blocks_.capacity()) blocks_.reserve(blocks_.empty() ? 16 : blocks_.size() * 2);
       T* block = allocateBlock();
       if (block == nullptr) return false;
@@ -185,6 +185,9 @@ class BlockList {
   }
   std::size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
+  // Empties the list and keeps its blocks for the elements pushed next: a list refilled and
+  // emptied over and over (the drain's events of one pass) maps its memory once.
+  void clearKeepingBlocks() { size_ = 0; }
   T& operator[](std::size_t i) { return blocks_[i / BlockSize][i % BlockSize]; }
   const T& operator[](std::size_t i) const { return blocks_[i / BlockSize][i % BlockSize]; }
 
@@ -227,6 +230,9 @@ struct ThreadTrack {
   uint32_t pthreadLow = 0;  // CUPTI names threads this way unless told to use tids
   std::string name;
   BlockList<Event> events;
+  // Events already written to the stream and no longer held in `events` (a traced process keeps
+  // only what the drain decoded since its last pass; a trace read from a file holds them all).
+  uint64_t released = 0;
   uint64_t dropped = 0;   // events lost: a full ring, or the memory cap (seq numbers never seen)
   uint64_t capped = 0;    // of those, dropped by the store at the memory cap
   uint64_t seqEnd = 0;    // the next seq the thread would have used, once it exited (0: unknown)

@@ -593,7 +593,7 @@ class ChromeWriter {
       out_.put("{\"tid\":");
       out_.putUint(t.tid);
       out_.put(",\"events\":");
-      out_.putUint(t.events.size());
+      out_.putUint(t.released + t.events.size());
       out_.put(",\"dropped\":");
       out_.putUint(t.dropped);
       out_.put(",\"lost_ends\":");

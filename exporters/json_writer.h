@@ -15,7 +15,9 @@ namespace cutrace {
 // first failed write it writes nothing more; status() says why.
 class Sink {
  public:
-  explicit Sink(int fd = -1) : fd_(fd) { buffer_.reserve(kChunk); }
+  explicit Sink(int fd = -1) : fd_(fd) {
+    if (fd >= 0) buffer_.reserve(kChunk);  // in memory: as large as what is put, no more
+  }
   ~Sink() { flush(); }
   Sink(const Sink&) = delete;
   Sink& operator=(const Sink&) = delete;

@@ -5,7 +5,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <simdjson.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -704,7 +703,21 @@ uint8_t copyKindOf(std::string_view name) {
 
 class Rebuild : public PerfettoVisitor {
  public:
-  Rebuild(TraceData& data, PfRebuildInfo& info) : d_(data), info_(info) {}
+  Rebuild(TraceData& data, PfRebuildInfo& info, const PfMetadataSource& source)
+      : d_(data), info_(info), source_(source) {
+    if (const TraceData* k = source.known) {
+      d_.meta = k->meta;
+      d_.hooks = k->hooks;  // their names are the process's static strings
+      d_.cupti = k->cupti;
+      d_.stackInfo = k->stackInfo;
+      haveHooks_ = true;
+      pid_ = k->meta.pid;
+      final_.ended = true;
+      final_.events = k->eventCount();
+      final_.distinctStacks = k->stacks.empty() ? 0 : k->stacks.size() - 1;
+      for (const ThreadTrack& t : k->threads) final_.threads.push_back(PfFinalThread{t.tid, t.dropped, t.lostEnds, t.seqEnd});
+    }
+  }
 
   void track(const PfTrack& t) override {
     if (t.kind == PfTrackKind::Process) notePid(t.pid);
@@ -724,8 +737,15 @@ class Rebuild : public PerfettoVisitor {
   }
 
   void metadata(std::string_view name, std::string_view value) override {
-    if (name == "cutrace.process") processJson(value);
-    else if (name == "cutrace") finalJson(value);
+    if (source_.known != nullptr) return;  // the process's own figures are given
+    if (name == "cutrace.process" && source_.process != nullptr && !haveHooks_ && error_.empty()) {
+      if (!source_.process(value, d_, error_)) return;
+      notePid(d_.meta.pid);
+      if (d_.hooks.size() > UINT16_MAX) error_ = "hook table too large";
+      haveHooks_ = !d_.hooks.empty() && error_.empty();
+    } else if (name == "cutrace" && source_.final != nullptr && error_.empty()) {
+      source_.final(value, d_, final_, error_);
+    }
   }
 
   bool ok(std::string& error) override {
@@ -802,9 +822,11 @@ class Rebuild : public PerfettoVisitor {
   // host links of device work.
   void finish() {
     for (auto& [sequence, th] : threads_) d_.threads.push_back(std::move(th.track));
-    if (finalThreads_.size() == d_.threads.size()) {
+    info_.ended = final_.ended;
+    info_.metadataEvents = final_.events;
+    if (final_.threads.size() == d_.threads.size()) {
       for (std::size_t i = 0; i < d_.threads.size(); ++i) {
-        const FinalThread& f = finalThreads_[i];
+        const PfFinalThread& f = final_.threads[i];
         ThreadTrack& t = d_.threads[i];
         if (f.tid != t.tid) continue;
         t.dropped = f.dropped;
@@ -812,7 +834,8 @@ class Rebuild : public PerfettoVisitor {
         t.seqEnd = f.seqEnd;
       }
     }
-    if (distinctStacks_ + 1 > d_.stacks.size() && distinctStacks_ < kMaxStackId) d_.stacks.resize(distinctStacks_ + 1);
+    if (final_.distinctStacks + 1 > d_.stacks.size() && final_.distinctStacks < kMaxStackId)
+      d_.stacks.resize(final_.distinctStacks + 1);
     // Each device event's CUPTI API record (the writer keeps the call's thread and interval):
     // the Chrome and folded writers link device work to host calls from these.
     std::unordered_map<uint32_t, bool> correlations;
@@ -827,10 +850,6 @@ class Rebuild : public PerfettoVisitor {
  private:
   struct Thread {
     ThreadTrack track;
-  };
-  struct FinalThread {
-    uint32_t tid = 0;
-    uint64_t dropped = 0, lostEnds = 0, seqEnd = 0;
   };
   struct Link {
     uint64_t start, end;
@@ -959,152 +978,20 @@ class Rebuild : public PerfettoVisitor {
     d_.device.push_back(d);
   }
 
-  // ---- metadata JSON
-
-  static bool getString(simdjson::dom::element e, const char* key, std::string& out) {
-    std::string_view v;
-    if (e[key].get(v) != simdjson::SUCCESS) return false;
-    out = std::string(v);
-    return true;
-  }
-  static bool getUint(simdjson::dom::element e, const char* key, uint64_t& out) {
-    return e[key].get(out) == simdjson::SUCCESS;
-  }
-  static bool getInt(simdjson::dom::element e, const char* key, int64_t& out) {
-    return e[key].get(out) == simdjson::SUCCESS;
-  }
-  static void getStrings(simdjson::dom::element e, const char* key, std::vector<std::string>& out) {
-    simdjson::dom::array a;
-    if (e[key].get(a) != simdjson::SUCCESS) return;
-    out.clear();
-    for (simdjson::dom::element x : a) {
-      std::string_view v;
-      if (x.get(v) == simdjson::SUCCESS) out.emplace_back(v);
-    }
-  }
-
-  bool parse(std::string_view json, simdjson::dom::element& root, const char* what) {
-    if (json.empty() || parser_.parse(json.data(), json.size()).get(root) != simdjson::SUCCESS || !root.is_object()) {
-      error_ = std::string("malformed ") + what + " metadata";
-      return false;
-    }
-    return true;
-  }
-
-  void processJson(std::string_view json) {
-    simdjson::dom::element root;
-    if (!parse(json, root, "cutrace.process")) return;
-    TraceMeta& m = d_.meta;
-    getString(root, "tool", m.tool);
-    getString(root, "version", m.version);
-    getString(root, "exe", m.exe);
-    getString(root, "hostname", m.hostname);
-    getString(root, "capture", m.capture);
-    getString(root, "clock_source", m.clockSource);
-    getStrings(root, "command_line", m.commandLine);
-    uint64_t u = 0;
-    int64_t i = 0;
-    if (getUint(root, "pid", u)) {
-      m.pid = static_cast<uint32_t>(u);
-      notePid(m.pid);
-    }
-    if (getInt(root, "rank", i)) m.rank = static_cast<int>(i);
-    if (getUint(root, "ts_origin_ns", u)) m.originMonotonicNs = u;
-    if (getInt(root, "realtime_minus_monotonic_ns", i)) m.realtimeMinusMonotonicNs = i;
-    simdjson::dom::array hooks;
-    if (haveHooks_ || root["hooks"].get(hooks) != simdjson::SUCCESS) return;
-    for (simdjson::dom::element h : hooks) {
-      std::string name;
-      uint64_t layer = 0, kind = 0;
-      if (!h.is_object() || !getString(h, "name", name) || !getUint(h, "layer", layer) || !getUint(h, "kind", kind) ||
-          layer > static_cast<uint64_t>(ApiLayer::Driver) || kind > static_cast<uint64_t>(ApiKind::Register)) {
-        error_ = "malformed hook table in the cutrace.process metadata";
-        return;
-      }
-      d_.hookNames.push_back(std::move(name));
-      d_.hooks.push_back(HookDescriptor{d_.hookNames.back().c_str(), static_cast<ApiLayer>(layer), static_cast<ApiKind>(kind)});
-    }
-    if (d_.hooks.size() > UINT16_MAX) {
-      error_ = "hook table too large";
-      return;
-    }
-    haveHooks_ = true;
-  }
-
-  // The Chrome trace's metadata object, as the process wrote it at its end.
-  void finalJson(std::string_view json) {
-    simdjson::dom::element root;
-    if (!parse(json, root, "cutrace")) return;
-    info_.ended = true;
-    TraceMeta& m = d_.meta;
-    getString(root, "tool", m.tool);
-    getString(root, "version", m.version);
-    getString(root, "exe", m.exe);
-    getString(root, "hostname", m.hostname);
-    getString(root, "capture", m.capture);
-    getStrings(root, "command_line", m.commandLine);
-    uint64_t u = 0;
-    if (getUint(root, "pid", u)) m.pid = static_cast<uint32_t>(u);
-    m.rank = getUint(root, "rank", u) ? static_cast<int>(u) : -1;
-    if (getUint(root, "events", u)) info_.metadataEvents = u;
-    simdjson::dom::element clock, cupti, stacks;
-    if (root["clock"].get(clock) == simdjson::SUCCESS) {
-      getString(clock, "source", m.clockSource);
-      getUint(clock, "ts_origin_ns", m.originMonotonicNs);
-      getInt(clock, "realtime_minus_monotonic_ns", m.realtimeMinusMonotonicNs);
-    }
-    simdjson::dom::object counters;
-    if (root["counters"].get(counters) == simdjson::SUCCESS) {
-      m.counters.clear();
-      for (auto [key, value] : counters) {
-        uint64_t v = 0;
-        if (value.get(v) == simdjson::SUCCESS) m.counters.emplace_back(std::string(key), v);
-      }
-    }
-    if (root["cupti"].get(cupti) == simdjson::SUCCESS) {
-      getString(cupti, "state", d_.cupti.state);
-      getString(cupti, "reason", d_.cupti.reason);
-      getUint(cupti, "dropped_records", d_.cupti.droppedRecords);
-    }
-    if (root["stacks"].get(stacks) == simdjson::SUCCESS) {
-      TraceData::StackInfo& s = d_.stackInfo;
-      getString(stacks, "unwinder", s.unwinder);
-      getString(stacks, "python", s.python);
-      getUint(stacks, "unwind_fallbacks", s.fallbacks);
-      s.verified = getUint(stacks, "unwind_mismatches", s.mismatches);
-      if (getUint(stacks, "depth", u)) s.depth = static_cast<uint32_t>(u);
-      getUint(stacks, "overflowed", s.overflowed);
-      getUint(stacks, "distinct", distinctStacks_);
-    }
-    simdjson::dom::array threads;
-    if (root["threads"].get(threads) == simdjson::SUCCESS) {
-      finalThreads_.clear();
-      for (simdjson::dom::element t : threads) {
-        FinalThread f;
-        if (getUint(t, "tid", u)) f.tid = static_cast<uint32_t>(u);
-        getUint(t, "dropped", f.dropped);
-        getUint(t, "lost_ends", f.lostEnds);
-        getUint(t, "seq_end", f.seqEnd);
-        finalThreads_.push_back(f);
-      }
-    }
-  }
-
   TraceData& d_;
   PfRebuildInfo& info_;
+  const PfMetadataSource& source_;
+  PfFinalMetadata final_;
   std::string error_;
   uint32_t pid_ = 0;
   bool haveHooks_ = false;
   std::map<uint32_t, Thread> threads_;  // by sequence: the writer's thread order
-  std::vector<FinalThread> finalThreads_;
   std::vector<Link> links_;
-  uint64_t distinctStacks_ = 0;
-  simdjson::dom::parser parser_;
 };
 
-bool rebuild(Input& in, TraceData& out, std::string& error, PfRebuildInfo* infoOut) {
+bool rebuild(Input& in, TraceData& out, const PfMetadataSource& source, std::string& error, PfRebuildInfo* infoOut) {
   PfRebuildInfo info;
-  Rebuild visitor(out, info);
+  Rebuild visitor(out, info, source);
   if (!readInput(in, visitor, error, &info.stats)) return false;
   visitor.finish();
   if (infoOut != nullptr) *infoOut = info;
@@ -1134,19 +1021,21 @@ bool readPerfettoBytes(std::string_view bytes, PerfettoVisitor& visitor, std::st
   return readInput(in, visitor, error, stats);
 }
 
-bool readPerfettoTrace(const std::string& path, TraceData& out, std::string& error, PfRebuildInfo* info) {
+bool rebuildPerfetto(const std::string& path, const PfMetadataSource& source, TraceData& out, std::string& error,
+                     PfRebuildInfo* info) {
   const int fd = openInput(path, error);
   if (fd < 0) return false;
   Input in(fd);
-  const bool ok = rebuild(in, out, error, info);
+  const bool ok = rebuild(in, out, source, error, info);
   close(fd);
   if (!ok) error = path + ": " + error;
   return ok;
 }
 
-bool readPerfettoTraceBytes(std::string_view bytes, TraceData& out, std::string& error, PfRebuildInfo* info) {
+bool rebuildPerfettoBytes(std::string_view bytes, const PfMetadataSource& source, TraceData& out, std::string& error,
+                          PfRebuildInfo* info) {
   Input in(bytes);
-  return rebuild(in, out, error, info);
+  return rebuild(in, out, source, error, info);
 }
 
 }  // namespace cutrace

@@ -118,12 +118,40 @@ struct PfRebuildInfo {
   uint64_t skippedEvents = 0;     // slices that are not a cutrace event (unknown hook, category)
 };
 
+// Where a rebuild takes the process's own figures from. In the tools: the stream's metadata
+// packets (`cutrace.process`, then `cutrace` at a normal end), whose JSON the reader library
+// parses (exporters/perfetto_metadata.cpp, simdjson). In the traced process at its exit: what it
+// holds in memory (`known`: meta, hooks, CUPTI and stack figures, per-thread counts), so the
+// preload needs no JSON parser.
+struct PfFinalThread {
+  uint32_t tid = 0;
+  uint64_t dropped = 0, lostEnds = 0, seqEnd = 0;
+};
+struct PfFinalMetadata {
+  bool ended = false;           // the process ended normally and said so
+  uint64_t events = 0;          // the events it counted
+  uint64_t distinctStacks = 0;  // its stack table's size
+  std::vector<PfFinalThread> threads;  // in the writer's thread order
+};
+struct PfMetadataSource {
+  // The process metadata JSON: TraceData::meta and ::hooks (false with a message: malformed).
+  bool (*process)(std::string_view json, TraceData& out, std::string& error) = nullptr;
+  // The final metadata JSON: meta, cupti, stackInfo and `final`.
+  bool (*final)(std::string_view json, TraceData& out, PfFinalMetadata& final, std::string& error) = nullptr;
+  const TraceData* known = nullptr;  // instead of both: the figures as given
+};
+bool rebuildPerfetto(const std::string& path, const PfMetadataSource& source, TraceData& out, std::string& error,
+                     PfRebuildInfo* info = nullptr);
+bool rebuildPerfettoBytes(std::string_view bytes, const PfMetadataSource& source, TraceData& out,
+                          std::string& error, PfRebuildInfo* info = nullptr);
+
 // One process's stream back as the TraceData it was written from, for the Chrome and folded
 // writers: threads (by sequence, i.e. in the writer's order) with their events in the order
 // they were recorded, strings, stacks (same ids), hooks and metadata (from `cutrace.process`,
 // then the final `cutrace` metadata where the process wrote it), device events with the host
 // links the writer recorded, drop counts. Times are CLOCK_MONOTONIC ns and meta.ticks is the
-// identity. A file holding several processes is refused.
+// identity. A file holding several processes is refused. (The reader library only: it parses the
+// metadata JSON.)
 bool readPerfettoTrace(const std::string& path, TraceData& out, std::string& error, PfRebuildInfo* info = nullptr);
 bool readPerfettoTraceBytes(std::string_view bytes, TraceData& out, std::string& error,
                             PfRebuildInfo* info = nullptr);

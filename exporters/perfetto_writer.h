@@ -93,6 +93,11 @@ class PerfettoWriter {
   // (`metadataJson`: the Chrome trace's metadata object).
   void encodeEnd(const TraceData& data, uint64_t nowNs, std::string_view metadataJson,
                  std::string& out);
+  // The events encoded so far left `data` (Store::releaseEvents): the next pass starts at each
+  // thread's first event again.
+  void eventsReleased() {
+    for (ThreadMark& t : threads_) t.events = 0;
+  }
 
  private:
   struct Sequence {

@@ -10,6 +10,7 @@
 #include "collector/own_file.h"
 #include "exporters/chrome_trace.h"
 #include "exporters/output_files.h"
+#include "exporters/perfetto_reader.h"
 #include "exporters/perfetto_writer.h"
 #include "preload/hook_support.h"
 
@@ -47,11 +48,14 @@ void appendStream(StreamOutput& s, const Config& config, const TraceData& data) 
   s.buffer.clear();
 }
 
-void streamPass(const TraceData& data, const Config& config, uint64_t nowNs) {
+bool streamPass(const TraceData& data, const Config& config, uint64_t nowNs) {
   StreamOutput& s = stream();
-  if (s.failed) return;
+  if (s.failed) return false;
   s.writer.encodePass(data, nowNs, s.buffer);
   appendStream(s, config, data);
+  if (s.failed) return false;
+  s.writer.eventsReleased();
+  return true;
 }
 
 void forgetStream() {
@@ -78,8 +82,26 @@ void writeOutputsAndReport(TraceData& data, const Config& config) {
   }
   if (fileSizeLimitReached()) return;
   const std::string streamPath = s.failed ? std::string() : s.file.path();
-  const OutputResult r =
-      writeOutputFiles(data, config.outputDir, FoldOptions{config.foldedNvtx}, s.file.stem(), config.jsonLimit);
+  // The Chrome trace and the folded stacks are views of the stream, read back from the file (the
+  // events left memory pass by pass), so they never disagree with it. Only a stream that could
+  // not be written at all leaves the events in memory, and the views come from there.
+  uint64_t released = 0;
+  for (const ThreadTrack& t : data.threads) released += t.released;
+  TraceData rebuilt;
+  const TraceData* view = &data;
+  std::string error;
+  if (!s.failed) {
+    const PfMetadataSource known{nullptr, nullptr, &data};
+    if (!rebuildPerfetto(streamPath, known, rebuilt, error)) error = "cannot read the stream back: " + error;
+    view = &rebuilt;
+  } else if (released != 0) {
+    error = "the stream stopped during the run";
+  }
+  OutputResult r;
+  if (error.empty())
+    r = writeOutputFiles(*view, config.outputDir, FoldOptions{config.foldedNvtx}, s.file.stem(), config.jsonLimit);
+  else
+    r.error = error;
   std::string line;
   if (!r.ok) {
     if (config.log < LogLevel::Error) return;
@@ -88,7 +110,7 @@ void writeOutputsAndReport(TraceData& data, const Config& config) {
   } else {
     if (config.log < LogLevel::Info) return;
     std::vector<std::string> files;
-    for (const std::string* f : {&streamPath, &r.tracePath, &r.foldedPath})
+    for (const std::string* f : std::initializer_list<const std::string*>{&streamPath, &r.tracePath, &r.foldedPath})
       if (!f->empty()) files.push_back(*f);
     line = "cutrace: wrote ";
     for (std::size_t i = 0; i < files.size(); ++i)
