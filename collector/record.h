@@ -27,6 +27,10 @@ enum class RecordType : uint8_t {
 // Every Api payload ends with the interned id of the call stack (collector/stack_table.h) at
 // the same offset, 0 = none: only the outermost recorded call of a thread captures a stack.
 inline constexpr std::size_t kStackIdOffset = 28;
+// Set in that word (never a stack id) for a call recorded while another recorded call of its
+// thread was running: its record comes before its parent's, whose start is earlier. The drain
+// folds stacks as the run goes and holds such calls until their parent arrives.
+inline constexpr uint32_t kNestedCallBit = 0x80000000u;
 
 // Launch geometry and identity. Grid Y/Z are bounded by the hardware (65535), block dimensions
 // by 1024 x 1024 x 64, so block fits 11+11+10 bits: every launch that can succeed is exact.
@@ -73,6 +77,7 @@ struct NvtxPayload {
   uint16_t depth;     // push/pop nesting level within (thread, domain), before the push
   uint16_t length;    // bytes of message text in extras
   uint8_t truncated;  // the message was longer than kMaxTextBytes
+  uint8_t insideCall; // recorded while a recorded CUDA call of the thread was running
 };
 
 struct ThreadNamePayload {

@@ -126,6 +126,8 @@ void Store::releaseEvents() {
     t.released += t.events.size();
     eventsStored_ -= t.events.size();
     t.events.clearKeepingBlocks();
+    t.releasedOpens += t.opens.size();
+    t.opens.clear();
   }
 }
 
@@ -189,6 +191,13 @@ void Store::decodeInto(Track& t, const Record& r, const char* text, std::size_t 
       e.hook = r.hook;
       e.result = r.result;
       memcpy(e.raw, r.raw, sizeof(e.raw));
+      uint32_t stackWord;
+      memcpy(&stackWord, e.raw + kStackIdOffset, sizeof(stackWord));
+      if (stackWord & kNestedCallBit) {
+        e.flags |= kEventInsideCall;
+        stackWord &= ~kNestedCallBit;
+        memcpy(e.raw + kStackIdOffset, &stackWord, sizeof(stackWord));
+      }
       if (r.hook < data_.hooks.size() && data_.hooks[r.hook].kind == ApiKind::Launch)
         e.launch.kernelName = nameFromTable(r.launch.kernelName);
       emit(t.index, e);
@@ -209,6 +218,13 @@ void Store::decodeInto(Track& t, const Record& r, const char* text, std::size_t 
       open.event.domain = domain;
       open.event.category = r.nvtx.category;
       open.event.name = nvtxName(r, text, textLen, open.event.flags);
+      if (r.nvtx.insideCall) {
+        open.event.flags |= kEventInsideCall;
+      } else if (domain == 0) {
+        ThreadTrack& thread = data_.threads[t.index];
+        thread.opens.push_back(ThreadTrack::RangeOpen{static_cast<uint32_t>(thread.events.size()), open.event.name,
+                                                      clock_.toMonotonicNs(r.t0), r.seq});
+      }
       stack.push_back(open);
       break;
     }

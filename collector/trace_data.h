@@ -61,6 +61,9 @@ enum EventFlags : uint8_t {
   kEventUnclosed = 1,       // still open when the trace ended; end = end of trace
   kEventEndLost = 2,        // its end record was dropped; closed by an enclosing range's end
   kEventTextTruncated = 4,  // message longer than kMaxTextBytes
+  // Recorded while a CUDA call of its thread ran (before that call's own record): for folding
+  // as the run goes only; not written to the outputs.
+  kEventInsideCall = 8,
 };
 
 struct Event {
@@ -233,6 +236,17 @@ struct ThreadTrack {
   // Events already written to the stream and no longer held in `events` (a traced process keeps
   // only what the drain decoded since its last pass; a trace read from a file holds them all).
   uint64_t released = 0;
+  // Default-domain NVTX ranges opened since the last pass (not inside a CUDA call), each before
+  // the event of `events` it preceded: the folded stacks are built as the run goes
+  // (exporters/folded.h, FoldBuilder), and a range's own event comes only when it ends.
+  struct RangeOpen {
+    uint32_t before;  // index into events
+    uint32_t name;    // string id
+    uint64_t start;   // ns, as the range's event will have it
+    uint64_t seq;
+  };
+  std::vector<RangeOpen> opens;
+  uint64_t releasedOpens = 0;  // opens cleared with the events so far
   uint64_t dropped = 0;   // events lost: a full ring, or the memory cap (seq numbers never seen)
   uint64_t capped = 0;    // of those, dropped by the store at the memory cap
   uint64_t seqEnd = 0;    // the next seq the thread would have used, once it exited (0: unknown)

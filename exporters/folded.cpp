@@ -240,23 +240,138 @@ void FoldedStacks::finish() {
   }
 }
 
-namespace {
+// Folding, shared by foldStacks() (a whole trace in timeline order) and FoldBuilder (a run as it
+// goes): labels made once per source, and one event placed on a thread's stack of open frames.
+class Folder {
+ public:
+  // A frame of a thread's stack: an event whose end is not yet passed. `end` is kOpenEnd for an
+  // NVTX range whose pop is still to come (FoldBuilder only); its `ownNs` is known at the end.
+  static constexpr uint64_t kOpenEnd = UINT64_MAX;
+  struct Open {
+    uint64_t end;
+    uint32_t node;     // the path up to and including this event
+    uint64_t childNs;  // time covered by direct children
+    uint64_t ownNs;
+    bool api;
+    uint64_t start = 0;
+    uint64_t seq = 0;  // an open range's, to find it at its end
+  };
+  using Stack = std::vector<Open>;
 
-struct Open {
-  uint64_t end;
-  uint32_t node;     // the path up to and including this event
-  uint64_t childNs;  // time covered by direct children
-  uint64_t ownNs;
-  bool api;
+  Folder(FoldedStacks& f, const FoldOptions& options) : f_(f), options_(options) {
+    f_.maxFrames_ = std::max<uint32_t>(options.maxFrames, 1);
+    f_.deeperLabel_ = f_.label(kDeeperFramesFrame);
+  }
+
+  // Whether an event is a frame of the folded stacks (CUDA calls and default-domain ranges).
+  bool folds(const TraceData& data, const Event& e) const {
+    if (e.kind == EventKind::Api) return e.hook < data.hooks.size();
+    // Named domains nest only within themselves: the default domain's ranges are the frames.
+    return e.kind == EventKind::NvtxRange && options_.nvtxFrames && !onNvtxDomainTrack(e);
+  }
+
+  void close(Stack& stack) {
+    const Open& o = stack.back();
+    f_.weights_[o.node].hostNs += o.ownNs > o.childNs ? o.ownNs - o.childNs : 0;
+    stack.pop_back();
+  }
+
+  // An event starting at `start` and ending at `end` (kOpenEnd: not yet known) enters: what ended
+  // before it closes, its frame is pushed with `node` (see nodeOf) and counted once.
+  void closeBefore(Stack& stack, uint64_t start) {
+    while (!stack.empty() && stack.back().end <= start) close(stack);
+  }
+  Open& push(Stack& stack, uint64_t start, uint64_t end, uint32_t node, bool api, uint64_t gpuNs) {
+    // A range that outlives its parent (an NVTX end we had to estimate) is clipped to it.
+    if (!stack.empty() && stack.back().end < end) end = stack.back().end;
+    const uint64_t ns = end == kOpenEnd ? 0 : end - start;
+    if (!stack.empty() && end != kOpenEnd) stack.back().childNs += ns;
+    if (f_.depth_[node] > f_.maxFrames_) ++f_.depthCapped_;
+    f_.ends_[node] = true;
+    FoldWeights& w = f_.weights_[node];
+    ++w.calls;
+    w.gpuNs += gpuNs;
+    stack.push_back(Open{end, node, 0, ns, api, start, 0});
+    return stack.back();
+  }
+  // The open range `o` (on `stack`, frames above it already closed) ends: its event spans
+  // [start, end]. (Its start may differ from the one it opened with by a nanosecond or two: the
+  // drain maps ticks to nanoseconds with each pass's clock fit, and the event is mapped at its end.)
+  void end(Stack& stack, Open& o, uint64_t start, uint64_t end) {
+    o.end = end;
+    o.ownNs = end > start ? end - start : 0;
+    if (&o != &stack.front()) (&o - 1)->childNs += o.ownNs;
+  }
+
+  // The node of an event entering above `stack`'s top.
+  uint32_t nodeOf(const TraceData& data, const Stack& stack, const Event& e) {
+    const bool insideApi = !stack.empty() && stack.back().api;
+    uint32_t node = stack.empty() ? FoldedStacks::kRoot : stack.back().node;
+    if (e.kind == EventKind::NvtxRange) return f_.descend(node, rangeLabel(data, e.name));
+    const uint32_t stackId = stackIdOf(e);
+    if (!insideApi && stackId != 0 && stackId < data.stacks.size() && !data.stacks[stackId].empty())
+      node = underStack(data, node, stackId);
+    node = f_.descend(node, hookLabel(data, e.hook));
+    if (data.hooks[e.hook].kind == ApiKind::Launch && e.launch.kernelName != 0)
+      node = f_.descend(node, kernelLabel(data, e.launch.kernelName));
+    return node;
+  }
+  uint32_t rangeNode(const TraceData& data, const Stack& stack, uint32_t name) {
+    return f_.descend(stack.empty() ? FoldedStacks::kRoot : stack.back().node, rangeLabel(data, name));
+  }
+
+ private:
+  // Labels by what they come from, each made once: a stack frame's name, an NVTX range's name
+  // (PyTorch op ranges by op name: their seq, op_id and sizes differ every call), an API's
+  // name, a kernel's demangled name. A call stack under a given node is walked once.
+  static constexpr uint32_t kNone = UINT32_MAX;
+  uint32_t frameLabel(const TraceData& data, uint32_t name) {
+    auto [it, inserted] = frameLabels_.try_emplace(name, 0);
+    if (inserted) it->second = f_.label(foldedFrame(data.strings.get(name)));
+    return it->second;
+  }
+  uint32_t underStack(const TraceData& data, uint32_t node, uint32_t stackId) {
+    const uint64_t key = uint64_t{node} << 32 | stackId;
+    const uint32_t known = stackEnds_.find(key);
+    if (known != UINT32_MAX) return known;
+    uint32_t end = node;
+    const std::vector<uint32_t>& frames = data.stacks[stackId];
+    for (auto fr = frames.rbegin(); fr != frames.rend(); ++fr) end = f_.descend(end, frameLabel(data, *fr));
+    bool inserted = false;
+    stackEnds_.findOrInsert(key, end, inserted);
+    return end;
+  }
+  uint32_t rangeLabel(const TraceData& data, uint32_t name) {
+    auto [it, inserted] = rangeLabels_.try_emplace(name, 0);
+    if (inserted) {
+      TorchOp op;
+      const std::string& text = data.strings.get(name);
+      it->second = f_.label(foldedFrame(parseTorchRange(text, op) ? op.name : std::string_view(text)));
+    }
+    return it->second;
+  }
+  uint32_t hookLabel(const TraceData& data, uint32_t hook) {
+    if (hookLabels_.size() < data.hooks.size()) hookLabels_.resize(data.hooks.size(), kNone);
+    if (hookLabels_[hook] == kNone) hookLabels_[hook] = f_.label(foldedFrame(data.hooks[hook].displayName));
+    return hookLabels_[hook];
+  }
+  uint32_t kernelLabel(const TraceData& data, uint32_t name) {
+    auto [it, inserted] = kernelLabels_.try_emplace(name, 0);
+    if (inserted) it->second = f_.label(foldedFrame(demangle_(data, name)));
+    return it->second;
+  }
+
+  FoldedStacks& f_;
+  FoldOptions options_;
+  Demangler demangle_;
+  std::unordered_map<uint32_t, uint32_t> frameLabels_, rangeLabels_, kernelLabels_;
+  std::vector<uint32_t> hookLabels_;
+  FoldIndex stackEnds_;  // (node << 32 | stack id) -> node of its innermost frame
 };
-
-}  // namespace
 
 FoldedStacks foldStacks(const TraceData& data, const FoldOptions& options) {
   FoldedStacks f;
-  f.maxFrames_ = std::max<uint32_t>(options.maxFrames, 1);
-  f.deeperLabel_ = f.label(kDeeperFramesFrame);
-  Demangler demangle;
+  Folder folder(f, options);
   // Device time per host event that caused it, keyed by (thread, event).
   std::unordered_map<uint64_t, uint64_t> gpuNs;
   if (!data.device.empty()) {
@@ -267,93 +382,126 @@ FoldedStacks foldStacks(const TraceData& data, const FoldOptions& options) {
       gpuNs[static_cast<uint64_t>(links[i].thread) << 32 | links[i].event] += d.end > d.start ? d.end - d.start : 0;
     }
   }
-  // Labels by what they come from, each made once: a stack frame's name, an NVTX range's name
-  // (PyTorch op ranges by op name: their seq, op_id and sizes differ every call), an API's
-  // name, a kernel's demangled name. A call stack under a given node is walked once.
-  constexpr uint32_t kNone = UINT32_MAX;
-  std::unordered_map<uint32_t, uint32_t> frameLabels, rangeLabels, kernelLabels;
-  std::vector<uint32_t> hookLabels(data.hooks.size(), kNone);
-  FoldIndex stackEnds;  // (node << 32 | stack id) -> node of its innermost frame
-  auto frameLabel = [&](uint32_t name) {
-    auto [it, inserted] = frameLabels.try_emplace(name, 0);
-    if (inserted) it->second = f.label(foldedFrame(data.strings.get(name)));
-    return it->second;
-  };
-  auto underStack = [&](uint32_t node, uint32_t stackId) {
-    const uint64_t key = uint64_t{node} << 32 | stackId;
-    const uint32_t known = stackEnds.find(key);
-    if (known != UINT32_MAX) return known;
-    uint32_t end = node;
-    const std::vector<uint32_t>& frames = data.stacks[stackId];
-    for (auto fr = frames.rbegin(); fr != frames.rend(); ++fr) end = f.descend(end, frameLabel(*fr));
-    bool inserted = false;
-    stackEnds.findOrInsert(key, end, inserted);
-    return end;
-  };
-  auto rangeLabel = [&](uint32_t name) {
-    auto [it, inserted] = rangeLabels.try_emplace(name, 0);
-    if (inserted) {
-      TorchOp op;
-      const std::string& text = data.strings.get(name);
-      it->second = f.label(foldedFrame(parseTorchRange(text, op) ? op.name : std::string_view(text)));
-    }
-    return it->second;
-  };
-  auto hookLabel = [&](uint32_t hook) {
-    if (hookLabels[hook] == kNone) hookLabels[hook] = f.label(foldedFrame(data.hooks[hook].displayName));
-    return hookLabels[hook];
-  };
-  auto kernelLabel = [&](uint32_t name) {
-    auto [it, inserted] = kernelLabels.try_emplace(name, 0);
-    if (inserted) it->second = f.label(foldedFrame(demangle(data, name)));
-    return it->second;
-  };
-
   for (std::size_t ti = 0; ti < data.threads.size(); ++ti) {
     const ThreadTrack& t = data.threads[ti];
-    std::vector<Open> stack;
-    auto close = [&] {
-      const Open& o = stack.back();
-      f.weights_[o.node].hostNs += o.ownNs > o.childNs ? o.ownNs - o.childNs : 0;
-      stack.pop_back();
-    };
+    Folder::Stack stack;
     for (uint32_t index : timelineOrder(t)) {
       const Event& e = t.events[index];
-      if (e.kind != EventKind::Api && e.kind != EventKind::NvtxRange) continue;
-      if (e.kind == EventKind::Api && e.hook >= data.hooks.size()) continue;
-      // Named domains nest only within themselves: the default domain's ranges are the frames.
-      if (e.kind == EventKind::NvtxRange && (!options.nvtxFrames || onNvtxDomainTrack(e))) continue;
-      while (!stack.empty() && stack.back().end <= e.start) close();
-      // A range that outlives its parent (an NVTX end we had to estimate) is clipped to it.
-      const uint64_t end = stack.empty() ? e.end : std::min(e.end, stack.back().end);
-      const uint64_t ns = static_cast<uint64_t>(data.toTraceNs(end) - data.toTraceNs(e.start));
-      if (!stack.empty()) stack.back().childNs += ns;
-      const bool insideApi = !stack.empty() && stack.back().api;
-      uint32_t node = stack.empty() ? FoldedStacks::kRoot : stack.back().node;
-      if (e.kind == EventKind::NvtxRange) {
-        node = f.descend(node, rangeLabel(e.name));
-      } else {
-        const uint32_t stackId = stackIdOf(e);
-        if (!insideApi && stackId != 0 && stackId < data.stacks.size() && !data.stacks[stackId].empty())
-          node = underStack(node, stackId);
-        node = f.descend(node, hookLabel(e.hook));
-        if (data.hooks[e.hook].kind == ApiKind::Launch && e.launch.kernelName != 0)
-          node = f.descend(node, kernelLabel(e.launch.kernelName));
-      }
-      if (f.depth_[node] > f.maxFrames_) ++f.depthCapped_;
-      f.ends_[node] = true;
-      FoldWeights& w = f.weights_[node];
-      ++w.calls;
+      if (!folder.folds(data, e)) continue;
+      const uint64_t start = static_cast<uint64_t>(data.toTraceNs(e.start));
+      folder.closeBefore(stack, start);
+      uint64_t gpu = 0;
       if (!gpuNs.empty()) {
         auto it = gpuNs.find(static_cast<uint64_t>(ti) << 32 | index);
-        if (it != gpuNs.end()) w.gpuNs += it->second;
+        if (it != gpuNs.end()) gpu = it->second;
       }
-      stack.push_back(Open{end, node, 0, ns, e.kind == EventKind::Api});
+      folder.push(stack, start, static_cast<uint64_t>(data.toTraceNs(e.end)), folder.nodeOf(data, stack, e),
+                  e.kind == EventKind::Api, gpu);
     }
-    while (!stack.empty()) close();
+    while (!stack.empty()) folder.close(stack);
   }
   f.finish();
   return f;
+}
+
+struct FoldBuilder::Impl {
+  FoldedStacks f;
+  Folder folder;
+  struct Thread {
+    Folder::Stack stack;
+    std::vector<Event> held;  // recorded inside a CUDA call whose own event is still to come
+    uint64_t folded = 0;  // events of the thread seen, released ones included
+    uint64_t opened = 0;  // ThreadTrack::opens seen, released ones included
+  };
+  std::vector<Thread> threads;
+
+  explicit Impl(const FoldOptions& options) : folder(f, options) {}
+
+  // A complete event in timeline order (times in trace ns: the views' times).
+  void complete(const TraceData& data, Thread& t, const Event& e) {
+    const uint64_t start = static_cast<uint64_t>(data.toTraceNs(e.start));
+    folder.closeBefore(t.stack, start);
+    folder.push(t.stack, start, static_cast<uint64_t>(data.toTraceNs(e.end)), folder.nodeOf(data, t.stack, e),
+                e.kind == EventKind::Api, 0);
+  }
+  // Calls and ranges held for the call they were recorded in: in timeline order (as
+  // timelineOrder sorts) before `next`.
+  void flushHeld(const TraceData& data, Thread& t) {
+    if (t.held.empty()) return;
+    std::stable_sort(t.held.begin(), t.held.end(), [](const Event& x, const Event& y) {
+      if (x.start != y.start) return x.start < y.start;
+      if (x.end != y.end) return x.end > y.end;
+      return x.seq < y.seq;
+    });
+    for (const Event& e : t.held) complete(data, t, e);
+    t.held.clear();
+  }
+  void open(const TraceData& data, Thread& t, const ThreadTrack::RangeOpen& o) {
+    flushHeld(data, t);
+    const uint64_t start = static_cast<uint64_t>(data.toTraceNs(o.start));
+    folder.closeBefore(t.stack, start);
+    Folder::Open& frame = folder.push(t.stack, start, Folder::kOpenEnd, folder.rangeNode(data, t.stack, o.name), false, 0);
+    if (frame.end == Folder::kOpenEnd) frame.seq = o.seq + 1;  // 0: no open range
+  }
+  void event(const TraceData& data, Thread& t, const Event& e) {
+    if (!folder.folds(data, e)) return;
+    if (e.flags & kEventInsideCall) {
+      t.held.push_back(e);
+      return;
+    }
+    if (e.kind == EventKind::NvtxRange) {
+      // The end of a range opened earlier: the frames above it ended inside it.
+      for (std::size_t i = t.stack.size(); i-- > 0;) {
+        if (t.stack[i].seq != e.seq + 1 || t.stack[i].end != Folder::kOpenEnd) continue;
+        flushHeld(data, t);
+        while (t.stack.size() > i + 1) folder.close(t.stack);
+        folder.end(t.stack, t.stack[i], static_cast<uint64_t>(data.toTraceNs(e.start)),
+                   static_cast<uint64_t>(data.toTraceNs(e.end)));
+        t.stack[i].seq = 0;
+        return;
+      }
+    }
+    t.held.push_back(e);
+    flushHeld(data, t);
+  }
+};
+
+FoldBuilder::FoldBuilder(const FoldOptions& options) : impl_(std::make_unique<Impl>(options)) {}
+FoldBuilder::~FoldBuilder() = default;
+
+void FoldBuilder::pass(const TraceData& data) {
+  Impl& b = *impl_;
+  if (b.threads.size() < data.threads.size()) b.threads.resize(data.threads.size());
+  for (std::size_t ti = 0; ti < data.threads.size(); ++ti) {
+    const ThreadTrack& track = data.threads[ti];
+    Impl::Thread& t = b.threads[ti];
+    // The lists hold what came since they were last released: continue where this left off.
+    std::size_t i = t.folded > track.released ? static_cast<std::size_t>(t.folded - track.released) : 0;
+    std::size_t o = t.opened > track.releasedOpens ? static_cast<std::size_t>(t.opened - track.releasedOpens) : 0;
+    for (; i < track.events.size(); ++i) {
+      for (; o < track.opens.size() && track.opens[o].before <= i; ++o) b.open(data, t, track.opens[o]);
+      b.event(data, t, track.events[i]);
+    }
+    for (; o < track.opens.size(); ++o) b.open(data, t, track.opens[o]);
+    t.folded = track.released + track.events.size();
+    t.opened = track.releasedOpens + track.opens.size();
+  }
+}
+
+FoldedStacks FoldBuilder::finish(const TraceData& data) {
+  pass(data);
+  Impl& b = *impl_;
+  for (Impl::Thread& t : b.threads) {
+    b.flushHeld(data, t);
+    while (!t.stack.empty()) {
+      // A range still open here has no end in the trace either: it counts no time.
+      if (t.stack.back().end == Folder::kOpenEnd)
+        b.folder.end(t.stack, t.stack.back(), t.stack.back().start, t.stack.back().start);
+      b.folder.close(t.stack);
+    }
+  }
+  b.f.finish();
+  return std::move(b.f);
 }
 
 void writeFolded(const FoldedStacks& folded, FoldWeight weight, Sink& out) {

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <iterator>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -77,6 +78,7 @@ class FoldedStacks {
   using value_type = std::pair<std::string, FoldWeights>;
   FoldedStacks() = default;
   FoldedStacks(FoldedStacks&&) = default;  // the label map's nodes move with it
+  FoldedStacks& operator=(FoldedStacks&&) = default;
   FoldedStacks(const FoldedStacks&) = delete;
   FoldedStacks& operator=(const FoldedStacks&) = delete;
 
@@ -120,6 +122,8 @@ class FoldedStacks {
   uint64_t depthCapped() const { return depthCapped_; }
 
  private:
+  friend class Folder;
+  friend class FoldBuilder;
   friend FoldedStacks foldStacks(const TraceData& data, const FoldOptions& options);
   static constexpr uint32_t kRoot = 0;
 
@@ -149,6 +153,30 @@ class FoldedStacks {
 };
 
 FoldedStacks foldStacks(const TraceData& data, const FoldOptions& options = {});
+
+// The same folded stacks built as a run goes, pass by pass, from what the drain decoded since
+// the last pass (each thread's events and ThreadTrack::opens): memory grows with the distinct
+// stacks and the frames open at once, never with the run's length. Fed the same events, it
+// gives what foldStacks() gives, but for the GPU-time weights (device work is linked at the end
+// only). Nesting comes from the order a thread recorded things: a range opens at its push
+// (ThreadTrack::opens) and ends with its event; a call or range recorded inside a CUDA call
+// (kEventInsideCall) waits for that call's event, then all enter in timeline order.
+// One thread at a time (the drain's).
+class FoldBuilder {
+ public:
+  explicit FoldBuilder(const FoldOptions& options = {});
+  ~FoldBuilder();
+  FoldBuilder(const FoldBuilder&) = delete;
+  FoldBuilder& operator=(const FoldBuilder&) = delete;
+  // Folds what `data` gained since the last call (before its events are released).
+  void pass(const TraceData& data);
+  // The last pass, then everything still open closes: the stacks of the whole run.
+  FoldedStacks finish(const TraceData& data);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 enum class FoldWeight { HostTime, Calls, GpuTime };
 // Writes one weighting; lines of weight 0 are left out (see above).

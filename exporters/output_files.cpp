@@ -147,7 +147,7 @@ bool writeInPlace(int dirfd, const std::string& dir, const std::string& base,
 }  // namespace
 
 OutputResult writeOutputFiles(const TraceData& data, const char* directory, const FoldOptions& fold,
-                              const std::string& stem0, uint64_t jsonLimit) {
+                              const std::string& stem0, uint64_t jsonLimit, const FoldedStacks* runFolded) {
   OutputResult result;
   const std::string dir = directory;
   if (!makeDirectories(dir, result.error)) return result;
@@ -156,12 +156,16 @@ OutputResult writeOutputFiles(const TraceData& data, const char* directory, cons
     result.error = "cannot open " + dir + ": " + strerror(errno);
     return result;
   }
-  const auto folded = foldStacks(data, fold);
-  const bool anyGpu = folded.anyGpu();
   // A Chrome trace larger than the limit would not open in the viewers it is for: a run with more
   // events than the smallest events fit is not written at all (no time spent at exit), and one
   // that turns out larger once written is discarded before it gets a name.
   result.jsonSkipped = jsonLimit != 0 && data.eventCount() > jsonLimit / kMinJsonBytesPerEvent;
+  // Folding the events of `data` is needed for the trace (its metadata.folded) and for GPU time,
+  // which only they link; host time and calls come from the run's own folding when given.
+  FoldedStacks folded;
+  if (!result.jsonSkipped || runFolded == nullptr) folded = foldStacks(data, fold);
+  const FoldedStacks& hostFolded = runFolded != nullptr ? *runFolded : folded;
+  const bool anyGpu = folded.anyGpu();
   uint64_t jsonBytes = 0;
   std::vector<OutputFile> files;
   if (!result.jsonSkipped)
@@ -169,8 +173,8 @@ OutputResult writeOutputFiles(const TraceData& data, const char* directory, cons
       writeChromeTrace(data, out, &folded);
       jsonBytes = out.bytesWritten();
     });
-  files.emplace_back(kFoldedSuffix, [&](Sink& out) { writeFolded(folded, FoldWeight::HostTime, out); });
-  files.emplace_back(".calls.folded", [&](Sink& out) { writeFolded(folded, FoldWeight::Calls, out); });
+  files.emplace_back(kFoldedSuffix, [&](Sink& out) { writeFolded(hostFolded, FoldWeight::HostTime, out); });
+  files.emplace_back(".calls.folded", [&](Sink& out) { writeFolded(hostFolded, FoldWeight::Calls, out); });
   if (anyGpu) files.emplace_back(".gpu.folded", [&](Sink& out) { writeFolded(folded, FoldWeight::GpuTime, out); });
 
   // Files are written unnamed (O_TMPFILE) and named only once complete, so a process killed

@@ -31,8 +31,11 @@ inline constexpr uint64_t kMinJsonBytesPerEvent = 100;
 
 // `stem`: the stem the process's stream file took (its files share it); empty: outputStem().
 // `jsonLimit`: the Chrome trace is not written when it would be larger (0: no limit).
+// `runFolded`: the run's folded stacks built as it went (FoldBuilder) for the host-time and
+// calls files; none: folded from the events of `data`.
 OutputResult writeOutputFiles(const TraceData& data, const char* directory, const FoldOptions& fold = {},
-                              const std::string& stem = {}, uint64_t jsonLimit = 0);
+                              const std::string& stem = {}, uint64_t jsonLimit = 0,
+                              const FoldedStacks* runFolded = nullptr);
 
 
 // "<exe>" reduced to [A-Za-z0-9._-] so it is always a safe file name.

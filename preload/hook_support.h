@@ -117,11 +117,16 @@ class HookCall {
   }
   ~HookCall() {
     if (s_ != nullptr) {
-      r_.t1 = Clock::now();
-      --s_->apiDepth;
       if (launch_) --s_->launchDepth;
-      if (!lost_) {
+      if (lost_) {
+        --s_->apiDepth;
+      } else {
+        // The end is taken inside the section, so no signal handler's record (whose time would
+        // be later) can come between it and this record: on a thread, records come in the order
+        // of their times but for those made inside a call (flagged), which the drain reorders.
         RecordSection section(s_);
+        r_.t1 = Clock::now();
+        if (--s_->apiDepth != 0) r_.mem.stack |= kNestedCallBit;
         if (!section.owned()) section.dropEvent(true);  // not expected: start() opened one in this context
         else if (!appendRecord(s_, r_)) countDrop(s_);
       }

@@ -145,6 +145,7 @@ bool appendNvtx(ThreadState* s, RecordType type, uint64_t seq, uint32_t domain, 
   r.nvtx.depth = depth;
   r.nvtx.length = static_cast<uint16_t>(m.length);
   r.nvtx.truncated = m.truncated ? 1 : 0;
+  r.nvtx.insideCall = s->apiDepth != 0 ? 1 : 0;
   // A push of a level below 32 takes a pop credit while a quarter of the ring is not held so; a
   // pop whose push holds one uses it. A push finding its level's credit still held (the pop of
   // the last push there was not recorded: capture was off) takes that one over.

@@ -4,11 +4,13 @@
 
 #include <stdlib.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "collector/own_file.h"
 #include "exporters/chrome_trace.h"
+#include "exporters/folded.h"
 #include "exporters/output_files.h"
 #include "exporters/perfetto_reader.h"
 #include "exporters/perfetto_writer.h"
@@ -29,6 +31,8 @@ struct StreamOutput {
   StreamFile file;
   std::string buffer;
   bool failed = false;
+  // The folded stacks of the run, built from each pass's events before they leave memory.
+  std::unique_ptr<FoldBuilder> folded;
 };
 StreamOutput& stream() {
   static StreamOutput* s = new StreamOutput();
@@ -48,12 +52,19 @@ void appendStream(StreamOutput& s, const Config& config, const TraceData& data) 
   s.buffer.clear();
 }
 
+// What one pass usually encodes (a full 1 MiB ring is 16K records, ~0.5 MB of packets): reserved
+// at the first pass, so that later passes, the one at exit included, rarely need memory.
+constexpr std::size_t kStreamBufferBytes = std::size_t{4} << 20;
+
 bool streamPass(const TraceData& data, const Config& config, uint64_t nowNs) {
   StreamOutput& s = stream();
   if (s.failed) return false;
+  if (s.buffer.capacity() < kStreamBufferBytes) s.buffer.reserve(kStreamBufferBytes);
   s.writer.encodePass(data, nowNs, s.buffer);
   appendStream(s, config, data);
   if (s.failed) return false;
+  if (!s.folded) s.folded = std::make_unique<FoldBuilder>(FoldOptions{config.foldedNvtx});
+  s.folded->pass(data);
   s.writer.eventsReleased();
   return true;
 }
@@ -64,6 +75,7 @@ void forgetStream() {
   s.file.forget();
   s.buffer.clear();
   s.failed = false;
+  s.folded.reset();
 }
 
 const Collector::Stream kStream{streamPass, forgetStream};
@@ -87,19 +99,30 @@ void writeOutputsAndReport(TraceData& data, const Config& config) {
   // not be written at all leaves the events in memory, and the views come from there.
   uint64_t released = 0;
   for (const ThreadTrack& t : data.threads) released += t.released;
+  // The host-time and calls folded files come from the folding done as the run went (bounded
+  // memory whatever its length); the Chrome trace and GPU time, from the stream read back, only
+  // when the trace fits CUTRACE_JSON_LIMIT (writeOutputFiles skips it otherwise).
   TraceData rebuilt;
   const TraceData* view = &data;
   std::string error;
-  if (!s.failed) {
-    const PfMetadataSource known{nullptr, nullptr, &data};
-    if (!rebuildPerfetto(streamPath, known, rebuilt, error)) error = "cannot read the stream back: " + error;
-    view = &rebuilt;
+  FoldedStacks runFolded;
+  const bool streamed = !s.failed && s.folded != nullptr;
+  if (streamed) {
+    runFolded = s.folded->finish(data);
+    s.folded.reset();
+    const bool jsonFits = config.jsonLimit == 0 || data.eventCount() <= config.jsonLimit / kMinJsonBytesPerEvent;
+    if (jsonFits) {
+      const PfMetadataSource known{nullptr, nullptr, &data};
+      if (!rebuildPerfetto(streamPath, known, rebuilt, error)) error = "cannot read the stream back: " + error;
+      view = &rebuilt;
+    }
   } else if (released != 0) {
     error = "the stream stopped during the run";
   }
   OutputResult r;
   if (error.empty())
-    r = writeOutputFiles(*view, config.outputDir, FoldOptions{config.foldedNvtx}, s.file.stem(), config.jsonLimit);
+    r = writeOutputFiles(*view, config.outputDir, FoldOptions{config.foldedNvtx}, s.file.stem(), config.jsonLimit,
+                         streamed ? &runFolded : nullptr);
   else
     r.error = error;
   std::string line;

@@ -623,3 +623,56 @@ TEST_CASE("domain tracks: ordinals by domain name, sort indices right under thei
   REQUIRE(names.count((uint64_t{1} << 31) + (uint64_t{2} << 22) + 7) == 1);
   REQUIRE(names.count((uint64_t{1} << 31) + (uint64_t{1} << 22) + 4242) == 1);
 }
+
+// The folding done as the run goes sees each thread's records in their order, a pass at a time,
+// with the events leaving memory after each pass: a range opens at its push and ends passes
+// later, a driver call arrives before the runtime call that made it (flagged as recorded inside a
+// call) and must not become its parent. It must give exactly what folding the whole trace gives.
+TEST_CASE("folded stacks built pass by pass equal the whole trace's", "[folded][builder]") {
+  auto feed = [](TraceBuilder& b, FoldBuilder* builder) {
+    auto pass = [&] {
+      if (builder == nullptr) return;
+      builder->pass(b.store().data());
+      b.store().releaseEvents();
+    };
+    b.defineStack(1, {"launch_site", "main"});
+    b.push(7, 0, 100, 0, "epoch");
+    pass();
+    b.push(7, 1, 105, 1, "step");
+    b.launch(7, test::kCuLaunchKernel, 3, 120, 130, nullptr, kNestedCallBit);
+    pass();  // the driver call waits for its runtime call
+    b.launch(7, test::kCudaLaunchKernel, 2, 110, 140, "k1", 1);
+    b.api(7, test::kCudaDeviceSynchronize, 4, 150, 190, 0, 1);
+    pass();
+    b.pop(7, 200, 1);
+    b.push(7, 5, 210, 1, "step");
+    b.launch(7, test::kCudaLaunchKernel, 6, 220, 260, "k1", 1);
+    pass();
+    b.pop(7, 270, 1);
+    b.pop(7, 300, 0);
+    b.push(7, 7, 310, 0, "tail");  // never popped: unclosed at the end
+    b.api(7, test::kCudaDeviceSynchronize, 8, 320, 330, 0, 1);
+  };
+  TraceBuilder whole, parts;
+  feed(whole, nullptr);
+  const FoldedStacks expected = foldStacks(whole.finish(400));
+  FoldBuilder builder;
+  feed(parts, &builder);
+  TraceData& d = parts.finish(400);
+  const FoldedStacks got = builder.finish(d);
+  Sink a, b;
+  for (FoldWeight w : {FoldWeight::HostTime, FoldWeight::Calls}) {
+    writeFolded(expected, w, a);
+    writeFolded(got, w, b);
+  }
+  CHECK(b.text() == a.text());
+  std::map<std::string, FoldWeights> weights;
+  for (const auto& [stack, w] : got) weights[stack] = w;
+  CHECK(weights["epoch"].hostNs == 200 - 95 - 60);
+  CHECK(weights["epoch;step"].calls == 2);
+  CHECK(weights["epoch;step"].hostNs == 95 - 30 - 40 + 60 - 40);
+  CHECK(weights["epoch;step;main;launch_site;cudaLaunchKernel;k1;cuLaunchKernel"].calls == 1);
+  CHECK(weights["epoch;step;main;launch_site;cudaLaunchKernel;k1"].hostNs == 30 - 10 + 40);
+  CHECK(weights["tail;main;launch_site;cudaDeviceSynchronize"].hostNs == 10);
+  CHECK(weights.count("epoch;step;main;launch_site;cuLaunchKernel") == 0);
+}
