@@ -74,6 +74,9 @@ struct PfSlice {
   uint64_t callstackIid = 0;  // 0: none
   std::vector<std::string_view> frames;  // the callstack's function names, innermost first
   std::vector<PfAnnotation> annotations;
+  // Its seq annotation, or where it has none the previous BEGIN or INSTANT's on its sequence + 1
+  // (the writer leaves out a seq that follows; 0 for a first without one).
+  uint64_t seq = 0;
 
   const PfAnnotation* find(Ann a) const {
     for (const PfAnnotation& x : annotations)
