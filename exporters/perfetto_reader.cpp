@@ -945,9 +945,19 @@ class Rebuild : public PerfettoVisitor {
   }
 
   void apiPayload(const PfSlice& s, ApiKind kind, Event& e) {
+    // A stream is an interned "0x..." string (or, in older files, a pointer value).
     auto value = [&](Ann a) -> uint64_t {
       const PfAnnotation* x = s.find(a);
-      return x != nullptr ? x->value : 0;
+      if (x == nullptr) return 0;
+      if (x->type != PfAnnotation::Type::String) return x->value;
+      uint64_t v = 0;
+      if (!x->text.starts_with("0x") || x->text.size() > 18) return 0;
+      for (char c : x->text.substr(2)) {
+        const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+        if (d < 0) return 0;
+        v = v << 4 | static_cast<uint64_t>(d);
+      }
+      return v;
     };
     switch (kind) {
       case ApiKind::Launch: {

@@ -147,6 +147,16 @@ uint64_t PerfettoWriter::needString(const TraceData& data, Sequence& seq, uint32
   return it->second;
 }
 
+uint64_t PerfettoWriter::needStream(Sequence& seq, uint64_t stream) {
+  auto [it, fresh] = streamIids_.try_emplace(stream, nextStringIid_);
+  if (fresh) ++nextStringIid_;
+  if (seq.strings.size() > it->second && seq.strings[it->second]) return it->second;
+  Sink text;
+  text.putHex(stream);
+  needText(seq, it->second, text.text());
+  return it->second;
+}
+
 uint64_t PerfettoWriter::needLaunch(const TraceData& data, Sequence& seq, const LaunchPayload& l) {
   auto [it, fresh] = launchIids_.try_emplace(
       std::tuple{l.kernelName, l.gridX, l.gridY, l.gridZ, l.block, l.sharedMem, l.stream}, nextStringIid_);
@@ -410,7 +420,7 @@ uint64_t PerfettoWriter::beginEvent(const TraceData& data, std::size_t thread, s
     auto it = data.categoryNames.find((uint64_t{e.domain} << 32) | e.category);
     if (it != data.categoryNames.end()) categoryName = it->second;
   }
-  uint64_t launchIid = 0, domainIid = 0, categoryNameIid = 0;
+  uint64_t launchIid = 0, domainIid = 0, categoryNameIid = 0, stream = 0, streamIid = 0;
   if (hook != nullptr) {
     switch (hook->kind) {
       case ApiKind::Launch:
@@ -418,17 +428,22 @@ uint64_t PerfettoWriter::beginEvent(const TraceData& data, std::size_t thread, s
           needAnnotation(seq, Ann::Launch);
           launchIid = needLaunch(data, seq, e.launch);
         } else {
-          needAnnotation(seq, Ann::Stream);
+          stream = e.launch.stream;
         }
         break;
       case ApiKind::Memcpy: case ApiKind::Memset: case ApiKind::Alloc: case ApiKind::Free:
       case ApiKind::HostAlloc: case ApiKind::HostFree:
-        for (Ann a : {Ann::Bytes, Ann::Kind, Ann::Ptr, Ann::Stream, Ann::Device}) needAnnotation(seq, a);
+        for (Ann a : {Ann::Bytes, Ann::Kind, Ann::Ptr, Ann::Device}) needAnnotation(seq, a);
+        stream = e.mem.stream;
         break;
       default:
         needAnnotation(seq, Ann::Handle);
-        needAnnotation(seq, Ann::Stream);
+        stream = e.handle.stream;
         break;
+    }
+    if (stream != 0) {
+      needAnnotation(seq, Ann::Stream);
+      streamIid = needStream(seq, stream);
     }
     if (e.result != 0) needAnnotation(seq, Ann::Result);
   } else {
@@ -459,21 +474,19 @@ uint64_t PerfettoWriter::beginEvent(const TraceData& data, std::size_t thread, s
     switch (hook->kind) {
       case ApiKind::Launch:
         if (launchIid != 0) annotationInterned(Ann::Launch, launchIid);
-        else if (e.launch.stream != 0) annotationPointer(Ann::Stream, e.launch.stream);
         break;
       case ApiKind::Memcpy: case ApiKind::Memset: case ApiKind::Alloc: case ApiKind::Free:
       case ApiKind::HostAlloc: case ApiKind::HostFree:
         annotationUint(Ann::Bytes, e.mem.bytes);
         if (e.mem.copyKind != static_cast<uint8_t>(CopyKind::Unknown)) annotationString(Ann::Kind, copyKindName(e.mem.copyKind));
         if (e.mem.ptr != 0) annotationPointer(Ann::Ptr, e.mem.ptr);
-        if (e.mem.stream != 0) annotationPointer(Ann::Stream, e.mem.stream);
         if (e.mem.device >= 0) annotationInt(Ann::Device, e.mem.device);
         break;
       default:
         if (e.handle.handle != 0) annotationPointer(Ann::Handle, e.handle.handle);
-        if (e.handle.stream != 0) annotationPointer(Ann::Stream, e.handle.stream);
         break;
     }
+    if (streamIid != 0) annotationInterned(Ann::Stream, streamIid);
     if (e.result != 0) annotationInt(Ann::Result, e.result);
   } else {
     if (e.domain != 0) annotationInterned(Ann::Domain, domainIid);

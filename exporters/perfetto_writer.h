@@ -35,9 +35,9 @@
 //   so does one after a gap, e.g. a drop, or after a pop, which takes a seq of its own); a
 //   launch with a known kernel:
 //   `launch`, an interned string "KERNEL<<<[gx,gy,gz], [bx,by,bz], SHARED, STREAM>>>" (KERNEL
-//   demangled; STREAM "0" or "0x" + hex; the reader splits at the last "<<<"), otherwise
-//   stream; by hook kind bytes, kind, ptr, device, handle and stream (a stream is a pointer
-//   value); result when non-zero; for NVTX domain, category (its number) and category_name
+//   demangled; STREAM "0" or "0x" + hex; the reader splits at the last "<<<"); by hook kind
+//   bytes, kind, ptr, device, handle (pointer values); stream where non-zero and not in
+//   `launch`, an interned string "0x" + hex (a program has few streams); result when non-zero; for NVTX domain, category (its number) and category_name
 //   (when named), unclosed, end_lost, truncated, range_id (start/end ranges). An API call's
 //   stack is callstack_iid.
 // - Interned per sequence (each entry in the first packet that uses it): event names (hook i:
@@ -163,6 +163,7 @@ class PerfettoWriter {
   // The iid of a string value, interned on `seq` (first use: into interned_).
   uint64_t needString(const TraceData& data, Sequence& seq, uint32_t poolId);
   uint64_t needLaunch(const TraceData& data, Sequence& seq, const LaunchPayload& l);
+  uint64_t needStream(Sequence& seq, uint64_t stream);
   void needText(Sequence& seq, uint64_t iid, std::string_view text);
   void needStack(const TraceData& data, Sequence& seq, uint32_t stack);
   // One debug annotation: its interned name and one varint value field (uint, int, pointer,
@@ -186,6 +187,7 @@ class PerfettoWriter {
   std::vector<std::pair<uint32_t, bool>> walk_;  // node, its BEGIN written
   // Annotation string value iids, process-wide, from 1 in order of first use.
   std::unordered_map<uint32_t, uint64_t> stringIids_;  // by pool id
+  std::unordered_map<uint64_t, uint64_t> streamIids_;  // by stream, as "0x..."
   std::map<std::tuple<uint32_t, uint32_t, uint16_t, uint16_t, uint32_t, uint32_t, uint64_t>, uint64_t> launchIids_;
   uint64_t nextStringIid_ = 1;
   Demangler demangle_;
