@@ -32,7 +32,7 @@ namespace cutrace {
 // A TracePacket larger than this is malformed (the writer's largest is one event with the
 // strings it interns: kilobytes).
 inline constexpr std::size_t kMaxPacketBytes = std::size_t{64} << 20;
-// Slices open at once on one track (the writer's deepest is 1: BEGIN and END are adjacent).
+// Slices open at once on one track (the writer nests at most PerfettoWriter::kMaxNesting deep).
 inline constexpr std::size_t kMaxOpenSlices = 4096;
 
 // What a track is, from its descriptor and the writer's uuid layout.
