@@ -111,6 +111,7 @@ class Decoder {
     uint64_t seqValue = 0;      // its value now (incremental: the running sum)
     uint64_t seqSnapshot = 0;   // its value in the snapshot
     uint64_t seqMonotonic = 0;  // MONOTONIC at that moment
+    uint64_t lastSeq = UINT64_MAX;  // the last BEGIN or INSTANT's seq (+ 1 is 0)
     std::unordered_map<uint64_t, uint32_t> names, categories, annotationNames, strings, functions, frames;
     std::unordered_map<uint64_t, std::vector<uint64_t>> callstacks;  // frame iids, bottom first
   };
@@ -523,6 +524,9 @@ bool Decoder::trackEvent(Sequence& seq, uint32_t sequence, std::string_view byte
   PfSlice& s = p.slice;
   s.track = track;
   s.sequence = sequence;
+  const PfAnnotation* seqAnnotation = s.find(Ann::Seq);
+  s.seq = seqAnnotation != nullptr ? seqAnnotation->value : seq.lastSeq + 1;
+  seq.lastSeq = s.seq;
   s.startNs = s.endNs = ns;
   s.instant = type == pf::TrackEvent::kTypeInstant;
   if (!categoryIids.empty()) {
@@ -766,7 +770,11 @@ class Rebuild : public PerfettoVisitor {
     Event e;
     e.start = s.startNs;
     e.end = s.endNs;
-    if (const PfAnnotation* a = s.find(Ann::Seq)) e.seq = a->value;
+    // Slices come in the order the thread recorded its events (END order); a seq left out is
+    // the previous one's + 1.
+    Thread* th = thread(s.sequence);
+    if (th == nullptr) return;
+    e.seq = s.seq;
     if (s.category == kCategories[0] || s.category == kCategories[1]) {
       if (!haveHooks_) {
         error_ = "a CUDA call before the cutrace.process metadata (not a cutrace stream?)";
@@ -814,8 +822,7 @@ class Rebuild : public PerfettoVisitor {
       ++info_.skippedEvents;
       return;
     }
-    if (Thread* th = thread(s.sequence); th != nullptr && !th->track.events.push_back(e) && error_.empty())
-      error_ = "out of memory for the events";
+    if (!th->track.events.push_back(e) && error_.empty()) error_ = "out of memory for the events";
   }
 
   // After the read: threads in the writer's order, the final metadata's per-thread figures, the
@@ -880,6 +887,54 @@ class Rebuild : public PerfettoVisitor {
     pid_ = pid;
   }
 
+  // "KERNEL<<<[gx,gy,gz], [bx,by,bz], SHARED, STREAM>>>" (perfetto_writer.h); the kernel name
+  // may hold anything, the part after its last "<<<" nothing but this.
+  bool parseLaunch(std::string_view text, LaunchPayload& l) {
+    const std::size_t at = text.rfind("<<<");
+    if (at == std::string_view::npos || at == 0 || !text.ends_with(">>>")) return false;
+    std::string_view rest = text.substr(at + 3, text.size() - at - 6);
+    auto field = [&](std::string_view& out) {
+      const std::size_t comma = rest.find(rest.starts_with("[") ? "], " : ", ");
+      if (comma == std::string_view::npos) {
+        out = rest;
+        rest = {};
+      } else {
+        const std::size_t cut = comma + (rest.starts_with("[") ? 1 : 0);
+        out = rest.substr(0, cut);
+        rest = rest.substr(cut + 2);
+      }
+    };
+    std::string_view grid, block, shared, stream;
+    field(grid);
+    field(block);
+    field(shared);
+    field(stream);
+    uint64_t g[3], b[3], sharedMem = 0, streamValue = 0;
+    auto number = [](std::string_view t, int base, uint64_t& v) {
+      if (t.empty() || t.size() > (base == 16 ? 16u : 18u)) return false;
+      v = 0;
+      for (char c : t) {
+        const int d = c >= '0' && c <= '9' ? c - '0' : base == 16 && c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+        if (d < 0) return false;
+        v = v * static_cast<uint64_t>(base) + static_cast<uint64_t>(d);
+      }
+      return true;
+    };
+    if (!parseDims(grid, g) || !parseDims(block, b) || !number(shared, 10, sharedMem) ||
+        !(stream == "0" || (stream.starts_with("0x") && number(stream.substr(2), 16, streamValue))))
+      return false;
+    l.kernelName = d_.strings.intern(text.substr(0, at));
+    l.gridX = static_cast<uint32_t>(g[0]);
+    l.gridY = static_cast<uint16_t>(g[1]);
+    l.gridZ = static_cast<uint16_t>(g[2]);
+    l.block = LaunchPayload::packBlock(static_cast<unsigned>(std::min<uint64_t>(b[0], 1u << 20)),
+                                       static_cast<unsigned>(std::min<uint64_t>(b[1], 1u << 20)),
+                                       static_cast<unsigned>(std::min<uint64_t>(b[2], 1u << 20)));
+    l.sharedMem = static_cast<uint32_t>(sharedMem);
+    l.stream = streamValue;
+    return true;
+  }
+
   static bool dimsOr(const PfSlice& s, Ann a, uint64_t out[3]) {
     out[0] = out[1] = out[2] = 0;
     const PfAnnotation* x = s.find(a);
@@ -887,12 +942,23 @@ class Rebuild : public PerfettoVisitor {
   }
 
   void apiPayload(const PfSlice& s, ApiKind kind, Event& e) {
+    // A stream is an interned "0x..." string (or, in older files, a pointer value).
     auto value = [&](Ann a) -> uint64_t {
       const PfAnnotation* x = s.find(a);
-      return x != nullptr ? x->value : 0;
+      if (x == nullptr) return 0;
+      if (x->type != PfAnnotation::Type::String) return x->value;
+      uint64_t v = 0;
+      if (!x->text.starts_with("0x") || x->text.size() > 18) return 0;
+      for (char c : x->text.substr(2)) {
+        const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+        if (d < 0) return 0;
+        v = v << 4 | static_cast<uint64_t>(d);
+      }
+      return v;
     };
     switch (kind) {
       case ApiKind::Launch: {
+        if (const PfAnnotation* l = s.find(Ann::Launch); l != nullptr && parseLaunch(l->text, e.launch)) break;
         if (const PfAnnotation* k = s.find(Ann::Kernel)) {
           e.launch.kernelName = d_.strings.intern(k->text);
           uint64_t grid[3], block[3];

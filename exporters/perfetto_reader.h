@@ -32,7 +32,7 @@ namespace cutrace {
 // A TracePacket larger than this is malformed (the writer's largest is one event with the
 // strings it interns: kilobytes).
 inline constexpr std::size_t kMaxPacketBytes = std::size_t{64} << 20;
-// Slices open at once on one track (the writer's deepest is 1: BEGIN and END are adjacent).
+// Slices open at once on one track (the writer nests at most PerfettoWriter::kMaxNesting deep).
 inline constexpr std::size_t kMaxOpenSlices = 4096;
 
 // What a track is, from its descriptor and the writer's uuid layout.
@@ -74,6 +74,9 @@ struct PfSlice {
   uint64_t callstackIid = 0;  // 0: none
   std::vector<std::string_view> frames;  // the callstack's function names, innermost first
   std::vector<PfAnnotation> annotations;
+  // Its seq annotation, or where it has none the previous BEGIN or INSTANT's on its sequence + 1
+  // (the writer leaves out a seq that follows; 0 for a first without one).
+  uint64_t seq = 0;
 
   const PfAnnotation* find(Ann a) const {
     for (const PfAnnotation& x : annotations)

@@ -99,7 +99,6 @@ Writer::Nested PerfettoWriter::beginPacket(Sequence& seq, uint64_t ns) {
     w_.varint(pf::TracePacket::kTimestampClockId, pf::BuiltinClock::kMonotonic);
   }
   w_.varint(pf::TracePacket::kTrustedPacketSequenceId, seq.id);
-  w_.varint(pf::TracePacket::kSequenceFlags, pf::TracePacket::kSeqNeedsIncrementalState);
   return p;
 }
 
@@ -134,12 +133,51 @@ void PerfettoWriter::needAnnotation(Sequence& seq, Ann a) {
   interned_.end(e);
 }
 
-void PerfettoWriter::needString(const TraceData& data, Sequence& seq, uint32_t poolId) {
-  if (!need(seq.strings, std::size_t{poolId} + 1)) return;
+void PerfettoWriter::needText(Sequence& seq, uint64_t iid, std::string_view text) {
+  if (!need(seq.strings, iid)) return;
   const auto e = interned_.begin(pf::InternedData::kDebugAnnotationStringValues);
-  interned_.varint(pf::InternedEntry::kIid, std::size_t{poolId} + 1);
-  utf8(interned_, pf::InternedEntry::kName, demangle_(data, poolId));
+  interned_.varint(pf::InternedEntry::kIid, iid);
+  utf8(interned_, pf::InternedEntry::kName, text);
   interned_.end(e);
+}
+
+uint64_t PerfettoWriter::needString(const TraceData& data, Sequence& seq, uint32_t poolId) {
+  auto [it, fresh] = stringIids_.try_emplace(poolId, nextStringIid_);
+  if (fresh) ++nextStringIid_;
+  if (seq.strings.size() <= it->second || !seq.strings[it->second]) needText(seq, it->second, demangle_(data, poolId));
+  return it->second;
+}
+
+uint64_t PerfettoWriter::needStream(Sequence& seq, uint64_t stream) {
+  auto [it, fresh] = streamIids_.try_emplace(stream, nextStringIid_);
+  if (fresh) ++nextStringIid_;
+  if (seq.strings.size() > it->second && seq.strings[it->second]) return it->second;
+  Sink text;
+  text.putHex(stream);
+  needText(seq, it->second, text.text());
+  return it->second;
+}
+
+uint64_t PerfettoWriter::needLaunch(const TraceData& data, Sequence& seq, const LaunchPayload& l) {
+  auto [it, fresh] = launchIids_.try_emplace(
+      std::tuple{l.kernelName, l.gridX, l.gridY, l.gridZ, l.block, l.sharedMem, l.stream}, nextStringIid_);
+  if (fresh) ++nextStringIid_;
+  if (seq.strings.size() > it->second && seq.strings[it->second]) return it->second;
+  // CUDA's launch syntax, so the UI shows it as the call was written.
+  Sink text;
+  text.put(demangle_(data, l.kernelName));
+  text.put("<<<");
+  text.put(dims(l.gridX, l.gridY, l.gridZ));
+  text.put(", ");
+  text.put(dims(l.blockX(), l.blockY(), l.blockZ()));
+  text.put(", ");
+  text.putUint(l.sharedMem);
+  text.put(", ");
+  if (l.stream == 0) text.put('0');
+  else text.putHex(l.stream);
+  text.put(">>>");
+  needText(seq, it->second, text.text());
+  return it->second;
 }
 
 void PerfettoWriter::needStack(const TraceData& data, Sequence& seq, uint32_t stack) {
@@ -324,12 +362,16 @@ void PerfettoWriter::describeThread(const TraceData& data, std::size_t index, st
   w_.clear();
 }
 
-void PerfettoWriter::encodeEvent(const TraceData& data, std::size_t thread, const Event& e,
-                                 std::string& out) {
+uint64_t PerfettoWriter::beginEvent(const TraceData& data, std::size_t thread, std::size_t index) {
   Sequence& seq = threads_[thread].seq;
-  const TickConverter& ticks = data.meta.ticks;
-  const uint64_t start = ticks.toMonotonicNs(e.start);
-  const uint64_t end = ticks.toMonotonicNs(e.end);
+  const auto& events = data.threads[thread].events;
+  const Event& e = events[index];
+  const uint64_t start = data.meta.ticks.toMonotonicNs(e.start);
+  // Where it is left out, the reader takes the previous BEGIN's seq + 1 (seqs are taken as
+  // calls begin; BEGINs are in that order but for what came in another pass).
+  const bool withSeq = !seq.seqWritten || seq.lastSeq + 1 != e.seq;
+  seq.seqWritten = true;
+  seq.lastSeq = e.seq;
   const uint32_t hookCount = static_cast<uint32_t>(data.hooks.size());
   uint64_t track = 0;  // 0: the thread's own (the sequence's default)
   if (e.kind == EventKind::NvtxSpan) {
@@ -369,7 +411,7 @@ void PerfettoWriter::encodeEvent(const TraceData& data, std::size_t thread, cons
   }
   needCategory(seq, category);
   needName(seq, nameIid, nameText);
-  needAnnotation(seq, Ann::Seq);
+  if (withSeq) needAnnotation(seq, Ann::Seq);
   const uint32_t stack = stackIdOf(e);
   const bool withStack = stack != 0 && stack < data.stacks.size() && !data.stacks[stack].empty();
   if (withStack) needStack(data, seq, stack);
@@ -379,37 +421,41 @@ void PerfettoWriter::encodeEvent(const TraceData& data, std::size_t thread, cons
     auto it = data.categoryNames.find((uint64_t{e.domain} << 32) | e.category);
     if (it != data.categoryNames.end()) categoryName = it->second;
   }
+  uint64_t launchIid = 0, domainIid = 0, categoryNameIid = 0, stream = 0, streamIid = 0;
   if (hook != nullptr) {
     switch (hook->kind) {
       case ApiKind::Launch:
         if (e.launch.kernelName != 0) {
-          needAnnotation(seq, Ann::Kernel);
-          needString(data, seq, e.launch.kernelName);
-          needAnnotation(seq, Ann::Grid);
-          needAnnotation(seq, Ann::Block);
-          needAnnotation(seq, Ann::Shared);
+          needAnnotation(seq, Ann::Launch);
+          launchIid = needLaunch(data, seq, e.launch);
+        } else {
+          stream = e.launch.stream;
         }
-        needAnnotation(seq, Ann::Stream);
         break;
       case ApiKind::Memcpy: case ApiKind::Memset: case ApiKind::Alloc: case ApiKind::Free:
       case ApiKind::HostAlloc: case ApiKind::HostFree:
-        for (Ann a : {Ann::Bytes, Ann::Kind, Ann::Ptr, Ann::Stream, Ann::Device}) needAnnotation(seq, a);
+        for (Ann a : {Ann::Bytes, Ann::Kind, Ann::Ptr, Ann::Device}) needAnnotation(seq, a);
+        stream = e.mem.stream;
         break;
       default:
         needAnnotation(seq, Ann::Handle);
-        needAnnotation(seq, Ann::Stream);
+        stream = e.handle.stream;
         break;
+    }
+    if (stream != 0) {
+      needAnnotation(seq, Ann::Stream);
+      streamIid = needStream(seq, stream);
     }
     if (e.result != 0) needAnnotation(seq, Ann::Result);
   } else {
     if (e.domain != 0) {
       needAnnotation(seq, Ann::Domain);
-      needString(data, seq, e.domain);
+      domainIid = needString(data, seq, e.domain);
     }
     if (e.category != 0) needAnnotation(seq, Ann::Category);
     if (categoryName != 0) {
       needAnnotation(seq, Ann::CategoryName);
-      needString(data, seq, categoryName);
+      categoryNameIid = needString(data, seq, categoryName);
     }
     if (e.flags & kEventUnclosed) needAnnotation(seq, Ann::Unclosed);
     if (e.flags & kEventEndLost) needAnnotation(seq, Ann::EndLost);
@@ -417,43 +463,36 @@ void PerfettoWriter::encodeEvent(const TraceData& data, std::size_t thread, cons
     if (e.kind == EventKind::NvtxSpan) needAnnotation(seq, Ann::RangeId);
   }
 
-  auto p = beginPacket(seq, start);
+  const auto p = beginPacket(seq, start);
   flushInterned();
-  auto te = w_.begin(pf::TracePacket::kTrackEvent);
+  const auto te = w_.begin(pf::TracePacket::kTrackEvent);
   w_.varint(pf::TrackEvent::kType, e.kind == EventKind::NvtxMark ? pf::TrackEvent::kTypeInstant : pf::TrackEvent::kTypeSliceBegin);
   if (track != 0) w_.varint(pf::TrackEvent::kTrackUuid, track);
   w_.varint(pf::TrackEvent::kCategoryIids, category);
   w_.varint(pf::TrackEvent::kNameIid, nameIid);
-  annotationUint(Ann::Seq, e.seq);
+  if (withSeq) annotationUint(Ann::Seq, e.seq);
   if (hook != nullptr) {
     switch (hook->kind) {
       case ApiKind::Launch:
-        if (e.launch.kernelName != 0) {
-          annotationInterned(Ann::Kernel, e.launch.kernelName);
-          annotationString(Ann::Grid, dims(e.launch.gridX, e.launch.gridY, e.launch.gridZ));
-          annotationString(Ann::Block, dims(e.launch.blockX(), e.launch.blockY(), e.launch.blockZ()));
-          if (e.launch.sharedMem != 0) annotationUint(Ann::Shared, e.launch.sharedMem);
-        }
-        if (e.launch.stream != 0) annotationPointer(Ann::Stream, e.launch.stream);
+        if (launchIid != 0) annotationInterned(Ann::Launch, launchIid);
         break;
       case ApiKind::Memcpy: case ApiKind::Memset: case ApiKind::Alloc: case ApiKind::Free:
       case ApiKind::HostAlloc: case ApiKind::HostFree:
         annotationUint(Ann::Bytes, e.mem.bytes);
         if (e.mem.copyKind != static_cast<uint8_t>(CopyKind::Unknown)) annotationString(Ann::Kind, copyKindName(e.mem.copyKind));
         if (e.mem.ptr != 0) annotationPointer(Ann::Ptr, e.mem.ptr);
-        if (e.mem.stream != 0) annotationPointer(Ann::Stream, e.mem.stream);
         if (e.mem.device >= 0) annotationInt(Ann::Device, e.mem.device);
         break;
       default:
         if (e.handle.handle != 0) annotationPointer(Ann::Handle, e.handle.handle);
-        if (e.handle.stream != 0) annotationPointer(Ann::Stream, e.handle.stream);
         break;
     }
+    if (streamIid != 0) annotationInterned(Ann::Stream, streamIid);
     if (e.result != 0) annotationInt(Ann::Result, e.result);
   } else {
-    if (e.domain != 0) annotationInterned(Ann::Domain, e.domain);
+    if (e.domain != 0) annotationInterned(Ann::Domain, domainIid);
     if (e.category != 0) annotationUint(Ann::Category, e.category);
-    if (categoryName != 0) annotationInterned(Ann::CategoryName, categoryName);
+    if (categoryName != 0) annotationInterned(Ann::CategoryName, categoryNameIid);
     if (e.flags & kEventUnclosed) annotationBool(Ann::Unclosed);
     if (e.flags & kEventEndLost) annotationBool(Ann::EndLost);
     if (e.flags & kEventTextTruncated) annotationBool(Ann::Truncated);
@@ -462,17 +501,73 @@ void PerfettoWriter::encodeEvent(const TraceData& data, std::size_t thread, cons
   if (withStack) w_.varint(pf::TrackEvent::kCallstackIid, stack);
   w_.end(te);
   w_.end(p);
+  return track;
+}
 
-  if (e.kind != EventKind::NvtxMark) {
-    p = beginPacket(seq, end);
-    te = w_.begin(pf::TracePacket::kTrackEvent);
-    w_.varint(pf::TrackEvent::kType, pf::TrackEvent::kTypeSliceEnd);
-    if (track != 0) w_.varint(pf::TrackEvent::kTrackUuid, track);
-    w_.end(te);
-    w_.end(p);
+void PerfettoWriter::endEvent(Sequence& seq, uint64_t ns, uint64_t track) {
+  const auto p = beginPacket(seq, ns);
+  const auto te = w_.begin(pf::TracePacket::kTrackEvent);
+  w_.varint(pf::TrackEvent::kType, pf::TrackEvent::kTypeSliceEnd);
+  if (track != 0) w_.varint(pf::TrackEvent::kTrackUuid, track);
+  w_.end(te);
+  w_.end(p);
+}
+
+void PerfettoWriter::encodeThreadEvents(const TraceData& data, std::size_t thread, std::string& out) {
+  ThreadMark& mark = threads_[thread];
+  const auto& events = data.threads[thread].events;
+  const TickConverter& ticks = data.meta.ticks;
+  nodes_.clear();
+  roots_.clear();
+  for (; mark.events < events.size(); ++mark.events) {
+    // Wraps the latest unwrapped events that began at or after it: they ended first, so they
+    // are its children (or overlap it; the reader pairs by position, never by time).
+    const uint64_t start = events[mark.events].start;
+    Node n;
+    n.event = mark.events;
+    std::size_t keep = roots_.size();
+    uint32_t height = 0;
+    while (keep > 0 && events[nodes_[roots_[keep - 1]].event].start >= start &&
+           std::max(height, nodes_[roots_[keep - 1]].height) + 1 <= kMaxNesting) {
+      height = std::max(height, nodes_[roots_[keep - 1]].height);
+      --keep;
+    }
+    n.height = height + 1;
+    for (std::size_t i = keep; i < roots_.size(); ++i) {
+      if (n.firstChild == kNone) n.firstChild = roots_[i];
+      else nodes_[n.lastChild].next = roots_[i];
+      n.lastChild = roots_[i];
+    }
+    roots_.resize(keep);
+    roots_.push_back(static_cast<uint32_t>(nodes_.size()));
+    nodes_.push_back(n);
   }
-  out += w_.buffer();
-  w_.clear();
+  // Depth first: BEGIN, the children, END (instants have no END).
+  Sequence& seq = mark.seq;
+  for (uint32_t root : roots_) {
+    walk_.assign(1, {root, false});
+    while (!walk_.empty()) {
+      auto& [index, begun] = walk_.back();
+      Node& n = nodes_[index];
+      if (!begun) {
+        begun = true;
+        n.track = beginEvent(data, thread, n.event);
+        out += w_.buffer();
+        w_.clear();
+        const std::size_t first = walk_.size();
+        for (uint32_t c = n.firstChild; c != kNone; c = nodes_[c].next) walk_.emplace_back(c, false);
+        std::reverse(walk_.begin() + static_cast<std::ptrdiff_t>(first), walk_.end());  // popped in order
+        continue;
+      }
+      const Event& e = events[n.event];
+      if (e.kind != EventKind::NvtxMark) {
+        endEvent(seq, ticks.toMonotonicNs(e.end), n.track);
+        out += w_.buffer();
+        w_.clear();
+      }
+      walk_.pop_back();
+    }
+  }
 }
 
 void PerfettoWriter::encodePass(const TraceData& data, uint64_t nowNs, std::string& out) {
@@ -489,7 +584,7 @@ void PerfettoWriter::encodePass(const TraceData& data, uint64_t nowNs, std::stri
     } else if (mark.name != t.name) {
       describeThread(data, i, out);
     }
-    for (; mark.events < t.events.size(); ++mark.events) encodeEvent(data, i, t.events[mark.events], out);
+    encodeThreadEvents(data, i, out);
     if (mark.dropped != t.dropped) {
       // Ring drops happen before encoding: a counter with the running total gives each loss a
       // time (previous_packet_dropped would make readers distrust the interned state).

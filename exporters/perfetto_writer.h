@@ -18,26 +18,45 @@
 // - One sequence per thread track (id 2 + thread index): its first packet clears the
 //   incremental state and sets the defaults (timestamps on clock 64, delta-encoded, defined by
 //   a ClockSnapshot against MONOTONIC; events on the thread's track) and describes the track.
-//   Events are BEGIN/END pairs (CUDA calls, NVTX push/pop ranges: each complete range is
-//   written when it ends, so a parent follows its children in the file; trace_processor sorts
-//   by time), INSTANTs (NVTX marks). A timestamp lower than the previous one on the sequence is
-//   written absolute on MONOTONIC. Non-default NVTX domains and start/end ranges go on child
-//   tracks of the thread. The thread's running drop count is a counter track under it.
-//   Annotations (kAnnotationNames) carry the Event's fields: seq; by hook kind kernel, grid and
-//   block ("[x,y,z]"), shared, stream, bytes, kind, ptr, device, handle, result; for NVTX
-//   domain, category (its number) and category_name (when named), unclosed, end_lost,
-//   truncated, range_id (start/end ranges). An API call's stack is callstack_iid.
+//   Only that packet has sequence_flags: the others use the interned state without asking for
+//   it (SEQ_NEEDS_INCREMENTAL_STATE only makes trace_processor skip packets after a loss,
+//   which a file cutrace wrote never has; drops are counted, not lost packets).
+//   Events are BEGIN/END pairs (CUDA calls, NVTX push/pop ranges) and INSTANTs (NVTX marks).
+//   Each pass writes a thread's new events nested: an event wraps the events just before it
+//   (in the order they were recorded: the order they ended) that began at or after it, so a
+//   parent's BEGIN precedes its children and timestamps rarely step back; END packets (and
+//   instants) come in the order the events were recorded, which is how the reader rebuilds
+//   that order. An END carries its timestamp, its type and, off the thread's track, the track.
+//   A timestamp lower than the previous one on the sequence is written absolute on MONOTONIC.
+//   Non-default NVTX domains and start/end ranges go on child tracks of the thread. The
+//   thread's running drop count is a counter track under it.
+//   Annotations (kAnnotationNames) carry the Event's fields: seq only where it is not the
+//   seq of the previous BEGIN or INSTANT on the sequence + 1 (seqs are numbered as calls and
+//   ranges begin, which is the order of BEGINs; the first event of a thread always has it, and
+//   so does one after a gap, e.g. a drop, or after a pop, which takes a seq of its own); a
+//   launch with a known kernel:
+//   `launch`, an interned string "KERNEL<<<[gx,gy,gz], [bx,by,bz], SHARED, STREAM>>>" (KERNEL
+//   demangled; STREAM "0" or "0x" + hex; the reader splits at the last "<<<"); by hook kind
+//   bytes, kind, ptr, device, handle (pointer values); stream where non-zero and not in
+//   `launch`, an interned string "0x" + hex (a program has few streams); result when non-zero; for NVTX domain, category (its number) and category_name
+//   (when named), unclosed, end_lost, truncated, range_id (start/end ranges). An API call's
+//   stack is callstack_iid.
 // - Interned per sequence (each entry in the first packet that uses it): event names (hook i:
 //   iid i + 1; string s of the trace's pool: hookCount + 1 + s), categories (kCategories),
-//   annotation names (kAnnotationNames), annotation string values (pool id + 1), frames and
-//   function names (pool id + 1), callstacks (stack id; frames bottom first).
+//   annotation names (kAnnotationNames), annotation string values (see below), frames and
+//   function names (pool id + 1), callstacks (stack id; frames bottom first). Annotation
+//   string values are numbered from 1 in the order the process first used them (pool strings
+//   and launch strings alike), so the common ones take one byte.
 // - Text in string fields (names, interned strings, descriptors) is valid UTF-8: a byte that
 //   does not start a valid sequence is written as U+FFFD, as the Chrome trace shows it.
 //
 // Concurrency: one writer per process, used under the collector's drain mutex only.
 
 #include <cstdint>
+#include <map>
 #include <string>
+#include <tuple>
+#include <unordered_map>
 #include <string_view>
 #include <vector>
 
@@ -56,13 +75,13 @@ inline constexpr const char* kCategories[] = {"cuda_runtime", "cuda_driver", "nv
 enum class Ann : uint8_t {
   Seq, Result, Kernel, Grid, Block, Shared, Stream, Bytes, Kind, Ptr, Device, Handle, Domain, Category,
   Unclosed, EndLost, Truncated, Correlation, Registers, SharedStatic, SharedDynamic, RangeId,
-  CategoryName, HostTid, HostStart, HostEnd, Count
+  CategoryName, HostTid, HostStart, HostEnd, Launch, Count
 };
 inline constexpr const char* kAnnotationNames[] = {
     "seq",       "result",   "kernel",    "grid",        "block",     "shared",        "stream",         "bytes",
     "kind",      "ptr",      "device",    "handle",      "domain",    "category",      "unclosed",       "end_lost",
     "truncated", "correlation", "registers", "shared_static", "shared_dynamic", "range_id",
-    "category_name", "host_tid", "host_start", "host_end"};
+    "category_name", "host_tid", "host_start", "host_end", "launch"};
 static_assert(sizeof(kAnnotationNames) / sizeof(kAnnotationNames[0]) == static_cast<std::size_t>(Ann::Count));
 // CUPTI memcpy kinds by number, as a device copy's slice is named ("Memcpy HtoD").
 inline constexpr const char* kCuptiCopyKinds[] = {"unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
@@ -108,6 +127,8 @@ class PerfettoWriter {
     std::vector<bool> names, categories, annotations, strings, frames, stacks;
     std::vector<uint32_t> domainSlots;  // domain pool id per child-track slot
     uint64_t spans = 0;
+    uint64_t lastSeq = 0;  // of the last BEGIN or INSTANT
+    bool seqWritten = false;
   };
   struct ThreadMark {
     std::size_t events = 0;
@@ -119,8 +140,22 @@ class PerfettoWriter {
   void startProcess(const TraceData& data, std::string& out);
   void startThread(const TraceData& data, std::size_t index, uint64_t ns, std::string& out);
   void describeThread(const TraceData& data, std::size_t index, std::string& out);
-  void encodeEvent(const TraceData& data, std::size_t thread, const Event& e,
-                   std::string& out);
+  // A thread's events of this pass, nested (see above): each a node; a node's children are the
+  // events it wraps.
+  struct Node {
+    std::size_t event = 0;
+    uint32_t firstChild = kNone, lastChild = kNone, next = kNone;
+    uint32_t height = 1;  // nesting depth of the subtree, bounded by kMaxNesting
+    uint64_t track = 0;   // where its BEGIN went (0: the thread's), for its END
+  };
+  static constexpr uint32_t kNone = UINT32_MAX;
+  // Well under the reader's kMaxOpenSlices: deeper wraps are written flat (absolute times).
+  static constexpr uint32_t kMaxNesting = 1024;
+  void encodeThreadEvents(const TraceData& data, std::size_t thread, std::string& out);
+  // The BEGIN (or INSTANT) of event `index` of the thread, and the packets describing its track
+  // first when it is new; returns the track (0: the thread's).
+  uint64_t beginEvent(const TraceData& data, std::size_t thread, std::size_t index);
+  void endEvent(Sequence& seq, uint64_t ns, uint64_t track);
   void encodeDevice(const TraceData& data, std::string& out);
 
   // Packet assembly. A packet is begun with its timestamp on `seq`, interned entries go into
@@ -131,7 +166,11 @@ class PerfettoWriter {
   void needName(Sequence& seq, uint64_t iid, std::string_view text);
   void needCategory(Sequence& seq, uint32_t iid);
   void needAnnotation(Sequence& seq, Ann a);
-  void needString(const TraceData& data, Sequence& seq, uint32_t poolId);
+  // The iid of a string value, interned on `seq` (first use: into interned_).
+  uint64_t needString(const TraceData& data, Sequence& seq, uint32_t poolId);
+  uint64_t needLaunch(const TraceData& data, Sequence& seq, const LaunchPayload& l);
+  uint64_t needStream(Sequence& seq, uint64_t stream);
+  void needText(Sequence& seq, uint64_t iid, std::string_view text);
   void needStack(const TraceData& data, Sequence& seq, uint32_t stack);
   // One debug annotation: its interned name and one varint value field (uint, int, pointer,
   // bool, or the iid of an interned string value).
@@ -139,9 +178,7 @@ class PerfettoWriter {
   void annotationUint(Ann a, uint64_t v) { annotation(a, pf::DebugAnnotation::kUintValue, v); }
   void annotationInt(Ann a, int64_t v) { annotation(a, pf::DebugAnnotation::kIntValue, static_cast<uint64_t>(v)); }
   void annotationPointer(Ann a, uint64_t v) { annotation(a, pf::DebugAnnotation::kPointerValue, v); }
-  void annotationInterned(Ann a, uint32_t poolId) {
-    annotation(a, pf::DebugAnnotation::kStringValueIid, std::size_t{poolId} + 1);
-  }
+  void annotationInterned(Ann a, uint64_t iid) { annotation(a, pf::DebugAnnotation::kStringValueIid, iid); }
   void annotationBool(Ann a) { annotation(a, pf::DebugAnnotation::kBoolValue, 1); }
   void annotationString(Ann a, std::string_view v);
 
@@ -151,6 +188,14 @@ class PerfettoWriter {
   proto::Writer w_;         // the packets of this call
   proto::Writer interned_;  // InternedData body of the packet being built
   std::vector<uint64_t> frameIids_;
+  std::vector<Node> nodes_;       // this pass's, one thread at a time
+  std::vector<uint32_t> roots_;   // nodes not wrapped (yet), in recorded order
+  std::vector<std::pair<uint32_t, bool>> walk_;  // node, its BEGIN written
+  // Annotation string value iids, process-wide, from 1 in order of first use.
+  std::unordered_map<uint32_t, uint64_t> stringIids_;  // by pool id
+  std::unordered_map<uint64_t, uint64_t> streamIids_;  // by stream, as "0x..."
+  std::map<std::tuple<uint32_t, uint32_t, uint16_t, uint16_t, uint32_t, uint32_t, uint64_t>, uint64_t> launchIids_;
+  uint64_t nextStringIid_ = 1;
   Demangler demangle_;
 };
 

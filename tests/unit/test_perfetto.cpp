@@ -456,3 +456,48 @@ TEST_CASE("pftrace reader: visitor sees tracks, slices with interned names, coun
   CHECK(std::count(seen.slices.begin(), seen.slices.end(), "kernel ns::scale<float>(float*, int)") == 0);
   CHECK(std::count(seen.slices.begin(), seen.slices.end(), "kernel void ns::scale<float>(float*, int)") == 1);
 }
+
+TEST_CASE("pftrace writer: a launch-bound loop with stacks takes under 40 bytes per event", "[perfetto]") {
+  // cudaLaunchKernel (known kernel, a stack) around the cuLaunchKernel it makes, every 5 us, as
+  // the drain thread sees them: the inner call ended (was recorded) first, seqs taken at entry.
+  TraceBuilder b;
+  TraceData& d = b.store().data();
+  b.defineStack(1, {"train_step()", "main"});
+  PerfettoWriter writer;
+  std::string bytes;
+  uint64_t seq = 1;
+  auto pair = [&](uint64_t t) {
+    b.launch(11, test::kCuLaunchKernel, seq + 1, t + 300, t + 1800, nullptr);
+    b.launch(11, test::kCudaLaunchKernel, seq, t, t + 2000, "_Z5trainPf", 1);
+    seq += 2;
+  };
+  pair(10000);  // the first pass interns the names, the stack, the launch
+  writer.encodePass(d, 12000, bytes);
+  const std::size_t first = bytes.size();
+  constexpr int kPairs = 1000;
+  for (int i = 1; i <= kPairs; ++i) pair(10000 + 5000 * static_cast<uint64_t>(i));
+  writer.encodePass(d, 10000 + 5000 * (kPairs + 1), bytes);
+  // Per pair: runtime BEGIN 25 bytes (packet 2, sequence 2, delta 3, event 2, type 2, category
+  // 2, name 2, launch 7, callstack 3), driver BEGIN 22 (stream 7, no stack), two ENDs 11 each
+  // (packet 2, sequence 2, delta 3, event 2, type 2); seqs follow, nothing else.
+  CHECK(bytes.size() - first == kPairs * (25 + 22 + 11 + 11));
+  CHECK(static_cast<double>(bytes.size() - first) / (2 * kPairs) <= 40.0);
+
+  // A gap in the seqs (a drop) is written, and everything reads back as it was.
+  seq += 5;
+  pair(10000 + 5000 * (kPairs + 2));
+  b.finish(10000 + 5000 * (kPairs + 4));
+  writer.encodeEnd(d, 10000 + 5000 * (kPairs + 4), chromeTraceMetadata(d), bytes);
+  TraceData back;
+  std::string error;
+  REQUIRE(readPerfettoTraceBytes(bytes, back, error));
+  REQUIRE(back.eventCount() == d.eventCount());
+  for (std::size_t i = 0; i < d.threads[0].events.size(); ++i) {
+    CAPTURE(i);
+    CHECK(back.threads[0].events[i].seq == d.threads[0].events[i].seq);
+    CHECK(back.threads[0].events[i].start == d.threads[0].events[i].start);
+    CHECK(back.threads[0].events[i].launch.stream == 0x10);
+  }
+  CHECK(chrome(back) == chrome(d));
+  CHECK(folded(back, true) == folded(d, true));
+}
