@@ -94,6 +94,8 @@ class PerfettoVisitor {
   virtual void metadata(std::string_view /*name*/, std::string_view /*value*/) {}
   // False stops the read with this message as its error (e.g. a file the visitor cannot use).
   virtual bool ok(std::string& /*error*/) { return true; }
+  // After each whole packet: the bytes of the input read so far (a progress line).
+  virtual void position(uint64_t /*offset*/) {}
 };
 
 struct PfReadStats {
