@@ -58,6 +58,14 @@ void InputBytes::clear() {
   size_ = capacity_ = 0;
 }
 
+bool InputBytes::assign(std::string_view bytes) {
+  if (!reserve(bytes.size())) return false;
+  std::memcpy(data_, bytes.data(), bytes.size());
+  size_ = bytes.size();
+  std::memset(data_ + size_, 0, kInputPadding);
+  return true;
+}
+
 bool InputBytes::reserve(std::size_t bytes) {
   if (bytes <= capacity_ && data_ != nullptr) return true;
   void* grown = std::realloc(data_, bytes + kInputPadding);

@@ -32,6 +32,8 @@ class InputBytes {
   bool empty() const { return size_ == 0; }
   std::string_view view() const { return {data_, size_}; }
   void clear();  // frees the memory
+  // A copy of `bytes` (text made in memory, e.g. a trace converted). False when out of memory.
+  bool assign(std::string_view bytes);
 
  private:
   friend class InputStream;

@@ -13,9 +13,11 @@
 
 #include "collector/symbolizer.h"
 #include "collector/trace_data.h"
+#include "exporters/chrome_trace.h"
 #include "exporters/perfetto_reader.h"
 #include "exporters/torch_ops.h"
 #include "exporters/trace_view.h"
+#include "tools/report_model.h"
 
 namespace cutrace::tools {
 
@@ -276,6 +278,29 @@ bool readPerfettoData(TraceInput& input, TraceData& out, std::string& error) {
   }
   if (info.stats.packets == 0) {
     error = fmt::format("{}: no packets (empty, or not a cutrace stream)", input.name);
+    return false;
+  }
+  return true;
+}
+
+bool loadTraceAsJson(const std::string& path, InputBytes& out, std::string& error) {
+  TraceInput input;
+  if (!openTraceInput(path, input, error)) return false;
+  if (input.format == TraceFormat::ChromeJson) {
+    if (!input.whole) return loadJsonFile(path, out, error);
+    out = std::move(input.bytes);
+    if (jsonTooDeep(out.view())) {
+      error = input.name + ": JSON nested too deep: not a cutrace trace";
+      return false;
+    }
+    return true;
+  }
+  TraceData data;
+  if (!readPerfettoData(input, data, error)) return false;
+  Sink sink;
+  writeChromeTrace(data, sink);
+  if (!out.assign(sink.text())) {
+    error = input.name + ": out of memory converting it to a Chrome trace";
     return false;
   }
   return true;

@@ -74,4 +74,9 @@ bool readPerfettoEvents(TraceInput& input, TraceEventSink& sink, std::string& er
 // The whole process of a .pftrace input, rebuilt (for writers of Chrome JSON: merge, export).
 bool readPerfettoData(TraceInput& input, TraceData& out, std::string& error);
 
+// A trace input as Chrome JSON text in `out` (padded for simdjson, nesting checked): a JSON
+// input as read, a .pftrace as the Chrome trace its process writes (rebuilt whole in memory:
+// for tools that need a whole document, such as merge). False with one message.
+bool loadTraceAsJson(const std::string& path, InputBytes& out, std::string& error);
+
 }  // namespace cutrace::tools
