@@ -209,8 +209,8 @@ int exportOne(const std::string& input, const std::string& outputDir, const Fold
   std::string note;
   if (!info.ended) note += "; the process did not end normally: no device work, metadata from its start";
   if (info.stats.truncated) note += "; its last packet was cut short";
-  if (info.ended && info.metadataEvents != data.eventCount())
-    note += "; the stream holds " + std::to_string(data.eventCount()) + " events, the process counted " +
+  if (info.ended && info.metadataEvents != allEvents)
+    note += "; the stream holds " + std::to_string(allEvents) + " events, the process counted " +
             std::to_string(info.metadataEvents);
   if (w.bySteps || w.byTime)
     note += "; window [" + std::to_string(w.fromNs) + ", " +
