@@ -690,6 +690,7 @@ bool readInput(Input& in, PerfettoVisitor& visitor, std::string& error, PfReadSt
       stats.bytes += total;
     }
     in.consume(total);
+    visitor.position(in.offset());
   }
   decoder.finish();
   if (statsOut != nullptr) *statsOut = stats;

@@ -85,6 +85,17 @@ struct PfSlice {
   }
 };
 
+// The kernel a launch slice names: the part of its `launch` annotation before the last "<<<"
+// (perfetto_writer.h), or an older stream's `kernel` annotation; empty when neither.
+inline std::string_view launchKernelName(const PfSlice& s) {
+  if (const PfAnnotation* l = s.find(Ann::Launch)) {
+    const std::size_t at = l->text.rfind("<<<");
+    if (at != std::string_view::npos && at > 0) return l->text.substr(0, at);
+  }
+  if (const PfAnnotation* k = s.find(Ann::Kernel)) return k->text;
+  return {};
+}
+
 class PerfettoVisitor {
  public:
   virtual ~PerfettoVisitor() = default;
@@ -97,6 +108,8 @@ class PerfettoVisitor {
   virtual void metadata(std::string_view /*name*/, std::string_view /*value*/) {}
   // False stops the read with this message as its error (e.g. a file the visitor cannot use).
   virtual bool ok(std::string& /*error*/) { return true; }
+  // After each whole packet: the bytes of the input read so far (a progress line).
+  virtual void position(uint64_t /*offset*/) {}
 };
 
 struct PfReadStats {

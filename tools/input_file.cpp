@@ -58,6 +58,14 @@ void InputBytes::clear() {
   size_ = capacity_ = 0;
 }
 
+bool InputBytes::assign(std::string_view bytes) {
+  if (!reserve(bytes.size())) return false;
+  std::memcpy(data_, bytes.data(), bytes.size());
+  size_ = bytes.size();
+  std::memset(data_ + size_, 0, kInputPadding);
+  return true;
+}
+
 bool InputBytes::reserve(std::size_t bytes) {
   if (bytes <= capacity_ && data_ != nullptr) return true;
   void* grown = std::realloc(data_, bytes + kInputPadding);
@@ -114,6 +122,7 @@ bool InputStream::open(const std::string& path, std::string& error) {
 }
 
 bool InputStream::checkNul(std::string_view bytes, std::size_t offset, std::string& error) const {
+  if (binary_) return true;
   const void* nul = std::memchr(bytes.data(), '\0', bytes.size());
   if (nul == nullptr) return true;
   error = fmt::format("{}: a NUL byte at offset {}: not a text file", name_,
@@ -210,6 +219,26 @@ bool InputStream::readAll(std::size_t maxBytes, InputBytes& out, std::string& er
   if (out.size_ > maxBytes) return fail(tooBig(name_, maxBytes));
   std::memset(out.data_ + out.size_, 0, kInputPadding);
   return true;
+}
+
+bool InputStream::peek(std::size_t n, std::string_view& head, std::string& error) {
+  const bool wasBinary = binary_;
+  binary_ = true;
+  while (buffer_.size() - pos_ < n && !eof_) {
+    if (!fill(error) && !eof_) {
+      binary_ = wasBinary;
+      return false;
+    }
+  }
+  binary_ = wasBinary;
+  head = std::string_view(buffer_).substr(pos_, std::min(n, buffer_.size() - pos_));
+  return true;
+}
+
+bool InputStream::setBinary(bool binary, std::string& error) {
+  binary_ = binary;
+  const std::size_t buffered = buffer_.size() - pos_;
+  return checkNul(std::string_view(buffer_).substr(pos_), consumed_ - buffered, error);
 }
 
 bool readInputFile(const std::string& path, std::size_t maxBytes, InputBytes& out, std::string& error) {

@@ -32,6 +32,8 @@ class InputBytes {
   bool empty() const { return size_ == 0; }
   std::string_view view() const { return {data_, size_}; }
   void clear();  // frees the memory
+  // A copy of `bytes` (text made in memory, e.g. a trace converted). False when out of memory.
+  bool assign(std::string_view bytes);
 
  private:
   friend class InputStream;
@@ -76,8 +78,15 @@ class InputStream {
   std::size_t lineNumber() const { return line_; }
 
   // Everything left, into `out`. False with a message past `maxBytes` (naming the cap), on a
-  // NUL byte, a read error or when out of memory.
+  // NUL byte (unless binary), a read error or when out of memory.
   bool readAll(std::size_t maxBytes, InputBytes& out, std::string& error);
+
+  // The first bytes (up to `n`, fewer where the input is shorter), read ahead and not consumed,
+  // NUL bytes included: a caller tells a binary input from text by them. False on a read error.
+  bool peek(std::size_t n, std::string_view& head, std::string& error);
+  // Binary inputs (a .pftrace) may hold NUL bytes; text inputs (the default) refuse them, those
+  // already read ahead by peek() included. False (with the message) when one was read.
+  bool setBinary(bool binary, std::string& error);
 
  private:
   // Reads more into buffer_ (at least one byte unless at the end). False at the end or on an
@@ -89,6 +98,7 @@ class InputStream {
   bool ownsFd_ = false;
   bool regular_ = false;
   bool eof_ = false;
+  bool binary_ = false;
   std::size_t size_ = 0;      // regular files: st_size when opened
   std::size_t consumed_ = 0;  // bytes before buffer_[pos_]
   std::size_t line_ = 0;

@@ -22,6 +22,7 @@
 #include "tools/commands.h"
 #include "tools/input_file.h"
 #include "tools/report_model.h"
+#include "tools/trace_input.h"
 
 namespace cutrace::tools {
 namespace {
@@ -87,7 +88,7 @@ class Merger {
   // Pass 1: the metadata of one input (at the end of cutrace's files, so the whole file is read).
   static bool readMeta(od::parser& parser, Input& in, std::string& error) {
     InputBytes text;
-    if (!loadJsonFile(in.file, text, error)) return false;
+    if (!loadTraceAsJson(in.file, text, error)) return false;
     od::document doc;
     od::object top;
     if (auto e = parser.iterate(paddedView(text)).get(doc)) return fail(error, in.file, "not JSON", e);
@@ -167,7 +168,7 @@ class Merger {
     Input& in = inputs_[index];
     index_ = index;
     InputBytes text = std::move(in.kept);
-    if (text.data() == nullptr && !loadJsonFile(in.file, text, error)) return false;
+    if (text.data() == nullptr && !loadTraceAsJson(in.file, text, error)) return false;
     od::document doc;
     od::object top;
     if (auto e = parser.iterate(paddedView(text)).get(doc)) return fail(error, in.file, "not JSON", e);

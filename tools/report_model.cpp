@@ -15,6 +15,7 @@
 #include <spdlog/spdlog.h>
 
 #include "tools/input_file.h"
+#include "tools/trace_input.h"
 
 namespace cutrace::tools {
 namespace {
@@ -333,7 +334,51 @@ class Aggregator {
       return false;
     }
     const int64_t start = toNs(ev.ts);
-    const int64_t end = start + toNs(ev.dur);
+    addSpan(ev, start, start + toNs(ev.dur));
+    return true;
+  }
+
+ public:
+  // A .pftrace input: its events as the Chrome trace holds them (tools/trace_input.h).
+  void beginStream(const std::string& path) {
+    file_ = fileCount_++;
+    path_ = path;
+  }
+
+  void addStreamEvent(const TraceEvent& t) {
+    if (t.ph != 'X') {
+      touchProcess(t.pid, t.startNs, t.ph == 'b' ? t.endNs : t.startNs);
+      return;
+    }
+    Event ev;
+    ev.ph = "X";
+    ev.cat = t.cat;
+    ev.name = t.name;
+    ev.kernel = t.kernel;
+    ev.pid = t.pid;
+    ev.tid = t.tid;
+    ev.op = t.op;
+    ev.opId = t.opId;
+    ev.hasOpId = t.hasOpId;
+    ev.hasOpSeq = t.hasOpSeq;
+    ev.hasSizes = t.hasSizes;
+    ev.sizes = t.sizes;
+    addSpan(ev, t.startNs, t.endNs);
+  }
+
+  // The stream's `cutrace` metadata: the Chrome trace's metadata object.
+  bool addStreamMetadata(std::string_view json, std::string& error) {
+    simdjson::padded_string text(json);
+    od::parser parser;
+    od::document doc;
+    od::value value;
+    if (auto e = parser.iterate(text).get(doc)) return fail(error, "metadata", e);
+    if (auto e = doc.get_value().get(value)) return fail(error, "metadata", e);
+    return readMetadata(value, error);
+  }
+
+ private:
+  void addSpan(const Event& ev, int64_t start, int64_t end) {
     touchProcess(ev.pid, start, end);
     const bool runtime = ev.cat == "cuda_runtime";
     if (runtime || ev.cat == "cuda_driver") {
@@ -366,7 +411,6 @@ class Aggregator {
         kernelOps_.push_back({file_, ev.pid, ev.op.empty() ? kNoOp : opNames_.intern(ev.op), ev.hasOpId, ev.opId, end - start});
       }
     }
-    return true;
   }
 
   bool readMetadata(od::value value, std::string& error) {
@@ -593,6 +637,42 @@ bool load(const std::string& path, InputBytes& bytes, std::string& error) {
   return true;
 }
 
+// A JSON input opened by openTraceInput: from the bytes it read (a pipe), or from its file.
+bool loadJson(TraceInput& input, InputBytes& text, std::string& error) {
+  if (!input.whole) return load(input.path, text, error);
+  text = std::move(input.bytes);
+  if (tooDeep(text.view())) {
+    error = fmt::format("{}: JSON nested deeper than {} levels: not a cutrace trace", input.name, kMaxDepth);
+    return false;
+  }
+  return true;
+}
+
+class StreamSink : public TraceEventSink {
+ public:
+  explicit StreamSink(Aggregator& agg) : agg_(agg) {}
+  void event(const TraceEvent& e) override { agg_.addStreamEvent(e); }
+  void metadata(std::string_view json) override {
+    if (error_.empty()) agg_.addStreamMetadata(json, error_);
+  }
+  std::string error_;
+
+ private:
+  Aggregator& agg_;
+};
+
+// A .pftrace input into `agg`, event by event.
+bool addStream(TraceInput& input, Aggregator& agg, std::string& error) {
+  agg.beginStream(input.name);
+  StreamSink sink(agg);
+  if (!readPerfettoEvents(input, sink, error)) return false;
+  if (!sink.error_.empty()) {
+    error = sink.error_;
+    return false;
+  }
+  return true;
+}
+
 bool parseTrace(od::parser& parser, simdjson::padded_string_view text, Aggregator& agg, const std::string& path, std::string& error) {
   od::document doc;
   if (auto e = parser.iterate(text).get(doc)) {
@@ -751,16 +831,30 @@ bool readTraces(const std::vector<std::string>& paths, Report& out, std::string&
   Aggregator agg;
   InputBytes text;
   for (const std::string& path : paths) {
-    if (!load(path, text, error) || !parseTrace(parser, paddedView(text), agg, inputName(path), error)) return false;
+    TraceInput input;
+    if (!openTraceInput(path, input, error)) return false;
+    if (input.format == TraceFormat::Perfetto) {
+      if (!addStream(input, agg, error)) return false;
+      continue;
+    }
+    if (!loadJson(input, text, error) || !parseTrace(parser, paddedView(text), agg, input.name, error)) return false;
   }
   agg.finish(out, options);
   return true;
 }
 
 bool readTraceOrReport(const std::string& path, Report& out, std::string& error, const ReadOptions& options) {
+  TraceInput input;
+  if (!openTraceInput(path, input, error)) return false;
+  if (input.format == TraceFormat::Perfetto) {
+    Aggregator agg;
+    if (!addStream(input, agg, error)) return false;
+    agg.finish(out, options);
+    return true;
+  }
   InputBytes text;
-  if (!load(path, text, error)) return false;
-  return readTraceOrReportPadded(paddedView(text), inputName(path), out, error, options);
+  if (!loadJson(input, text, error)) return false;
+  return readTraceOrReportPadded(paddedView(text), input.name, out, error, options);
 }
 
 bool readTraceText(std::string_view bytes, const std::string& name, Report& out, std::string& error) {

@@ -23,8 +23,9 @@ deps=$(pkg-config --cflags --libs simdjson spdlog fmt) || { echo "SKIP: pkg-conf
 # shellcheck disable=SC2086
 "$cxx" -std=c++20 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
   -I"$src" "$src/tools/fuzz_readers.cpp" "$src/tools/report_model.cpp" "$src/tools/merge_traces.cpp" \
-  "$src/tools/flame.cpp" "$src/tools/input_file.cpp" "$src/tools/output_file.cpp" \
-  "$src/exporters/perfetto_reader.cpp" "$src/exporters/perfetto_metadata.cpp" "$src/exporters/chrome_trace.cpp" "$src/exporters/folded.cpp" \
+  "$src/tools/flame.cpp" "$src/tools/input_file.cpp" "$src/tools/output_file.cpp" "$src/tools/trace_input.cpp" \
+  "$src/exporters/perfetto_reader.cpp" "$src/exporters/perfetto_metadata.cpp" "$src/exporters/chrome_trace.cpp" \
+  "$src/exporters/folded.cpp" \
   "$src/exporters/trace_view.cpp" "$src/exporters/torch_ops.cpp" "$src/exporters/frame_names.cpp" \
   "$src/exporters/json_writer.cpp" "$src/collector/store.cpp" "$src/collector/clock.cpp" \
   "$src/collector/name_table.cpp" "$src/collector/stack_table.cpp" "$src/collector/symbolizer.cpp" \
