@@ -182,7 +182,7 @@ class BlockList {
       if (block == nullptr) return false;
       blocks_.push_back(block);  // within the capacity reserved above: cannot throw
     }
-    new (&blocks_.back()[size_ % BlockSize]) T(v);
+    new (&blocks_[size_ / BlockSize][size_ % BlockSize]) T(v);
     ++size_;
     return true;
   }

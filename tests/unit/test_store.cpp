@@ -187,3 +187,17 @@ TEST_CASE("a range whose pop was lost inside a CUDA call ends inside that call",
     CHECK(outer->end <= 300);
   }
 }
+
+// The drain's events of one pass live in a list emptied after every pass and refilled: what is
+// pushed after clearKeepingBlocks() must be what is read back, whichever block it lands in.
+TEST_CASE("BlockList refilled after clearKeepingBlocks reads back what was pushed", "[store]") {
+  BlockList<uint64_t, 4> list;
+  for (uint64_t i = 0; i < 11; ++i) REQUIRE(list.push_back(1000 + i));
+  list.clearKeepingBlocks();
+  CHECK(list.empty());
+  for (uint64_t i = 0; i < 6; ++i) REQUIRE(list.push_back(i));
+  REQUIRE(list.size() == 6);
+  for (uint64_t i = 0; i < 6; ++i) CHECK(list[i] == i);
+  for (uint64_t i = 6; i < 14; ++i) REQUIRE(list.push_back(i));  // past the blocks kept: a new one
+  for (uint64_t i = 0; i < 14; ++i) CHECK(list[i] == i);
+}
