@@ -4,8 +4,9 @@
 //
 //   bench_events --libtrace PATH [--runs N] [--calls N]      (driver: spawns the workers)
 //   bench_events --worker LOOP --calls N [--depth D]         (one timed loop; prints ns/call)
-//   bench_events --libtrace PATH --sustained N [--pace-ns P]  (N launches back to back at a pace:
-//                                                             drops, peak RSS, bytes/event, exit time)
+//   bench_events --libtrace PATH --sustained N [--pace-ns P] [--ring SIZE]
+//                                  (N launches back to back at a pace, default settings but for
+//                                   CUTRACE_RING_SIZE=SIZE: drops, peak RSS, bytes/event, exit time)
 //
 // Cases: driver-sync (cuCtxSynchronize: 1 event), runtime-sync (cudaStreamSynchronize: the
 // runtime call and the driver call it makes, 2 events), launch (a kernel launch through the
@@ -234,7 +235,7 @@ bool runWorker(const char* self, const Case& c, long calls, const std::string& p
 // --sustained: one traced run of the launch loop at a pace, default settings. Reports what was
 // recorded and dropped, the peak RSS above a bare run, the .pftrace's and the Chrome trace's
 // bytes per event, and the time from the loop's end to the process's exit.
-int sustained(const char* self, const std::string& libtrace, long launches, long paceNs) {
+int sustained(const char* self, const std::string& libtrace, long launches, long paceNs, const std::string& ring) {
   const std::string out = std::string(getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp") + "/cutrace-bench-sustained";
   const std::string errPath = out + ".stderr";
   std::string callsArg = std::to_string(launches), paceArg = std::to_string(paceNs);
@@ -248,6 +249,7 @@ int sustained(const char* self, const std::string& libtrace, long launches, long
     if (traced) {
       envStore.push_back("LD_PRELOAD=" + libtrace);
       envStore.push_back("CUTRACE_OUTPUT=" + out);
+      if (!ring.empty()) envStore.push_back("CUTRACE_RING_SIZE=" + ring);
     }
     std::vector<char*> env;
     for (auto& e : envStore) env.push_back(e.data());
@@ -285,11 +287,20 @@ int sustained(const char* self, const std::string& libtrace, long launches, long
   char line[2048];
   unsigned long events = 0, dropped = 0;
   char stream[512] = {}, trace[512] = {};
+  // "cutrace: wrote S.pftrace, T.trace.json and F.folded, N events, M dropped" (no T when the
+  // Chrome trace passed the JSON limit).
+  bool jsonSkipped = false;
   while (err != nullptr && fgets(line, sizeof(line), err) != nullptr) {
     const char* count = strstr(line, ".folded, ");
     if (strstr(line, "cutrace: wrote") != nullptr && count != nullptr) {
-      sscanf(line, "cutrace: wrote %511[^,], %511s", stream, trace);
+      sscanf(line, "cutrace: wrote %511[^, ]", stream);
+      if (const char* json = strstr(line, ".trace.json")) {
+        const char* begin = json;
+        while (begin > line && begin[-1] != ' ') --begin;
+        snprintf(trace, sizeof(trace), "%.*s", static_cast<int>(json + 11 - begin), begin);
+      }
       sscanf(count, ".folded, %lu events, %lu dropped", &events, &dropped);
+      jsonSkipped = strstr(line, "no Chrome trace") != nullptr;
     }
   }
   if (err != nullptr) fclose(err);
@@ -297,15 +308,18 @@ int sustained(const char* self, const std::string& libtrace, long launches, long
   stat(stream, &ss);
   stat(trace, &ts);
   const double recorded = static_cast<double>(events);
-  printf("sustained launch loop: %ld launches, %ld ns pace, default settings\n", launches, paceNs);
+  printf("sustained launch loop: %ld launches, %ld ns pace, %s%s\n", launches, paceNs,
+         ring.empty() ? "default settings" : "CUTRACE_RING_SIZE=", ring.c_str());
   printf("  events recorded %lu, dropped %lu (%.1f%%), %.2f M events/s offered\n", events, dropped,
          100.0 * static_cast<double>(dropped) / std::max(1.0, recorded + static_cast<double>(dropped)),
          (recorded + static_cast<double>(dropped)) / loopSeconds * 1e-6);
   printf("  peak RSS %ld MB traced, %ld MB bare (+%ld MB)\n", rssKb[1] >> 10, rssKb[0] >> 10, (rssKb[1] - rssKb[0]) >> 10);
-  printf("  .pftrace %.1f B/event, Chrome trace %.1f B/event, exit %.2f s after the loop\n",
-         static_cast<double>(ss.st_size) / std::max(1.0, recorded), static_cast<double>(ts.st_size) / std::max(1.0, recorded),
-         exitSeconds);
-  const std::string stem(trace, strlen(trace) > 11 ? strlen(trace) - 11 : 0);
+  char json[64];
+  if (jsonSkipped) snprintf(json, sizeof(json), "no Chrome trace (past CUTRACE_JSON_LIMIT)");
+  else snprintf(json, sizeof(json), "Chrome trace %.1f B/event", static_cast<double>(ts.st_size) / std::max(1.0, recorded));
+  printf("  .pftrace %.1f B/event, %s, exit %.2f s after the loop\n", static_cast<double>(ss.st_size) / std::max(1.0, recorded),
+         json, exitSeconds);
+  const std::string stem(stream, strlen(stream) > 8 ? strlen(stream) - 8 : 0);
   for (const char* suffix : {".pftrace", ".trace.json", ".folded", ".calls.folded", ".gpu.folded"}) unlink((stem + suffix).c_str());
   return 0;
 }
@@ -321,6 +335,7 @@ int main(int argc, char** argv) {
   std::string libtrace, workerCase;
   long calls = 100000;
   long sustainedLaunches = 0, paceNs = 0;
+  std::string ring;
   int runs = 7;
   int depth = 0;
   for (int i = 1; i < argc; ++i) {
@@ -332,8 +347,9 @@ int main(int argc, char** argv) {
     else if (a == "--depth" && i + 1 < argc) depth = atoi(argv[++i]);
     else if (a == "--sustained" && i + 1 < argc) sustainedLaunches = atol(argv[++i]);
     else if (a == "--pace-ns" && i + 1 < argc) paceNs = atol(argv[++i]);
+    else if (a == "--ring" && i + 1 < argc) ring = argv[++i];
     else {
-      fprintf(stderr, "usage: bench_events --libtrace PATH [--runs N] [--calls N] | [--sustained LAUNCHES [--pace-ns NS]]\n");
+      fprintf(stderr, "usage: bench_events --libtrace PATH [--runs N] [--calls N] | [--sustained LAUNCHES [--pace-ns NS] [--ring SIZE]]\n");
       return 2;
     }
   }
@@ -346,7 +362,7 @@ int main(int argc, char** argv) {
   const ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
   if (len <= 0) return 1;
   self[len] = '\0';
-  if (sustainedLaunches > 0) return sustained(self, libtrace, sustainedLaunches, paceNs);
+  if (sustainedLaunches > 0) return sustained(self, libtrace, sustainedLaunches, paceNs, ring);
 
   printf("cutrace bench_events: %d runs x %ld calls per case, medians, stand-in CUDA libraries\n", runs, calls);
   printf("%-14s %8s %10s %10s %8s %16s %16s %14s %16s\n", "case", "events", "bare ns", "traced ns", "ratio", "wall ns/event",
