@@ -76,8 +76,13 @@ int main(int argc, char** argv) {
       if (waitpid(children[i], &status, WNOHANG) != children[i]) continue;
       done[i] = true;
       --left;
-      if (WIFEXITED(status) && WEXITSTATUS(status) == 0) ++exited;
-      else ++failed;
+      if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+        ++exited;
+      } else {
+        ++failed;  // how, for whoever reads a failed run
+        if (WIFSIGNALED(status)) fprintf(stderr, "fork_storm: child %d killed by signal %d\n", children[i], WTERMSIG(status));
+        else fprintf(stderr, "fork_storm: child %d exited with %d\n", children[i], WEXITSTATUS(status));
+      }
     }
     sleepMs(10);
   }
