@@ -78,6 +78,39 @@ void describeTrack(Writer& w, uint64_t uuid, uint64_t parent, std::string_view n
 
 }  // namespace
 
+bool memoryChangeOf(const TraceData& data, const Event& e, MemoryChange& out) {
+  if (e.kind != EventKind::Api || e.hook >= data.hooks.size() || e.result != 0) return false;
+  const HookDescriptor& h = data.hooks[e.hook];
+  if (h.layer != ApiLayer::Driver || (h.kind != ApiKind::Alloc && h.kind != ApiKind::Free) || e.mem.ptr == 0) return false;
+  out.alloc = h.kind == ApiKind::Alloc;
+  out.ticks = out.alloc ? e.end : e.start;
+  out.ptr = e.mem.ptr;
+  out.bytes = e.mem.bytes;
+  out.device = e.mem.device;
+  return true;
+}
+
+std::string memoryCounterName(int device) {
+  return device >= 0 ? "GPU " + std::to_string(device) + " memory" : std::string("GPU memory");
+}
+
+bool MemoryCounters::apply(const MemoryChange& c, int8_t& device, uint64_t& total) {
+  if (c.alloc) {
+    // A pointer allocated again while live (a free we never saw) counts anew, as the Chrome
+    // trace counts it.
+    device = c.device;
+    live_[c.ptr] = {device, c.bytes};
+    total = totals_[device] += c.bytes;
+    return true;
+  }
+  auto it = live_.find(c.ptr);
+  if (it == live_.end()) return false;  // allocated before tracing began, or not by us
+  device = it->second.first;
+  total = totals_[device] -= it->second.second;
+  live_.erase(it);
+  return true;
+}
+
 bool PerfettoWriter::need(std::vector<bool>& sent, std::size_t iid) {
   if (iid >= sent.size()) sent.resize(std::max<std::size_t>(iid + 1, sent.size() * 2), false);
   if (sent[iid]) return false;
@@ -570,10 +603,55 @@ void PerfettoWriter::encodeThreadEvents(const TraceData& data, std::size_t threa
   }
 }
 
+void PerfettoWriter::collectMemoryChanges(const TraceData& data, std::size_t thread) {
+  const auto& events = data.threads[thread].events;
+  MemoryChange c;
+  for (std::size_t i = threads_[thread].events; i < events.size(); ++i) {
+    if (memoryChangeOf(data, events[i], c)) memoryChanges_.push_back(c);
+  }
+}
+
+void PerfettoWriter::encodeMemoryCounters(const TraceData& data, std::string& out) {
+  // Stable: changes at the same time keep the order of threads, then of recording.
+  std::stable_sort(memoryChanges_.begin(), memoryChanges_.end(),
+                   [](const MemoryChange& a, const MemoryChange& b) { return a.ticks < b.ticks; });
+  for (const MemoryChange& c : memoryChanges_) {
+    const bool fresh = c.alloc && !memory_.seen(c.device);  // a device's first change allocates
+    int8_t device = 0;
+    uint64_t total = 0;
+    if (!memory_.apply(c, device, total)) continue;
+    const uint64_t ns = data.meta.ticks.toMonotonicNs(c.ticks);
+    const uint64_t track = memoryCounterUuid(data.meta.pid, device);
+    if (fresh) {
+      auto p = beginPacket(process_, ns);
+      auto d = w_.begin(pf::TracePacket::kTrackDescriptor);
+      w_.varint(pf::TrackDescriptor::kUuid, track);
+      w_.varint(pf::TrackDescriptor::kParentUuid, process_.uuid);
+      w_.bytes(pf::TrackDescriptor::kName, memoryCounterName(device));
+      auto cd = w_.begin(pf::TrackDescriptor::kCounter);
+      w_.varint(pf::CounterDescriptor::kUnit, pf::CounterDescriptor::kUnitSizeBytes);
+      w_.end(cd);
+      w_.end(d);
+      w_.end(p);
+    }
+    auto p = beginPacket(process_, ns);
+    auto te = w_.begin(pf::TracePacket::kTrackEvent);
+    w_.varint(pf::TrackEvent::kType, pf::TrackEvent::kTypeCounter);
+    w_.varint(pf::TrackEvent::kTrackUuid, track);
+    w_.int64(pf::TrackEvent::kCounterValue, static_cast<int64_t>(total));
+    w_.end(te);
+    w_.end(p);
+    out += w_.buffer();
+    w_.clear();
+  }
+  memoryChanges_.clear();
+}
+
 void PerfettoWriter::encodePass(const TraceData& data, uint64_t nowNs, std::string& out) {
   const TickConverter& ticks = data.meta.ticks;
   if (!processStarted_) startProcess(data, out);
   if (threads_.size() < data.threads.size()) threads_.resize(data.threads.size());
+  for (std::size_t i = 0; i < data.threads.size(); ++i) collectMemoryChanges(data, i);
   for (std::size_t i = 0; i < data.threads.size(); ++i) {
     const ThreadTrack& t = data.threads[i];
     ThreadMark& mark = threads_[i];
@@ -614,6 +692,7 @@ void PerfettoWriter::encodePass(const TraceData& data, uint64_t nowNs, std::stri
       mark.dropped = t.dropped;
     }
   }
+  encodeMemoryCounters(data, out);
 }
 
 void PerfettoWriter::encodeDevice(const TraceData& data, std::string& out) {

@@ -15,6 +15,14 @@
 //   reader finds the host slice as the collector would) and `cutrace`
 //   metadata = the Chrome trace's `metadata` object. Threads that recorded nothing are
 //   described at the end too.
+// - Device memory, on sequence 1 too: a counter track per device (uuid memoryCounterUuid, under
+//   the process track, named memoryCounterName, unit bytes), described just before its first
+//   value; each pass writes COUNTER events for the changes its events made (MemoryChange), in
+//   time order, each the device's allocated bytes after the change: the Chrome trace's counters,
+//   same values at the same times. Absolute MONOTONIC timestamps: changes on different threads
+//   can reach different passes out of time order, and trace_processor sorts a file's packets by
+//   time before importing them. The totals and the live allocations carry over between passes.
+//   Readers that rebuild the events skip these (the Chrome trace recomputes them from events).
 // - One sequence per thread track (id 2 + thread index): its first packet clears the
 //   incremental state and sets the defaults (timestamps on clock 64, delta-encoded, defined by
 //   a ClockSnapshot against MONOTONIC; events on the thread's track) and describes the track.
@@ -103,6 +111,39 @@ inline uint64_t deviceUuid(uint32_t pid, uint32_t device, uint32_t stream) {
   return (uint64_t{pid} << 24) | kDeviceTrackBit | (uint64_t{device & 0x3f} << 16) | (stream & 0xffff);
 }
 inline uint64_t spanUuid(uint32_t pid, uint64_t n) { return (uint64_t{pid} << 24) | kSpanTrackBit | (n & 0x7fffff); }
+// A device's memory counter: below kDeviceTrackBit and above every thread's tracks (which end
+// at 0x100100); one per int8 device number, -1 (unknown) included.
+inline constexpr uint64_t kMemoryCounterBase = 0x200000;
+inline uint64_t memoryCounterUuid(uint32_t pid, int8_t device) {
+  return (uint64_t{pid} << 24) | kMemoryCounterBase | static_cast<uint8_t>(device);
+}
+
+// Device memory as the Chrome trace's "GPU N memory" counters count it: driver-layer
+// allocations and frees that succeeded and name a pointer; an allocation counts at its call's
+// end, a free at its start, and a free of a pointer not seen allocated changes nothing. Changes
+// are applied in time order.
+struct MemoryChange {
+  uint64_t ticks = 0;
+  uint64_t ptr = 0;
+  uint64_t bytes = 0;
+  int8_t device = -1;
+  bool alloc = false;
+};
+// The change `e` makes, if any.
+bool memoryChangeOf(const TraceData& data, const Event& e, MemoryChange& out);
+// The counter's name: "GPU <device> memory", or "GPU memory" when the device is unknown.
+std::string memoryCounterName(int device);
+// The running totals. Memory: the allocations still live, and one total per device seen.
+class MemoryCounters {
+ public:
+  // False when `c` changes nothing; otherwise the device whose total changed and that total.
+  bool apply(const MemoryChange& c, int8_t& device, uint64_t& total);
+  bool seen(int8_t device) const { return totals_.count(device) != 0; }
+
+ private:
+  std::unordered_map<uint64_t, std::pair<int8_t, uint64_t>> live_;  // ptr -> device, bytes
+  std::map<int8_t, uint64_t> totals_;
+};
 
 class PerfettoWriter {
  public:
@@ -157,6 +198,9 @@ class PerfettoWriter {
   uint64_t beginEvent(const TraceData& data, std::size_t thread, std::size_t index);
   void endEvent(Sequence& seq, uint64_t ns, uint64_t track);
   void encodeDevice(const TraceData& data, std::string& out);
+  // The memory counters' changes among a thread's events of this pass, before they are encoded.
+  void collectMemoryChanges(const TraceData& data, std::size_t thread);
+  void encodeMemoryCounters(const TraceData& data, std::string& out);
 
   // Packet assembly. A packet is begun with its timestamp on `seq`, interned entries go into
   // `interned_` first (needX), then the track event.
@@ -197,6 +241,8 @@ class PerfettoWriter {
   std::map<std::tuple<uint32_t, uint32_t, uint16_t, uint16_t, uint32_t, uint32_t, uint64_t>, uint64_t> launchIids_;
   uint64_t nextStringIid_ = 1;
   Demangler demangle_;
+  MemoryCounters memory_;                    // across passes
+  std::vector<MemoryChange> memoryChanges_;  // this pass's
 };
 
 // The stream's file: created once (O_EXCL, no symlink followed) under the first free numbered

@@ -501,3 +501,113 @@ TEST_CASE("pftrace writer: a launch-bound loop with stacks takes under 40 bytes 
   CHECK(chrome(back) == chrome(d));
   CHECK(folded(back, true) == folded(d, true));
 }
+
+namespace {
+
+// Driver allocations and frees from two threads over two passes (the first pass's events
+// released before the second, as the drain does), with what the counters must skip: a runtime
+// allocation, a failed one, frees of pointers never (or no longer) allocated, a null pointer.
+void feedMemory(TraceBuilder& b, PerfettoWriter* writer, std::string* bytes, std::size_t* firstPass = nullptr) {
+  TraceData& d = b.store().data();
+  const auto alloc = static_cast<uint16_t>(d.hooks.size());
+  if (d.hooks.size() == sizeof(test::kTestHooks) / sizeof(test::kTestHooks[0])) {
+    d.hooks.push_back({"cuMemAlloc", ApiLayer::Driver, ApiKind::Alloc});
+    d.hooks.push_back({"cuMemFree", ApiLayer::Driver, ApiKind::Free});
+  }
+  const uint16_t free = alloc + 1;
+  auto call = [&](uint32_t tid, uint16_t hook, uint64_t seq, uint64_t t0, uint64_t t1, uint64_t ptr, uint64_t size,
+                  int8_t device, int32_t result = 0) {
+    Record r;
+    memset(&r, 0, sizeof(r));
+    r.type = RecordType::Api;
+    r.seq = seq;
+    r.t0 = t0;
+    r.t1 = t1;
+    r.hook = hook;
+    r.result = result;
+    r.mem.ptr = ptr;
+    r.mem.bytes = size;
+    r.mem.device = device;
+    r.mem.copyKind = 0xff;
+    b.store().decode(tid, tid, r, nullptr, 0);
+  };
+  call(11, alloc, 1, 100, 200, 0xa000, 1000, 0);
+  call(12, alloc, 1, 250, 350, 0xc000, 500, 0);
+  call(11, alloc, 2, 300, 400, 0xb000, 4096, 1);
+  b.mem(11, test::kCudaMalloc, 3, 450, 500, 64);  // runtime layer: not counted
+  call(11, alloc, 4, 520, 530, 0xe000, 8, 0, /*result=*/2);
+  call(12, free, 2, 600, 650, 0x9999, 0, 0);  // never allocated
+  call(12, alloc, 3, 700, 720, 0xd000, 32, -1);
+  if (writer != nullptr) {
+    writer->encodePass(d, 1000, *bytes);
+    *firstPass = bytes->size();
+    b.store().releaseEvents();
+    writer->eventsReleased();
+  }
+  // Thread 12's free of 0xb000 starts before thread 11's free of 0xa000 but is recorded later.
+  call(11, free, 5, 1100, 1150, 0xa000, 0, 0);
+  call(12, free, 4, 1050, 1200, 0xb000, 0, 1);
+  call(11, free, 6, 1300, 1310, 0xa000, 0, 0);  // no longer allocated
+  call(11, free, 7, 1320, 1330, 0, 0, 0);
+  call(12, alloc, 5, 1400, 1500, 0xa000, 2000, 0);
+  call(12, free, 6, 1600, 1650, 0xd000, 0, -1);
+  b.finish(2000);
+  if (writer != nullptr) writer->encodeEnd(d, 2000, chromeTraceMetadata(d), *bytes);
+}
+
+// "NAME@TS=VALUE" for each "ph":"C" event of a Chrome trace, in order (TS as written, in us).
+std::vector<std::string> chromeCounters(const std::string& json) {
+  std::vector<std::string> out;
+  auto field = [&](std::size_t from, const char* key, char stop) {
+    const std::size_t at = json.find(key, from) + std::strlen(key);
+    return json.substr(at, json.find(stop, at) - at);
+  };
+  for (std::size_t at = json.find("{\"ph\":\"C\""); at != std::string::npos; at = json.find("{\"ph\":\"C\"", at + 1))
+    out.push_back(field(at, "\"name\":\"", '"') + "@" + field(at, "\"ts\":", ',') + "=" + field(at, "\"allocated\":", '}'));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("pftrace writer: device memory counters pass by pass, as the Chrome trace counts them", "[perfetto]") {
+  TraceBuilder streamed, whole;
+  PerfettoWriter writer;
+  std::string bytes;
+  std::size_t firstPass = 0;
+  feedMemory(streamed, &writer, &bytes, &firstPass);
+  feedMemory(whole, nullptr, nullptr);
+  const TraceData& all = whole.store().data();
+
+  struct Seen : PerfettoVisitor {
+    const TraceData* data = nullptr;
+    std::vector<std::string> counters;
+    std::vector<std::string> tracks;
+    void track(const PfTrack& t) override {
+      if (t.kind == PfTrackKind::Other) tracks.push_back(t.name + (t.parent == processUuid(4242) ? " (process)" : ""));
+    }
+    void counter(const PfTrack& t, uint32_t sequence, uint64_t ns, int64_t v) override {
+      Sink ts;
+      ts.putMicros(static_cast<int64_t>(ns - data->meta.originMonotonicNs));
+      counters.push_back(t.name + "@" + ts.text() + "=" + std::to_string(v) + (sequence == 1 ? "" : " off sequence 1"));
+    }
+  } seen;
+  seen.data = &all;
+  std::string error;
+  REQUIRE(readPerfettoBytes(bytes, seen, error));
+  CHECK(seen.tracks == std::vector<std::string>{"GPU 0 memory (process)", "GPU 1 memory (process)", "GPU memory (process)"});
+  const std::vector<std::string> expected = {
+      "GPU 0 memory@0.2=1000", "GPU 0 memory@0.35=1500", "GPU 1 memory@0.4=4096", "GPU memory@0.72=32",
+      "GPU 1 memory@1.05=0",   "GPU 0 memory@1.1=500",   "GPU 0 memory@1.5=2500", "GPU memory@1.6=0"};
+  CHECK(seen.counters == expected);
+  CHECK(chromeCounters(chrome(all)) == expected);
+  // The first pass wrote its own changes, before its events left memory.
+  seen.counters.clear();
+  REQUIRE(readPerfettoBytes(std::string_view(bytes).substr(0, firstPass), seen, error));
+  CHECK(seen.counters == std::vector<std::string>(expected.begin(), expected.begin() + 4));
+
+  // The rebuild ignores them: the Chrome trace read back from the stream is the whole run's.
+  TraceData back;
+  REQUIRE(readPerfettoTraceBytes(bytes, back, error));
+  CHECK(back.eventCount() == all.eventCount());
+  CHECK(chrome(back) == chrome(all));
+}
