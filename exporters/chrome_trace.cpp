@@ -254,41 +254,22 @@ class ChromeWriter {
   // Bytes allocated per device through the hooked driver allocators (the runtime's own calls
   // land there too), as Chrome counter tracks.
   void writeMemoryCounters() {
-    struct Change {
-      uint64_t ticks;
-      uint64_t ptr;
-      uint64_t bytes;
-      int device;
-      bool alloc;
-    };
-    std::vector<Change> changes;
+    std::vector<MemoryChange> changes;
     for (const ThreadTrack& t : data_.threads) {
       for (const Event& e : t.events) {
-        if (e.kind != EventKind::Api || e.hook >= data_.hooks.size() || e.result != 0) continue;
-        const HookDescriptor& h = data_.hooks[e.hook];
-        if (h.layer != ApiLayer::Driver || (h.kind != ApiKind::Alloc && h.kind != ApiKind::Free) || e.mem.ptr == 0) continue;
-        changes.push_back(Change{h.kind == ApiKind::Alloc ? e.end : e.start, e.mem.ptr, e.mem.bytes, e.mem.device,
-                                 h.kind == ApiKind::Alloc});
+        MemoryChange c;
+        if (memoryChangeOf(data_, e, c)) changes.push_back(c);
       }
     }
-    std::sort(changes.begin(), changes.end(), [](const Change& a, const Change& b) { return a.ticks < b.ticks; });
-    std::unordered_map<uint64_t, std::pair<int, uint64_t>> live;
-    std::map<int, uint64_t> perDevice;
-    for (const Change& c : changes) {
-      int device = c.device;
-      if (c.alloc) {
-        live[c.ptr] = {device, c.bytes};
-        perDevice[device] += c.bytes;
-      } else {
-        auto it = live.find(c.ptr);
-        if (it == live.end()) continue;  // allocated before tracing began, or not by us
-        device = it->second.first;
-        perDevice[device] -= it->second.second;
-        live.erase(it);
-      }
+    std::stable_sort(changes.begin(), changes.end(), [](const MemoryChange& a, const MemoryChange& b) { return a.ticks < b.ticks; });
+    MemoryCounters counters;
+    for (const MemoryChange& c : changes) {
+      int8_t device = -1;
+      uint64_t total = 0;
+      if (!counters.apply(c, device, total)) continue;
       sep();
       out_.put("{\"ph\":\"C\",\"name\":");
-      putJsonString(out_, device >= 0 ? "GPU " + std::to_string(device) + " memory" : std::string("GPU memory"));
+      putJsonString(out_, memoryCounterName(device));
       out_.put(",\"pid\":");
       out_.putUint(data_.meta.pid);
       out_.put(",\"tid\":");
@@ -296,7 +277,7 @@ class ChromeWriter {
       out_.put(",\"ts\":");
       out_.putMicros(data_.toTraceNs(c.ticks));
       out_.put(",\"args\":{\"allocated\":");
-      out_.putUint(perDevice[device]);
+      out_.putUint(total);
       out_.put("}}");
     }
   }

@@ -78,39 +78,6 @@ void describeTrack(Writer& w, uint64_t uuid, uint64_t parent, std::string_view n
 
 }  // namespace
 
-bool memoryChangeOf(const TraceData& data, const Event& e, MemoryChange& out) {
-  if (e.kind != EventKind::Api || e.hook >= data.hooks.size() || e.result != 0) return false;
-  const HookDescriptor& h = data.hooks[e.hook];
-  if (h.layer != ApiLayer::Driver || (h.kind != ApiKind::Alloc && h.kind != ApiKind::Free) || e.mem.ptr == 0) return false;
-  out.alloc = h.kind == ApiKind::Alloc;
-  out.ticks = out.alloc ? e.end : e.start;
-  out.ptr = e.mem.ptr;
-  out.bytes = e.mem.bytes;
-  out.device = e.mem.device;
-  return true;
-}
-
-std::string memoryCounterName(int device) {
-  return device >= 0 ? "GPU " + std::to_string(device) + " memory" : std::string("GPU memory");
-}
-
-bool MemoryCounters::apply(const MemoryChange& c, int8_t& device, uint64_t& total) {
-  if (c.alloc) {
-    // A pointer allocated again while live (a free we never saw) counts anew, as the Chrome
-    // trace counts it.
-    device = c.device;
-    live_[c.ptr] = {device, c.bytes};
-    total = totals_[device] += c.bytes;
-    return true;
-  }
-  auto it = live_.find(c.ptr);
-  if (it == live_.end()) return false;  // allocated before tracing began, or not by us
-  device = it->second.first;
-  total = totals_[device] -= it->second.second;
-  live_.erase(it);
-  return true;
-}
-
 bool PerfettoWriter::need(std::vector<bool>& sent, std::size_t iid) {
   if (iid >= sent.size()) sent.resize(std::max<std::size_t>(iid + 1, sent.size() * 2), false);
   if (sent[iid]) return false;

@@ -118,33 +118,6 @@ inline uint64_t memoryCounterUuid(uint32_t pid, int8_t device) {
   return (uint64_t{pid} << 24) | kMemoryCounterBase | static_cast<uint8_t>(device);
 }
 
-// Device memory as the Chrome trace's "GPU N memory" counters count it: driver-layer
-// allocations and frees that succeeded and name a pointer; an allocation counts at its call's
-// end, a free at its start, and a free of a pointer not seen allocated changes nothing. Changes
-// are applied in time order.
-struct MemoryChange {
-  uint64_t ticks = 0;
-  uint64_t ptr = 0;
-  uint64_t bytes = 0;
-  int8_t device = -1;
-  bool alloc = false;
-};
-// The change `e` makes, if any.
-bool memoryChangeOf(const TraceData& data, const Event& e, MemoryChange& out);
-// The counter's name: "GPU <device> memory", or "GPU memory" when the device is unknown.
-std::string memoryCounterName(int device);
-// The running totals. Memory: the allocations still live, and one total per device seen.
-class MemoryCounters {
- public:
-  // False when `c` changes nothing; otherwise the device whose total changed and that total.
-  bool apply(const MemoryChange& c, int8_t& device, uint64_t& total);
-  bool seen(int8_t device) const { return totals_.count(device) != 0; }
-
- private:
-  std::unordered_map<uint64_t, std::pair<int8_t, uint64_t>> live_;  // ptr -> device, bytes
-  std::map<int8_t, uint64_t> totals_;
-};
-
 class PerfettoWriter {
  public:
   // Packets for what `data` gained since the last call; `ticks` maps its event times.
