@@ -18,7 +18,28 @@ uint32_t StringPool::intern(std::string_view text) {
   const auto id = static_cast<uint32_t>(strings_.size());
   strings_.emplace_back(text);
   index_.emplace(strings_.back(), id);
+  bytes_ += text.size();
   return id;
+}
+
+uint32_t StringPool::internBounded(std::string_view text, std::size_t maxStrings, std::size_t maxBytes) {
+  if (strings_.size() < maxStrings && bytes_ + text.size() <= maxBytes) return intern(text);
+  auto it = index_.find(std::string(text));
+  if (it != index_.end()) return it->second;
+  transient_.emplace_back(text);
+  return kTransientId | static_cast<uint32_t>(transient_.size() - 1);
+}
+
+void StringPool::dropTransient(const std::vector<uint32_t*>& keep) {
+  std::vector<std::string> kept;
+  std::unordered_map<uint32_t, uint32_t> moved;
+  for (uint32_t* id : keep) {
+    if (!isTransient(*id)) continue;
+    auto [it, added] = moved.try_emplace(*id, kTransientId | static_cast<uint32_t>(kept.size()));
+    if (added) kept.push_back(get(*id));
+    *id = it->second;
+  }
+  transient_ = std::move(kept);
 }
 
 const char* copyKindName(uint8_t kind) {
@@ -87,7 +108,8 @@ uint32_t Store::nameFromTable(uint32_t id) {
 uint32_t Store::nvtxName(const Record& r, const char* text, std::size_t textLen, uint8_t& flags) {
   if (r.nvtx.truncated) flags |= kEventTextTruncated;
   if (r.nvtx.message != 0) return nameFromTable(r.nvtx.message);
-  return data_.strings.intern(std::string_view(text, std::min<std::size_t>(textLen, r.nvtx.length)));
+  return data_.strings.internBounded(std::string_view(text, std::min<std::size_t>(textLen, r.nvtx.length)),
+                                     stringCap_, stringBytesCap_);
 }
 
 void Store::consume(ThreadState& s, bool retired) {
@@ -128,6 +150,15 @@ void Store::releaseEvents() {
     t.events.clearKeepingBlocks();
     t.releasedOpens += t.opens.size();
     t.opens.clear();
+  }
+  // Transient names (StringPool) still in use: the ranges and spans not yet ended.
+  if (data_.strings.transientCount() != 0) {
+    std::vector<uint32_t*> inUse;
+    for (auto& [id, track] : tracks_)
+      for (auto& [domain, stack] : track.stacks)
+        for (OpenRange& open : stack) inUse.push_back(&open.event.name);
+    for (auto& [rangeId, span] : openSpans_) inUse.push_back(&span.event.name);
+    data_.strings.dropTransient(inUse);
   }
 }
 

@@ -51,6 +51,12 @@ class Store {
   bool outOfMemory() const { return outOfMemory_; }
   // At most this many bytes of stored events (0 = no cap).
   void setMemoryCap(uint64_t bytes) { eventBudget_ = bytes / sizeof(Event); }
+  // NVTX message texts kept for the whole run (StringPool::internBounded); past them, a text not
+  // seen before lives only as long as its event is in memory.
+  void setStringCap(std::size_t strings, std::size_t bytes) {
+    stringCap_ = strings;
+    stringBytesCap_ = bytes;
+  }
 
  private:
   struct OpenRange {
@@ -117,6 +123,8 @@ class Store {
   uint64_t recordsSeen_ = 0;
   uint32_t stacksResolved_ = 0;
   uint64_t eventBudget_ = 0;
+  std::size_t stringCap_ = std::size_t{1} << 16;
+  std::size_t stringBytesCap_ = std::size_t{16} << 20;
   uint64_t eventsStored_ = 0;
   bool outOfMemory_ = false;
 };

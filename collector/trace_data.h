@@ -253,16 +253,36 @@ struct ThreadTrack {
   uint64_t lostEnds = 0;  // NVTX pops/ends lost to a full ring
 };
 
+// Strings by id. Most are kept for the whole run (hook, kernel, frame, domain names). Text the
+// program makes up per call (an NVTX message holding a step number, PyTorch's op ranges with
+// their seq and op_id) would grow the pool with the run: past a cap such text gets a transient
+// id (kTransientId set), held only while an event still in memory uses it (dropTransient).
 class StringPool {
  public:
+  static constexpr uint32_t kTransientId = 0x80000000u;
   StringPool() { intern({}); }  // id 0 is the empty string
   uint32_t intern(std::string_view text);
-  const std::string& get(uint32_t id) const { return strings_[id < strings_.size() ? id : 0]; }
+  // intern() while the pool holds fewer than `maxStrings` strings and `maxBytes` bytes of text;
+  // past that, text not already in it gets a transient id.
+  uint32_t internBounded(std::string_view text, std::size_t maxStrings, std::size_t maxBytes);
+  const std::string& get(uint32_t id) const {
+    if (id & kTransientId) {
+      id &= ~kTransientId;
+      return id < transient_.size() ? transient_[id] : strings_[0];
+    }
+    return strings_[id < strings_.size() ? id : 0];
+  }
+  static bool isTransient(uint32_t id) { return (id & kTransientId) != 0; }
   std::size_t size() const { return strings_.size(); }
+  std::size_t transientCount() const { return transient_.size(); }
+  // Forgets every transient string but those `keep` points at, which get new ids.
+  void dropTransient(const std::vector<uint32_t*>& keep);
 
  private:
   std::vector<std::string> strings_;
   std::unordered_map<std::string, uint32_t> index_;
+  std::size_t bytes_ = 0;
+  std::vector<std::string> transient_;
 };
 
 struct TraceMeta {

@@ -304,10 +304,11 @@ class Folder {
   }
 
   // The node of an event entering above `stack`'s top.
-  uint32_t nodeOf(const TraceData& data, const Stack& stack, const Event& e) {
+  // `label`: a range's label when already known (kNone: from its name).
+  uint32_t nodeOf(const TraceData& data, const Stack& stack, const Event& e, uint32_t label = kNone) {
     const bool insideApi = !stack.empty() && stack.back().api;
     uint32_t node = stack.empty() ? FoldedStacks::kRoot : stack.back().node;
-    if (e.kind == EventKind::NvtxRange) return f_.descend(node, rangeLabel(data, e.name));
+    if (e.kind == EventKind::NvtxRange) return f_.descend(node, label != kNone ? label : rangeLabel(data, e.name));
     const uint32_t stackId = stackIdOf(e);
     if (!insideApi && stackId != 0 && stackId < data.stacks.size() && !data.stacks[stackId].empty())
       node = underStack(data, node, stackId);
@@ -319,12 +320,23 @@ class Folder {
   uint32_t rangeNode(const TraceData& data, const Stack& stack, uint32_t name) {
     return f_.descend(stack.empty() ? FoldedStacks::kRoot : stack.back().node, rangeLabel(data, name));
   }
+  static constexpr uint32_t kNone = UINT32_MAX;
+  uint32_t rangeLabel(const TraceData& data, uint32_t name) {
+    auto labelOf = [&] {
+      TorchOp op;
+      const std::string& text = data.strings.get(name);
+      return f_.label(foldedFrame(parseTorchRange(text, op) ? op.name : std::string_view(text)));
+    };
+    if (StringPool::isTransient(name)) return labelOf();  // a one-off id: not worth a cache entry
+    auto [it, inserted] = rangeLabels_.try_emplace(name, 0);
+    if (inserted) it->second = labelOf();
+    return it->second;
+  }
 
  private:
   // Labels by what they come from, each made once: a stack frame's name, an NVTX range's name
   // (PyTorch op ranges by op name: their seq, op_id and sizes differ every call), an API's
   // name, a kernel's demangled name. A call stack under a given node is walked once.
-  static constexpr uint32_t kNone = UINT32_MAX;
   uint32_t frameLabel(const TraceData& data, uint32_t name) {
     auto [it, inserted] = frameLabels_.try_emplace(name, 0);
     if (inserted) it->second = f_.label(foldedFrame(data.strings.get(name)));
@@ -340,15 +352,6 @@ class Folder {
     bool inserted = false;
     stackEnds_.findOrInsert(key, end, inserted);
     return end;
-  }
-  uint32_t rangeLabel(const TraceData& data, uint32_t name) {
-    auto [it, inserted] = rangeLabels_.try_emplace(name, 0);
-    if (inserted) {
-      TorchOp op;
-      const std::string& text = data.strings.get(name);
-      it->second = f_.label(foldedFrame(parseTorchRange(text, op) ? op.name : std::string_view(text)));
-    }
-    return it->second;
   }
   uint32_t hookLabel(const TraceData& data, uint32_t hook) {
     if (hookLabels_.size() < data.hooks.size()) hookLabels_.resize(data.hooks.size(), kNone);
@@ -409,7 +412,9 @@ struct FoldBuilder::Impl {
   Folder folder;
   struct Thread {
     Folder::Stack stack;
-    std::vector<Event> held;  // recorded inside a CUDA call whose own event is still to come
+    // Recorded inside a CUDA call whose own event is still to come, with a range's label made
+    // when it arrived (a transient name does not outlive its pass).
+    std::vector<std::pair<Event, uint32_t>> held;
     uint64_t folded = 0;  // events of the thread seen, released ones included
     uint64_t opened = 0;  // ThreadTrack::opens seen, released ones included
   };
@@ -418,22 +423,27 @@ struct FoldBuilder::Impl {
   explicit Impl(const FoldOptions& options) : folder(f, options) {}
 
   // A complete event in timeline order (times in trace ns: the views' times).
-  void complete(const TraceData& data, Thread& t, const Event& e) {
+  void complete(const TraceData& data, Thread& t, const Event& e, uint32_t label) {
     const uint64_t start = static_cast<uint64_t>(data.toTraceNs(e.start));
     folder.closeBefore(t.stack, start);
-    folder.push(t.stack, start, static_cast<uint64_t>(data.toTraceNs(e.end)), folder.nodeOf(data, t.stack, e),
+    folder.push(t.stack, start, static_cast<uint64_t>(data.toTraceNs(e.end)), folder.nodeOf(data, t.stack, e, label),
                 e.kind == EventKind::Api, 0);
+  }
+  void hold(const TraceData& data, Thread& t, const Event& e) {
+    t.held.emplace_back(e, e.kind == EventKind::NvtxRange ? folder.rangeLabel(data, e.name) : Folder::kNone);
   }
   // Calls and ranges held for the call they were recorded in: in timeline order (as
   // timelineOrder sorts) before `next`.
   void flushHeld(const TraceData& data, Thread& t) {
     if (t.held.empty()) return;
-    std::stable_sort(t.held.begin(), t.held.end(), [](const Event& x, const Event& y) {
+    std::stable_sort(t.held.begin(), t.held.end(), [](const auto& a, const auto& b) {
+      const Event& x = a.first;
+      const Event& y = b.first;
       if (x.start != y.start) return x.start < y.start;
       if (x.end != y.end) return x.end > y.end;
       return x.seq < y.seq;
     });
-    for (const Event& e : t.held) complete(data, t, e);
+    for (const auto& [e, label] : t.held) complete(data, t, e, label);
     t.held.clear();
   }
   void open(const TraceData& data, Thread& t, const ThreadTrack::RangeOpen& o) {
@@ -446,7 +456,7 @@ struct FoldBuilder::Impl {
   void event(const TraceData& data, Thread& t, const Event& e) {
     if (!folder.folds(data, e)) return;
     if (e.flags & kEventInsideCall) {
-      t.held.push_back(e);
+      hold(data, t, e);
       return;
     }
     if (e.kind == EventKind::NvtxRange) {
@@ -461,7 +471,7 @@ struct FoldBuilder::Impl {
         return;
       }
     }
-    t.held.push_back(e);
+    hold(data, t, e);
     flushHeld(data, t);
   }
 };

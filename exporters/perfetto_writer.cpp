@@ -406,11 +406,12 @@ uint64_t PerfettoWriter::beginEvent(const TraceData& data, std::size_t thread, s
     nameText = h.displayName;
   } else {
     category = 3;
-    nameIid = std::size_t{hookCount} + 1 + e.name;
+    // A transient name (StringPool) is written with its event, never interned: it is a one-off.
+    nameIid = StringPool::isTransient(e.name) ? 0 : std::size_t{hookCount} + 1 + e.name;
     nameText = data.strings.get(e.name);
   }
   needCategory(seq, category);
-  needName(seq, nameIid, nameText);
+  if (nameIid != 0) needName(seq, nameIid, nameText);
   if (withSeq) needAnnotation(seq, Ann::Seq);
   const uint32_t stack = stackIdOf(e);
   const bool withStack = stack != 0 && stack < data.stacks.size() && !data.stacks[stack].empty();
@@ -469,7 +470,8 @@ uint64_t PerfettoWriter::beginEvent(const TraceData& data, std::size_t thread, s
   w_.varint(pf::TrackEvent::kType, e.kind == EventKind::NvtxMark ? pf::TrackEvent::kTypeInstant : pf::TrackEvent::kTypeSliceBegin);
   if (track != 0) w_.varint(pf::TrackEvent::kTrackUuid, track);
   w_.varint(pf::TrackEvent::kCategoryIids, category);
-  w_.varint(pf::TrackEvent::kNameIid, nameIid);
+  if (nameIid != 0) w_.varint(pf::TrackEvent::kNameIid, nameIid);
+  else utf8(w_, pf::TrackEvent::kName, nameText);
   if (withSeq) annotationUint(Ann::Seq, e.seq);
   if (hook != nullptr) {
     switch (hook->kind) {

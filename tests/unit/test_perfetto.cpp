@@ -611,3 +611,55 @@ TEST_CASE("pftrace writer: device memory counters pass by pass, as the Chrome tr
   CHECK(back.eventCount() == all.eventCount());
   CHECK(chrome(back) == chrome(all));
 }
+
+// Text a program makes up per call (a step number in every NVTX message) must not grow memory
+// with the run: past the pool's cap it lives only while its event is in memory, is written
+// inline (not interned) and still reads back, folds and names a range left open across passes.
+TEST_CASE("pftrace writer: one-off NVTX messages past the string cap do not stay in memory", "[perfetto][strings]") {
+  TraceBuilder b;
+  Store& store = b.store();
+  TraceData& d = store.data();
+  store.setStringCap(4, 1 << 20);  // "" and three messages
+  PerfettoWriter writer;
+  FoldBuilder folded;
+  std::string bytes;
+  auto pass = [&](uint64_t now) {
+    writer.encodePass(d, now, bytes);
+    folded.pass(d);
+    store.releaseEvents();
+    writer.eventsReleased();
+  };
+  for (uint16_t i = 0; i < 3; ++i) {
+    b.push(7, i, 10 + 2 * i, 0, "warm " + std::to_string(i));
+    b.pop(7, 11 + 2 * i, 0);
+  }
+  b.push(7, 3, 20, 0, "outer 42");  // transient, open across every pass below
+  constexpr int kSteps = 50;
+  for (int i = 0; i < kSteps; ++i) {
+    const uint64_t t = 30 + 10 * static_cast<uint64_t>(i);
+    b.push(7, 4 + static_cast<uint64_t>(i), t, 1, "step " + std::to_string(i));
+    b.pop(7, t + 5, 1);
+    if (i % 10 == 9) {
+      pass(t + 6);
+      CHECK(d.strings.transientCount() == 1);  // the open range's name only
+    }
+  }
+  b.pop(7, 1000, 0);
+  pass(1001);
+  CHECK(d.strings.size() == 4);
+  CHECK(d.strings.transientCount() == 0);
+  b.finish(2000);
+  const FoldedStacks f = folded.finish(d);
+  CHECK(f.find("outer #42;step #7") != nullptr);
+  CHECK(f.find("outer #42") != nullptr);
+
+  TraceData back;
+  std::string error;
+  const PfMetadataSource known{nullptr, nullptr, &d};
+  REQUIRE(rebuildPerfettoBytes(bytes, known, back, error));
+  std::vector<std::string> names;
+  for (const Event& e : back.threads.at(0).events) names.push_back(back.strings.get(e.name));
+  REQUIRE(names.size() == 3 + 1 + kSteps);
+  CHECK(std::count(names.begin(), names.end(), "outer 42") == 1);
+  for (int i = 0; i < kSteps; ++i) CHECK(std::count(names.begin(), names.end(), "step " + std::to_string(i)) == 1);
+}
