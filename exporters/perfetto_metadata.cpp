@@ -136,12 +136,16 @@ constexpr PfMetadataSource kFromFile{processJson, finalJson, nullptr};
 
 }  // namespace
 
-bool readPerfettoTrace(const std::string& path, TraceData& out, std::string& error, PfRebuildInfo* info) {
-  return rebuildPerfetto(path, kFromFile, out, error, info);
+const PfMetadataSource& perfettoFileMetadata() { return kFromFile; }
+
+bool readPerfettoTrace(const std::string& path, TraceData& out, std::string& error, PfRebuildInfo* info,
+                       const PfRebuildOptions& options) {
+  return rebuildPerfetto(path, kFromFile, out, error, info, options);
 }
 
-bool readPerfettoTraceBytes(std::string_view bytes, TraceData& out, std::string& error, PfRebuildInfo* info) {
-  return rebuildPerfettoBytes(bytes, kFromFile, out, error, info);
+bool readPerfettoTraceBytes(std::string_view bytes, TraceData& out, std::string& error, PfRebuildInfo* info,
+                            const PfRebuildOptions& options) {
+  return rebuildPerfettoBytes(bytes, kFromFile, out, error, info, options);
 }
 
 }  // namespace cutrace

@@ -708,8 +708,8 @@ uint8_t copyKindOf(std::string_view name) {
 
 class Rebuild : public PerfettoVisitor {
  public:
-  Rebuild(TraceData& data, PfRebuildInfo& info, const PfMetadataSource& source)
-      : d_(data), info_(info), source_(source) {
+  Rebuild(TraceData& data, PfRebuildInfo& info, const PfMetadataSource& source, const PfRebuildOptions& options)
+      : d_(data), info_(info), source_(source), options_(options) {
     if (const TraceData* k = source.known) {
       d_.meta = k->meta;
       d_.hooks = k->hooks;  // their names are the process's static strings
@@ -764,7 +764,7 @@ class Rebuild : public PerfettoVisitor {
       device(s);
       return;
     }
-    if (s.sequence == kProcessSequenceId) {
+    if (s.sequence == kPfProcessSequence) {
       ++info_.skippedEvents;
       return;
     }
@@ -785,15 +785,19 @@ class Rebuild : public PerfettoVisitor {
         ++info_.skippedEvents;
         return;
       }
+      if (s.callstackIid >= kMaxStackId) {
+        error_ = "callstack iid " + std::to_string(s.callstackIid) + " out of range";
+        return;
+      }
+      // The stack table has the size it has without a window; the stacks of events left out
+      // stay empty (nothing written names them).
+      if (s.callstackIid != 0) stackTableSize_ = std::max<uint64_t>(stackTableSize_, s.callstackIid + 1);
+      if (outside(s.startNs, s.endNs)) return;
       e.kind = EventKind::Api;
       e.hook = static_cast<uint16_t>(s.nameIid - 1);
       apiPayload(s, d_.hooks[e.hook].kind, e);
       if (const PfAnnotation* a = s.find(Ann::Result)) e.result = static_cast<int32_t>(a->asInt());
       if (s.callstackIid != 0) {
-        if (s.callstackIid >= kMaxStackId) {
-          error_ = "callstack iid " + std::to_string(s.callstackIid) + " out of range";
-          return;
-        }
         const auto id = static_cast<uint32_t>(s.callstackIid);
         if (d_.stacks.size() <= id) d_.stacks.resize(id + 1);
         if (d_.stacks[id].empty()) {
@@ -802,6 +806,7 @@ class Rebuild : public PerfettoVisitor {
         memcpy(e.raw + kStackIdOffset, &id, sizeof(id));
       }
     } else if (s.category == kCategories[2]) {
+      if (outside(s.startNs, s.instant ? s.startNs : s.endNs)) return;
       e.name = d_.strings.intern(s.name);
       const PfAnnotation* range = s.find(Ann::RangeId);
       if (s.instant) {
@@ -842,6 +847,7 @@ class Rebuild : public PerfettoVisitor {
         t.seqEnd = f.seqEnd;
       }
     }
+    if (stackTableSize_ > d_.stacks.size()) d_.stacks.resize(stackTableSize_);
     if (final_.distinctStacks + 1 > d_.stacks.size() && final_.distinctStacks < kMaxStackId)
       d_.stacks.resize(final_.distinctStacks + 1);
     // Each device event's CUPTI API record (the writer keeps the call's thread and interval):
@@ -850,10 +856,8 @@ class Rebuild : public PerfettoVisitor {
     for (const Link& l : links_)
       if (correlations.emplace(l.correlation, true).second)
         d_.apiActivity.push_back(ApiActivity{l.start, l.end, l.tid, l.correlation});
-    d_.meta.ticks = TickConverter(ClockAnchor{0, 0}, ClockAnchor{0, 0}, true);
+    d_.meta.ticks = kIdentity;
   }
-
-  static constexpr uint32_t kProcessSequenceId = 1;
 
  private:
   struct Thread {
@@ -863,6 +867,20 @@ class Rebuild : public PerfettoVisitor {
     uint64_t start, end;
     uint32_t tid, correlation;
   };
+  // Rebuilt times are CLOCK_MONOTONIC ns: ticks are the identity.
+  static inline const TickConverter kIdentity{ClockAnchor{0, 0}, ClockAnchor{0, 0}, true};
+
+  // A host event out of the window (counted); its times as TraceData::toTraceNs computes them.
+  bool outside(uint64_t start, uint64_t end) {
+    if (!options_.windowed) return false;
+    const uint64_t origin = d_.meta.originMonotonicNs;
+    if (options_.window.holds(static_cast<int64_t>(kIdentity.toMonotonicNs(start) - origin),
+                              static_cast<int64_t>(kIdentity.toMonotonicNs(end) - origin)))
+      return false;
+    ++info_.outsideWindow;
+    return true;
+  }
+
   // Stack ids are the writer's StackTable ids (at most Config::maxStacks, 2^16): one far past
   // that is not a cutrace stream, and would cost the rebuild a table of its size.
   static constexpr uint64_t kMaxStackId = uint64_t{1} << 20;
@@ -1007,6 +1025,8 @@ class Rebuild : public PerfettoVisitor {
       ++info_.skippedEvents;
       return;
     }
+    if (options_.windowed && !options_.window.holds(d_.monotonicToTraceNs(s.startNs), d_.monotonicToTraceNs(s.endNs)))
+      return;
     auto value = [&](Ann a) -> uint64_t {
       const PfAnnotation* x = s.find(a);
       return x != nullptr ? x->value : 0;
@@ -1048,6 +1068,8 @@ class Rebuild : public PerfettoVisitor {
   TraceData& d_;
   PfRebuildInfo& info_;
   const PfMetadataSource& source_;
+  const PfRebuildOptions& options_;
+  uint64_t stackTableSize_ = 0;  // the largest callstack iid seen + 1
   PfFinalMetadata final_;
   std::string error_;
   uint32_t pid_ = 0;
@@ -1056,9 +1078,10 @@ class Rebuild : public PerfettoVisitor {
   std::vector<Link> links_;
 };
 
-bool rebuild(Input& in, TraceData& out, const PfMetadataSource& source, std::string& error, PfRebuildInfo* infoOut) {
+bool rebuild(Input& in, TraceData& out, const PfMetadataSource& source, std::string& error, PfRebuildInfo* infoOut,
+             const PfRebuildOptions& options) {
   PfRebuildInfo info;
-  Rebuild visitor(out, info, source);
+  Rebuild visitor(out, info, source, options);
   if (!readInput(in, visitor, error, &info.stats)) return false;
   visitor.finish();
   if (infoOut != nullptr) *infoOut = info;
@@ -1089,20 +1112,20 @@ bool readPerfettoBytes(std::string_view bytes, PerfettoVisitor& visitor, std::st
 }
 
 bool rebuildPerfetto(const std::string& path, const PfMetadataSource& source, TraceData& out, std::string& error,
-                     PfRebuildInfo* info) {
+                     PfRebuildInfo* info, const PfRebuildOptions& options) {
   const int fd = openInput(path, error);
   if (fd < 0) return false;
   Input in(fd);
-  const bool ok = rebuild(in, out, source, error, info);
+  const bool ok = rebuild(in, out, source, error, info, options);
   close(fd);
   if (!ok) error = path + ": " + error;
   return ok;
 }
 
 bool rebuildPerfettoBytes(std::string_view bytes, const PfMetadataSource& source, TraceData& out, std::string& error,
-                          PfRebuildInfo* info) {
+                          PfRebuildInfo* info, const PfRebuildOptions& options) {
   Input in(bytes);
-  return rebuild(in, out, source, error, info);
+  return rebuild(in, out, source, error, info, options);
 }
 
 }  // namespace cutrace

@@ -20,6 +20,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -132,6 +133,31 @@ struct PfRebuildInfo {
   bool ended = false;             // the `cutrace` metadata is there: the process ended normally
   uint64_t metadataEvents = 0;    // its "events" (when ended)
   uint64_t skippedEvents = 0;     // slices that are not a cutrace event (unknown hook, category)
+  uint64_t outsideWindow = 0;     // host events left out by PfRebuildOptions::window
+};
+
+// The sequence the writer puts the process's metadata and tracks on: no thread's events.
+inline constexpr uint32_t kPfProcessSequence = 1;
+
+// A part of a run in trace ns: CLOCK_MONOTONIC minus the process's origin (ts_origin_ns of its
+// `cutrace.process` metadata, which the final metadata repeats), ts 0 of the Chrome trace. An
+// event is in it when it overlaps [fromNs, toNs), kept whole: start < toNs and end > fromNs;
+// one of no duration (an NVTX mark, end <= start) when fromNs <= start < toNs.
+struct PfWindow {
+  int64_t fromNs = 0;
+  int64_t toNs = std::numeric_limits<int64_t>::max();
+  bool holds(int64_t start, int64_t end) const {
+    if (end <= start) return start >= fromNs && start < toNs;
+    return start < toNs && end > fromNs;
+  }
+};
+
+struct PfRebuildOptions {
+  // Only the events in the window: host events by their own times (a mark by its start), device
+  // work by its own. The others are never stored, so a rebuild's memory follows the window, not
+  // the file; threads, names, stacks, metadata and drop counts are rebuilt as without it.
+  bool windowed = false;
+  PfWindow window;
 };
 
 // Where a rebuild takes the process's own figures from. In the tools: the stream's metadata
@@ -157,9 +183,13 @@ struct PfMetadataSource {
   const TraceData* known = nullptr;  // instead of both: the figures as given
 };
 bool rebuildPerfetto(const std::string& path, const PfMetadataSource& source, TraceData& out, std::string& error,
-                     PfRebuildInfo* info = nullptr);
+                     PfRebuildInfo* info = nullptr, const PfRebuildOptions& options = {});
 bool rebuildPerfettoBytes(std::string_view bytes, const PfMetadataSource& source, TraceData& out,
-                          std::string& error, PfRebuildInfo* info = nullptr);
+                          std::string& error, PfRebuildInfo* info = nullptr, const PfRebuildOptions& options = {});
+
+// The tools' source: the stream's own metadata JSON (exporters/perfetto_metadata.cpp; the reader
+// library only), for readPerfettoTrace and for visitors that want the same figures.
+const PfMetadataSource& perfettoFileMetadata();
 
 // One process's stream back as the TraceData it was written from, for the Chrome and folded
 // writers: threads (by sequence, i.e. in the writer's order) with their events in the order
@@ -168,8 +198,9 @@ bool rebuildPerfettoBytes(std::string_view bytes, const PfMetadataSource& source
 // links the writer recorded, drop counts. Times are CLOCK_MONOTONIC ns and meta.ticks is the
 // identity. A file holding several processes is refused. (The reader library only: it parses the
 // metadata JSON.)
-bool readPerfettoTrace(const std::string& path, TraceData& out, std::string& error, PfRebuildInfo* info = nullptr);
+bool readPerfettoTrace(const std::string& path, TraceData& out, std::string& error, PfRebuildInfo* info = nullptr,
+                       const PfRebuildOptions& options = {});
 bool readPerfettoTraceBytes(std::string_view bytes, TraceData& out, std::string& error,
-                            PfRebuildInfo* info = nullptr);
+                            PfRebuildInfo* info = nullptr, const PfRebuildOptions& options = {});
 
 }  // namespace cutrace

@@ -119,44 +119,50 @@ bool stepNumber(std::string_view name, uint64_t& n) {
   return !digits.empty() && ec == std::errc() && end == digits.data() + digits.size();
 }
 
-// The window of steps A..B from the step ranges; false when there are none.
-bool findSteps(const TraceData& data, Window& w) {
-  bool found = false;
-  for (const ThreadTrack& t : data.threads) {
-    for (const Event& e : t.events) {
-      if (e.kind != EventKind::NvtxRange && e.kind != EventKind::NvtxSpan) continue;
-      uint64_t n = 0;
-      if (!stepNumber(data.strings.get(e.name), n) || n < w.firstStep || n > w.lastStep) continue;
-      const int64_t start = data.toTraceNs(e.start), end = data.toTraceNs(e.end);
-      w.fromNs = found ? std::min(w.fromNs, start) : start;
-      w.toNs = found ? std::max(w.toNs, end) : end;
-      found = true;
-    }
+// The first pass of --steps, over the stream as it is read: the window from the first start to
+// the last end of the step ranges A..B, the NVTX ranges (not marks) on the threads' sequences
+// as the rebuild reads them; times from the origin of the process's metadata.
+class StepFinder : public PerfettoVisitor {
+ public:
+  explicit StepFinder(const Window& w) : first_(w.firstStep), last_(w.lastStep) {
+    meta_.meta.ticks = TickConverter(ClockAnchor{0, 0}, ClockAnchor{0, 0}, true);  // as rebuilt
   }
-  return found;
-}
 
-bool inWindow(const Window& w, int64_t start, int64_t end) {
-  if (end <= start) return start >= w.fromNs && start < w.toNs;
-  return start < w.toNs && end > w.fromNs;
-}
-
-// Keeps what overlaps the window. False when out of memory.
-bool cutToWindow(TraceData& data, const Window& w) {
-  for (ThreadTrack& t : data.threads) {
-    BlockList<Event> kept;
-    for (const Event& e : t.events) {
-      const bool instant = e.kind == EventKind::NvtxMark;
-      const int64_t start = data.toTraceNs(e.start);
-      if (inWindow(w, start, instant ? start : data.toTraceNs(e.end)) && !kept.push_back(e)) return false;
-    }
-    t.events = std::move(kept);
+  void metadata(std::string_view name, std::string_view value) override {
+    // A malformed metadata is the rebuild's to report (the second pass).
+    const PfMetadataSource& source = perfettoFileMetadata();
+    std::string ignored;
+    if (name == "cutrace.process" && !haveProcess_) haveProcess_ = source.process(value, meta_, ignored);
+    else if (name == "cutrace") source.final(value, meta_, final_, ignored);
   }
-  std::erase_if(data.device, [&](const DeviceEvent& d) {
-    return !inWindow(w, data.monotonicToTraceNs(d.start), data.monotonicToTraceNs(d.end));
-  });
-  return true;
-}
+
+  void slice(const PfSlice& s) override {
+    if (s.track->kind == PfTrackKind::Device || s.sequence == kPfProcessSequence || s.instant ||
+        s.category != kCategories[2])
+      return;
+    uint64_t n = 0;
+    if (!stepNumber(s.name, n) || n < first_ || n > last_) return;
+    start_ = found_ ? std::min(start_, s.startNs) : s.startNs;
+    end_ = found_ ? std::max(end_, s.endNs) : s.endNs;
+    found_ = true;
+  }
+
+  // False when there was no step range A..B.
+  bool window(Window& w) const {
+    if (!found_) return false;
+    w.fromNs = meta_.toTraceNs(start_);
+    w.toNs = meta_.toTraceNs(end_);
+    return true;
+  }
+
+ private:
+  uint64_t first_, last_;
+  TraceData meta_;  // the process's metadata: its origin
+  PfFinalMetadata final_;
+  bool haveProcess_ = false;
+  bool found_ = false;
+  uint64_t start_ = 0, end_ = 0;  // CLOCK_MONOTONIC
+};
 
 int exportOne(const std::string& input, const std::string& outputDir, const FoldOptions& fold, const Window& window) {
   TraceData data;
@@ -170,20 +176,26 @@ int exportOne(const std::string& input, const std::string& outputDir, const Fold
     spdlog::error("export: {}: a Chrome JSON trace; export reads the stream (<stem>.pftrace)", in.name);
     return kExitBadInput;
   }
-  PfRebuildInfo info;
-  if (!(in.whole ? readPerfettoTraceBytes(in.bytes.view(), data, error, &info) : readPerfettoTrace(input, data, error, &info))) {
-    spdlog::error("export: {}{}", in.whole ? in.name + ": " : "", error);
+  const auto badInput = [&](const std::string& why) {
+    spdlog::error("export: {}{}", in.whole ? in.name + ": " : "", why);
     return kExitBadInput;
-  }
-  if (info.stats.packets == 0) {
+  };
+  const auto noPackets = [&] {
     spdlog::error("export: {}: no packets (empty, or not a cutrace stream)", input);
     return kExitBadInput;
-  }
-  const uint64_t allEvents = data.eventCount();
+  };
+  // A window is cut while the stream is read (the events outside it are never stored): memory
+  // follows the window, not the file. --steps first reads the stream once to find its window.
   std::string suffix;
   Window w = window;
+  PfRebuildOptions options;
   if (w.bySteps) {
-    if (!findSteps(data, w)) {
+    StepFinder finder(w);
+    PfReadStats stats;
+    if (!(in.whole ? readPerfettoBytes(in.bytes.view(), finder, error, &stats) : readPerfetto(input, finder, error, &stats)))
+      return badInput(error);
+    if (stats.packets == 0) return noPackets();
+    if (!finder.window(w)) {
       spdlog::error("export: {}: no step range {}-{} (NVTX ranges named ProfilerStep#N or 'step N')", input, w.firstStep,
                     w.lastStep);
       return kExitBadInput;
@@ -192,10 +204,16 @@ int exportOne(const std::string& input, const std::string& outputDir, const Fold
   } else if (w.byTime) {
     suffix = ".window-" + w.fromText + "-" + w.toText;
   }
-  if ((w.bySteps || w.byTime) && !cutToWindow(data, w)) {
-    spdlog::error("export: {}: out of memory", input);
-    return kExitOutput;
+  if (w.bySteps || w.byTime) {
+    options.windowed = true;
+    options.window = PfWindow{w.fromNs, w.toNs};
   }
+  PfRebuildInfo info;
+  if (!(in.whole ? readPerfettoTraceBytes(in.bytes.view(), data, error, &info, options)
+                 : readPerfettoTrace(input, data, error, &info, options)))
+    return badInput(error);
+  if (info.stats.packets == 0) return noPackets();
+  const uint64_t allEvents = data.eventCount() + info.outsideWindow;
   const std::size_t slash = input.rfind('/');
   const std::string dir = !outputDir.empty() ? outputDir : slash == std::string::npos ? "." : input.substr(0, slash);
   std::string stem = slash == std::string::npos ? input : input.substr(slash + 1);
