@@ -248,6 +248,9 @@ void drainPass() {
     if (gl.symbolizer == nullptr) gl.symbolizer = new Symbolizer();
     gl.store->resolveStacks(stacks::table(), *gl.symbolizer);
   }
+  // Device work CUPTI has delivered so far goes into the stream with this pass, so memory holds
+  // it for one pass, not for the run (lock order: the drain mutex, then CUPTI's).
+  Cupti::collect(gl.store->data(), gl.names);
   // Nothing is written for a process that recorded nothing (a shell, a helper process).
   if (gl.stream != nullptr && gl.store->data().eventCount() + gl.store->data().droppedEvents() > 0) {
     TraceMeta& meta = gl.store->data().meta;

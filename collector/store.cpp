@@ -151,6 +151,11 @@ void Store::releaseEvents() {
     t.releasedOpens += t.opens.size();
     t.opens.clear();
   }
+  // Device work and CUPTI's API records went into the stream too (the writer keeps the API
+  // records it may still need).
+  data_.releasedDevice += data_.device.size();
+  data_.device.clear();
+  data_.apiActivity.clear();
   // Transient names (StringPool) still in use: the ranges and spans not yet ended.
   if (data_.strings.transientCount() != 0) {
     std::vector<uint32_t*> inUse;

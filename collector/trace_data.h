@@ -310,6 +310,7 @@ struct TraceData {
   StringPool strings;
   std::unordered_map<uint64_t, uint32_t> categoryNames;  // (domain << 32 | category) -> string
   std::vector<DeviceEvent> device;
+  uint64_t releasedDevice = 0;  // device events already written to the stream, no longer in `device`
   std::vector<ApiActivity> apiActivity;
   CuptiInfo cupti;
   // Call stacks by id (an Api event's payload `stack`): frame names in `strings`, innermost

@@ -533,7 +533,7 @@ class ChromeWriter {
     out_.put(",\"dropped_records\":");
     out_.putUint(data_.cupti.droppedRecords);
     out_.put(",\"device_events\":");
-    out_.putUint(data_.device.size());
+    out_.putUint(data_.releasedDevice + data_.device.size());
     std::size_t linked = 0;
     for (const HostLink& l : links_) linked += l.thread >= 0;
     out_.put(",\"linked_to_host\":");

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "exporters/json_writer.h"
 #include "exporters/output_files.h"
@@ -662,11 +663,24 @@ void PerfettoWriter::encodePass(const TraceData& data, uint64_t nowNs, std::stri
     }
   }
   encodeMemoryCounters(data, out);
+  encodeDevice(data, out);
 }
 
 void PerfettoWriter::encodeDevice(const TraceData& data, std::string& out) {
-  std::vector<uint32_t> order(data.device.size());
-  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  // The CUDA calls CUPTI reported (thread, interval, correlation id), kept until the device work
+  // they caused arrives, which may be passes later: the most recent kMaxApiRecords.
+  for (; apiSeen_ < data.apiActivity.size(); ++apiSeen_) {
+    const ApiActivity& a = data.apiActivity[apiSeen_];
+    if (api_.insert_or_assign(a.correlation, a).second) apiOrder_.push_back(a.correlation);
+    if (apiOrder_.size() > kMaxApiRecords) {
+      api_.erase(apiOrder_.front());
+      apiOrder_.pop_front();
+    }
+  }
+  if (devicesEncoded_ >= data.device.size()) return;
+  std::vector<uint32_t> order;
+  for (auto i = static_cast<uint32_t>(devicesEncoded_); i < data.device.size(); ++i) order.push_back(i);
+  devicesEncoded_ = data.device.size();
   std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
     const DeviceEvent& x = data.device[a];
     const DeviceEvent& y = data.device[b];
@@ -675,12 +689,6 @@ void PerfettoWriter::encodeDevice(const TraceData& data, std::string& out) {
     return x.start < y.start;
   });
   const uint32_t hookCount = static_cast<uint32_t>(data.hooks.size());
-  // The CUDA call behind each device event as CUPTI reported it (its thread and interval, by
-  // correlation id): the reader links the device event to the host slice from these, exactly as
-  // the collector would have. The host slices themselves went into the stream pass by pass and
-  // are no longer held here.
-  std::unordered_map<uint32_t, const ApiActivity*> api;
-  for (const ApiActivity& a : data.apiActivity) api.emplace(a.correlation, &a);
   // CUPTI names a thread by its OS tid, or by pthread_self() when a program's own profiler set
   // it so: written as the OS tid the thread's track carries.
   std::unordered_map<uint32_t, uint32_t> osTid;
@@ -688,15 +696,13 @@ void PerfettoWriter::encodeDevice(const TraceData& data, std::string& out) {
     osTid.emplace(t.tid, t.tid);
     if (t.pthreadLow != 0) osTid.emplace(t.pthreadLow, t.tid);
   }
-  uint64_t described = 0;
   for (uint32_t i : order) {
     const DeviceEvent& d = data.device[i];
     const uint64_t track = deviceUuid(data.meta.pid, d.device, d.stream);
-    if (track != described) {
+    if (deviceTracks_.insert(track).second) {
       const auto p = beginPacket(process_, d.start);
       describeTrack(w_, track, process_.uuid, "GPU " + std::to_string(d.device) + " stream " + std::to_string(d.stream));
       w_.end(p);
-      described = track;
     }
     const uint32_t category = d.kind == DeviceKind::Kernel ? 4 : d.kind == DeviceKind::Memcpy ? 5 : 6;
     needCategory(process_, category);
@@ -725,11 +731,11 @@ void PerfettoWriter::encodeDevice(const TraceData& data, std::string& out) {
     } else {
       annotationUint(Ann::Bytes, d.bytes);
     }
-    if (auto a = api.find(d.correlation); a != api.end()) {
-      auto tid = osTid.find(a->second->tid);
-      annotationUint(Ann::HostTid, tid != osTid.end() ? tid->second : a->second->tid);
-      annotationUint(Ann::HostStart, a->second->start);
-      annotationUint(Ann::HostEnd, a->second->end);
+    if (auto a = api_.find(d.correlation); a != api_.end()) {
+      auto tid = osTid.find(a->second.tid);
+      annotationUint(Ann::HostTid, tid != osTid.end() ? tid->second : a->second.tid);
+      annotationUint(Ann::HostStart, a->second.start);
+      annotationUint(Ann::HostEnd, a->second.end);
     }
     w_.end(te);
     w_.end(p);

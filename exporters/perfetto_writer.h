@@ -61,6 +61,8 @@
 // Concurrency: one writer per process, used under the collector's drain mutex only.
 
 #include <cstdint>
+#include <unordered_set>
+#include <deque>
 #include <map>
 #include <string>
 #include <tuple>
@@ -130,6 +132,8 @@ class PerfettoWriter {
   // thread's first event again.
   void eventsReleased() {
     for (ThreadMark& t : threads_) t.events = 0;
+    devicesEncoded_ = 0;
+    apiSeen_ = 0;
   }
 
  private:
@@ -170,6 +174,7 @@ class PerfettoWriter {
   // first when it is new; returns the track (0: the thread's).
   uint64_t beginEvent(const TraceData& data, std::size_t thread, std::size_t index);
   void endEvent(Sequence& seq, uint64_t ns, uint64_t track);
+  // The device work `data` gained since the last call, on the process sequence.
   void encodeDevice(const TraceData& data, std::string& out);
   // The memory counters' changes among a thread's events of this pass, before they are encoded.
   void collectMemoryChanges(const TraceData& data, std::size_t thread);
@@ -205,6 +210,13 @@ class PerfettoWriter {
   proto::Writer w_;         // the packets of this call
   proto::Writer interned_;  // InternedData body of the packet being built
   std::vector<uint64_t> frameIids_;
+  // Device work: what of data.device / data.apiActivity was seen, the CUPTI API records by
+  // correlation id (the newest kMaxApiRecords), the GPU stream tracks described.
+  static constexpr std::size_t kMaxApiRecords = std::size_t{1} << 20;
+  std::size_t devicesEncoded_ = 0, apiSeen_ = 0;
+  std::unordered_map<uint32_t, ApiActivity> api_;
+  std::deque<uint32_t> apiOrder_;
+  std::unordered_set<uint64_t> deviceTracks_;
   std::vector<Node> nodes_;       // this pass's, one thread at a time
   std::vector<uint32_t> roots_;   // nodes not wrapped (yet), in recorded order
   std::vector<std::pair<uint32_t, bool>> walk_;  // node, its BEGIN written

@@ -724,3 +724,55 @@ TEST_CASE("pftrace reader: a windowed rebuild is the whole rebuild cut to the wi
   CHECK(withFlows > 50);
   CHECK(partial > 500);
 }
+
+// Device work reaches the stream pass by pass (memory holds one pass of it), with its CUDA
+// call's record from CUPTI possibly a pass earlier: the stream reads back into the same device
+// events and host links as a run written at its end in one go.
+TEST_CASE("pftrace writer: device work pass by pass, linked to calls reported passes before", "[perfetto][device]") {
+  auto run = [](bool release) {
+    TraceBuilder b;
+    Store& store = b.store();
+    TraceData& d = store.data();
+    PerfettoWriter writer;
+    std::string bytes;
+    auto pass = [&](uint64_t now) {
+      writer.encodePass(d, now, bytes);
+      if (!release) return;
+      store.releaseEvents();
+      writer.eventsReleased();
+      CHECK(d.device.empty());
+    };
+    const uint32_t kernel = d.strings.intern("_Z1kv");
+    DeviceEvent k1, k2;
+    k1.start = 950, k1.end = 1900, k1.correlation = 41, k1.device = 0, k1.stream = 7, k1.name = kernel;
+    k2.start = 2000, k2.end = 2400, k2.correlation = 42, k2.device = 0, k2.stream = 7, k2.name = kernel;
+    b.launch(11, test::kCudaLaunchKernel, 0, 200, 900, "_Z1kv");
+    d.apiActivity.push_back({210, 890, 11, 41});
+    d.device.push_back(k1);
+    pass(1000);
+    b.launch(11, test::kCudaLaunchKernel, 1, 1200, 1500, "_Z1kv");
+    d.apiActivity.push_back({1210, 1490, 11, 42});
+    pass(1600);
+    d.device.push_back(k2);  // its call's record came a pass earlier
+    pass(2500);
+    b.finish(3000);
+    writer.encodeEnd(d, 3000, chromeTraceMetadata(d), bytes);
+    TraceData back;
+    std::string error;
+    const PfMetadataSource known{nullptr, nullptr, &d};
+    REQUIRE(rebuildPerfettoBytes(bytes, known, back, error));
+    return back;
+  };
+  TraceData streamed = run(true);
+  TraceData whole = run(false);
+  CHECK(whole.device.size() == 2);
+  REQUIRE(streamed.device.size() == 2);
+  const std::vector<HostLink> links = linkDeviceToHost(streamed);
+  REQUIRE(links.size() == 2);
+  for (std::size_t i = 0; i < 2; ++i) {
+    CAPTURE(i);
+    REQUIRE(links[i].thread == 0);
+    CHECK(streamed.threads[0].events[links[i].event].seq == streamed.device[i].correlation - 41);
+  }
+  CHECK(chrome(streamed) == chrome(whole));
+}
