@@ -38,20 +38,26 @@ bool parse(std::string_view json, simdjson::dom::element& root, const char* what
   return true;
 }
 
-bool processJson(std::string_view json, TraceData& d, std::string& error) {
-  simdjson::dom::element root;
-  if (!parse(json, root, "cutrace.process", error)) return false;
-  TraceMeta& m = d.meta;
+// What both metadata objects say of the process the same way.
+void processFields(simdjson::dom::element root, TraceMeta& m) {
   getString(root, "tool", m.tool);
   getString(root, "version", m.version);
   getString(root, "exe", m.exe);
   getString(root, "hostname", m.hostname);
   getString(root, "capture", m.capture);
-  getString(root, "clock_source", m.clockSource);
   getStrings(root, "command_line", m.commandLine);
+  uint64_t pid = 0;
+  if (getUint(root, "pid", pid)) m.pid = static_cast<uint32_t>(pid);
+}
+
+bool processJson(std::string_view json, TraceData& d, std::string& error) {
+  simdjson::dom::element root;
+  if (!parse(json, root, "cutrace.process", error)) return false;
+  TraceMeta& m = d.meta;
+  processFields(root, m);
+  getString(root, "clock_source", m.clockSource);
   uint64_t u = 0;
   int64_t i = 0;
-  if (getUint(root, "pid", u)) m.pid = static_cast<uint32_t>(u);
   if (getInt(root, "rank", i)) m.rank = static_cast<int>(i);
   if (getUint(root, "ts_origin_ns", u)) m.originMonotonicNs = u;
   if (getInt(root, "realtime_minus_monotonic_ns", i)) m.realtimeMinusMonotonicNs = i;
@@ -78,14 +84,8 @@ bool finalJson(std::string_view json, TraceData& d, PfFinalMetadata& final, std:
   if (!parse(json, root, "cutrace", error)) return false;
   final.ended = true;
   TraceMeta& m = d.meta;
-  getString(root, "tool", m.tool);
-  getString(root, "version", m.version);
-  getString(root, "exe", m.exe);
-  getString(root, "hostname", m.hostname);
-  getString(root, "capture", m.capture);
-  getStrings(root, "command_line", m.commandLine);
+  processFields(root, m);
   uint64_t u = 0;
-  if (getUint(root, "pid", u)) m.pid = static_cast<uint32_t>(u);
   m.rank = getUint(root, "rank", u) ? static_cast<int>(u) : -1;
   if (getUint(root, "events", u)) final.events = u;
   simdjson::dom::element clock, cupti, stacks;
