@@ -555,8 +555,6 @@ void PerfettoWriter::encodeThreadEvents(const TraceData& data, std::size_t threa
       if (!begun) {
         begun = true;
         n.track = beginEvent(data, thread, n.event);
-        out += w_.buffer();
-        w_.clear();
         const std::size_t first = walk_.size();
         for (uint32_t c = n.firstChild; c != kNone; c = nodes_[c].next) walk_.emplace_back(c, false);
         std::reverse(walk_.begin() + static_cast<std::ptrdiff_t>(first), walk_.end());  // popped in order
@@ -565,12 +563,13 @@ void PerfettoWriter::encodeThreadEvents(const TraceData& data, std::size_t threa
       const Event& e = events[n.event];
       if (e.kind != EventKind::NvtxMark) {
         endEvent(seq, ticks.toMonotonicNs(e.end), n.track);
-        out += w_.buffer();
-        w_.clear();
       }
       walk_.pop_back();
     }
   }
+  // The thread's packets of this pass leave in one copy.
+  out += w_.buffer();
+  w_.clear();
 }
 
 void PerfettoWriter::collectMemoryChanges(const TraceData& data, std::size_t thread) {

@@ -209,7 +209,7 @@ TEST_CASE("proto: nested lengths patched for bodies of 127, 128, 16383 and 16384
     const auto inner = w.begin(3);
     std::string payload(body, '\0');
     for (std::size_t i = 0; i < body; ++i) payload[i] = static_cast<char>('a' + i % 26);
-    w.buffer().append(payload);  // an opaque body of exactly `body` bytes
+    w.append(payload.data(), payload.size());  // an opaque body of exactly `body` bytes
     w.end(inner);
     w.fixed64(4, 0x0102030405060708ull);
     w.end(outer);
@@ -257,7 +257,7 @@ TEST_CASE("proto: every prefix of a message reads as its whole fields, then fail
   std::vector<uint64_t> unpacked;
   CHECK(proto::Reader::forEachPacked(whole[4].bytes, [&](uint64_t v) { unpacked.push_back(v); }));
   CHECK(unpacked == packed);
-  const std::string& bytes = w.buffer();
+  const std::string bytes(w.buffer());
   for (std::size_t cut = 0; cut <= bytes.size(); ++cut) {
     CAPTURE(cut);
     // Copied so that a read past `cut` would leave the allocation (caught under ASan).
