@@ -146,12 +146,25 @@ constexpr std::size_t kHeaderBytes = (sizeof(ThreadState) + kPage - 1) & ~(kPage
 
 char* ringMemory(ThreadState* s) { return reinterpret_cast<char*>(s) + kHeaderBytes; }
 
-// A ring for a new owner, counted against the memory cap (config.maxMemory counts ring bytes
-// too). Past the cap the owner gets none: every event of the thread is dropped and counted
-// (its state still carries the counters), with one warning for the process.
-uint64_t reserveRing() {
+// The ring size a new thread asks for: the configured one, or by default kAutoRingBytes while
+// rings hold less than half of the memory cap, then kAutoRingSmallBytes (the threads that start
+// first, a program's main and worker threads, are the busy ones as a rule; a program of
+// thousands of threads still gets a ring for each under the cap).
+uint64_t wantedRingBytes() {
+  const Globals& gl = g();
+  if (gl.config.ringBytes != 0) return gl.config.ringBytes;
+  const uint64_t cap = gl.config.maxMemory;
+  const uint64_t used = gl.ringBytesInUse.load(std::memory_order_relaxed);
+  return cap == 0 || used + kAutoRingBytes <= cap / 2 ? kAutoRingBytes : kAutoRingSmallBytes;
+}
+
+// A ring of `bytes` (or less) for a new owner whose mapping holds `mappedBytes` of ring, counted
+// against the memory cap (config.maxMemory counts ring bytes too). Past the cap the owner gets
+// none: every event of the thread is dropped and counted (its state still carries the
+// counters), with one warning for the process.
+uint64_t reserveRing(uint64_t bytes, uint64_t mappedBytes) {
   Globals& gl = g();
-  const uint64_t bytes = gl.config.ringBytes;
+  bytes = bytes < mappedBytes ? bytes : mappedBytes;
   const uint64_t cap = gl.config.maxMemory;
   uint64_t used = gl.ringBytesInUse.load(std::memory_order_relaxed);
   do {
@@ -183,8 +196,8 @@ void releaseState(ThreadState* s) {
 // 1,000 threads), so the commitment follows use instead.
 constexpr std::size_t kPrefaultBytes = 2 * kPage;
 
-void resetState(ThreadState* s) {
-  s->ringBytes = reserveRing();
+void resetState(ThreadState* s, uint64_t wantedBytes) {
+  s->ringBytes = reserveRing(wantedBytes, s->mappingBytes - kHeaderBytes);
   const uint64_t records = s->ringBytes / kRecordSize;
   auto* ring = ringMemory(s);
   for (std::size_t at = 0; at < kPrefaultBytes && at < s->ringBytes; at += kPage)
@@ -210,9 +223,9 @@ void resetState(ThreadState* s) {
   prctl(PR_GET_NAME, s->name, 0, 0, 0);
 }
 
-ThreadState* newState() {
-  // Header and ring address space for the configured ring, pages touched on use (resetState).
-  const std::size_t bytes = kHeaderBytes + g().config.ringBytes;
+ThreadState* newState(uint64_t ringBytes) {
+  // Header and ring address space, pages touched on use (resetState).
+  const std::size_t bytes = kHeaderBytes + ringBytes;
   if (!addressSpaceAllows(bytes)) return nullptr;  // tracing turns off (attachThread)
   void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (mem == MAP_FAILED) return nullptr;
@@ -478,14 +491,17 @@ ThreadState* attachThread() {
     errno = savedErrno;
     return nullptr;
   }
+  // A state left by a thread that ended keeps its mapping: its owner may get a smaller ring in
+  // it than a new mapping would hold (never a larger one).
+  const uint64_t wanted = wantedRingBytes();
   ThreadState* s = claimFreeState();
-  if (s == nullptr) s = newState();
+  if (s == nullptr) s = newState(wanted);
   if (s == nullptr) {
     errno = savedErrno;
     Collector::disable("cutrace: out of memory for a thread ring");
     return nullptr;
   }
-  resetState(s);
+  resetState(s, wanted);
   s->life.store(Life::Active, std::memory_order_release);
   tls::state = s;
   pthread_setspecific(g().exitKey, s);

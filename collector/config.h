@@ -27,13 +27,23 @@ struct CaptureSpec {
   uint32_t wait = 0, warmup = 0, active = 0, repeat = 0;  // Schedule, as torch.profiler.schedule
 };
 
+// The default rings. A thread issuing calls back to back at 4 M events/s fills 1 MiB in about
+// 6 ms, less than the drain can be kept off its core on a loaded machine (0.7-1.4 % dropped
+// with 1 MiB, none with 4 MiB: bench_events --sustained, 2-core VM, 2026-11-24). Pages are
+// touched on use, so a ring costs what its thread writes; 1,000 threads still get rings under
+// the default cap, the later ones 1 MiB.
+inline constexpr uint64_t kAutoRingBytes = uint64_t{4} << 20;
+inline constexpr uint64_t kAutoRingSmallBytes = uint64_t{1} << 20;
+
 struct Config {
   bool enabled = true;
   bool nvtx = true;
   uint8_t cupti = 0;  // CuptiMode: 0 auto, 1 on, 2 off
   LogLevel log = LogLevel::Info;
   ClockSource clock = ClockSource::Auto;
-  uint64_t ringBytes = 1u << 20;     // per thread
+  // Per-thread ring; 0 (the default): kAutoRingBytes for the first threads, kAutoRingSmallBytes
+  // once rings hold half of maxMemory (Collector's reserveRing).
+  uint64_t ringBytes = 0;
   uint32_t drainIntervalMs = 20;
   StackMode stacks = StackMode::Calls;
   Unwinder unwinder = Unwinder::Auto;

@@ -44,6 +44,30 @@ class ChromeWriter {
     out_.put("}\n");
   }
 
+  // Up to `maxEvents` host events (each thread's first, in the order recorded) and as many device
+  // events with their flows, counted apart.
+  ChromeTraceSample writeSample(std::size_t maxEvents) {
+    ChromeTraceSample sample;
+    links_ = linkDeviceToHost(data_);
+    // Without device work PyTorch's ops have nothing to link (and linking orders every thread's
+    // events: the sample would cost as much as the pass).
+    if (!data_.device.empty()) torch_ = linkTorchOps(data_, links_);
+    for (std::size_t ti = 0; ti < data_.threads.size() && sample.hostEvents < maxEvents; ++ti) {
+      const ThreadTrack& t = data_.threads[ti];
+      const std::size_t n = std::min<std::size_t>(t.events.size(), maxEvents - sample.hostEvents);
+      for (std::size_t i = 0; i < n; ++i) writeEvent(domainTracks_.tidOf(ti, t.events[i]), t.events[i]);
+      sample.hostEvents += n;
+    }
+    sample.hostBytes = out_.bytesWritten();
+    sample.deviceEvents = std::min(data_.device.size(), maxEvents);
+    for (std::size_t i = 0; i < sample.deviceEvents; ++i) {
+      writeDeviceEvent(i);
+      writeFlowOf(i);
+    }
+    sample.deviceBytes = out_.bytesWritten() - sample.hostBytes;
+    return sample;
+  }
+
  private:
   void sep() {
     if (!first_) out_.put(",\n");
@@ -144,68 +168,72 @@ class ChromeWriter {
       if (x.stream != y.stream) return x.stream < y.stream;
       return x.start < y.start;
     });
-    for (uint32_t i : order) {
-      const DeviceEvent& d = data_.device[i];
-      sep();
-      out_.put("{\"ph\":\"X\",\"cat\":\"");
-      out_.put(deviceCategory(d.kind));
-      out_.put("\",\"name\":");
-      putJsonString(out_, deviceName(d));
-      out_.put(",\"pid\":");
-      out_.putUint(data_.meta.pid);
-      out_.put(",\"tid\":");
-      out_.putUint(deviceTrackId(d.device, d.stream));
-      const int64_t start = data_.monotonicToTraceNs(d.start);
-      out_.put(",\"ts\":");
-      out_.putMicros(start);
-      out_.put(",\"dur\":");
-      out_.putMicros(data_.monotonicToTraceNs(d.end) - start);
-      out_.put(",\"args\":{\"correlation\":");
-      out_.putUint(d.correlation);
-      if (d.kind == DeviceKind::Kernel) {
-        dims(",\"grid\":[", static_cast<uint32_t>(d.grid[0]), static_cast<uint32_t>(d.grid[1]), static_cast<uint32_t>(d.grid[2]));
-        dims(",\"block\":[", static_cast<uint32_t>(d.block[0]), static_cast<uint32_t>(d.block[1]), static_cast<uint32_t>(d.block[2]));
-        out_.put(",\"registers\":");
-        out_.putUint(d.registers);
-        out_.put(",\"shared_static\":");
-        out_.putInt(d.staticShared);
-        out_.put(",\"shared_dynamic\":");
-        out_.putInt(d.dynamicShared);
-      } else {
-        out_.put(",\"bytes\":");
-        out_.putUint(d.bytes);
-      }
-      if (links_[i].thread < 0) out_.put(",\"unlinked\":true");
-      const EventRef op = torch_.opOfDevice[i];
-      if (op.thread >= 0) {
-        TorchOp parsed;
-        const Event& range = data_.threads[static_cast<std::size_t>(op.thread)].events[op.event];
-        if (parseTorchRange(data_.strings.get(range.name), parsed)) {
-          out_.put(",\"op\":");
-          putJsonString(out_, parsed.name);
-          if (parsed.hasOpId) {
-            out_.put(",\"op_id\":");
-            out_.putUint(parsed.opId);
-          }
+    for (uint32_t i : order) writeDeviceEvent(i);
+  }
+
+  void writeDeviceEvent(std::size_t i) {
+    const DeviceEvent& d = data_.device[i];
+    sep();
+    out_.put("{\"ph\":\"X\",\"cat\":\"");
+    out_.put(deviceCategory(d.kind));
+    out_.put("\",\"name\":");
+    putJsonString(out_, deviceName(d));
+    out_.put(",\"pid\":");
+    out_.putUint(data_.meta.pid);
+    out_.put(",\"tid\":");
+    out_.putUint(deviceTrackId(d.device, d.stream));
+    const int64_t start = data_.monotonicToTraceNs(d.start);
+    out_.put(",\"ts\":");
+    out_.putMicros(start);
+    out_.put(",\"dur\":");
+    out_.putMicros(data_.monotonicToTraceNs(d.end) - start);
+    out_.put(",\"args\":{\"correlation\":");
+    out_.putUint(d.correlation);
+    if (d.kind == DeviceKind::Kernel) {
+      dims(",\"grid\":[", static_cast<uint32_t>(d.grid[0]), static_cast<uint32_t>(d.grid[1]), static_cast<uint32_t>(d.grid[2]));
+      dims(",\"block\":[", static_cast<uint32_t>(d.block[0]), static_cast<uint32_t>(d.block[1]), static_cast<uint32_t>(d.block[2]));
+      out_.put(",\"registers\":");
+      out_.putUint(d.registers);
+      out_.put(",\"shared_static\":");
+      out_.putInt(d.staticShared);
+      out_.put(",\"shared_dynamic\":");
+      out_.putInt(d.dynamicShared);
+    } else {
+      out_.put(",\"bytes\":");
+      out_.putUint(d.bytes);
+    }
+    if (links_[i].thread < 0) out_.put(",\"unlinked\":true");
+    const EventRef op = torch_.opOfDevice[i];
+    if (op.thread >= 0) {
+      TorchOp parsed;
+      const Event& range = data_.threads[static_cast<std::size_t>(op.thread)].events[op.event];
+      if (parseTorchRange(data_.strings.get(range.name), parsed)) {
+        out_.put(",\"op\":");
+        putJsonString(out_, parsed.name);
+        if (parsed.hasOpId) {
+          out_.put(",\"op_id\":");
+          out_.putUint(parsed.opId);
         }
       }
-      out_.put("}}");
     }
+    out_.put("}}");
   }
 
   // A flow arrow from each launch (or copy, or set) to the device work it produced. The start
   // sits 1 ns into the host call so it binds to that call, not to an enclosing NVTX range.
   void writeFlows() {
-    for (std::size_t i = 0; i < data_.device.size(); ++i) {
-      const HostLink& link = links_[i];
-      if (link.thread < 0) continue;
-      const DeviceEvent& d = data_.device[i];
-      const ThreadTrack& t = data_.threads[static_cast<std::size_t>(link.thread)];
-      const Event& host = t.events[link.event];
-      const char* name = d.kind == DeviceKind::Kernel ? "launch" : d.kind == DeviceKind::Memcpy ? "copy" : "set";
-      writeFlow("flow", name, d.correlation, t.tid, data_.toTraceNs(host.start) + 1, deviceTrackId(d.device, d.stream),
-                data_.monotonicToTraceNs(d.start));
-    }
+    for (std::size_t i = 0; i < data_.device.size(); ++i) writeFlowOf(i);
+  }
+
+  void writeFlowOf(std::size_t i) {
+    const HostLink& link = links_[i];
+    if (link.thread < 0) return;
+    const DeviceEvent& d = data_.device[i];
+    const ThreadTrack& t = data_.threads[static_cast<std::size_t>(link.thread)];
+    const Event& host = t.events[link.event];
+    const char* name = d.kind == DeviceKind::Kernel ? "launch" : d.kind == DeviceKind::Memcpy ? "copy" : "set";
+    writeFlow("flow", name, d.correlation, t.tid, data_.toTraceNs(host.start) + 1, deviceTrackId(d.device, d.stream),
+              data_.monotonicToTraceNs(d.start));
   }
 
   // One arrow: "s" on (tid0, ts0), "f" binding to the enclosing slice on (tid1, ts1).
@@ -604,6 +632,11 @@ class ChromeWriter {
 
 void writeChromeTrace(const TraceData& data, Sink& out, const FoldedStacks* folded) {
   ChromeWriter(data, out, folded).write();
+}
+
+ChromeTraceSample chromeTraceSample(const TraceData& data, std::size_t maxEvents) {
+  Sink out(Sink::kCountOnly);
+  return ChromeWriter(data, out, nullptr).writeSample(maxEvents);
 }
 
 std::string chromeTraceMetadata(const TraceData& data) {

@@ -5,8 +5,8 @@
 namespace cutrace {
 
 bool Sink::flush() {
-  if (fd_ < 0 || buffer_.empty()) return ok();
-  if (ok()) status_ = writeFully(fd_, buffer_.data(), buffer_.size());
+  if (fd_ == -1 || buffer_.empty()) return ok();
+  if (fd_ >= 0 && ok()) status_ = writeFully(fd_, buffer_.data(), buffer_.size());
   written_ += buffer_.size();
   buffer_.clear();
   return ok();

@@ -11,12 +11,16 @@
 namespace cutrace {
 
 // A sink that buffers into a string and hands full chunks to a file descriptor (writeFully:
-// never past the file-size limit), or keeps everything in memory (fd < 0, tests). After the
-// first failed write it writes nothing more; status() says why.
+// never past the file-size limit), or keeps everything in memory (fd -1, tests), or only counts
+// it (kCountOnly). After the first failed write it writes nothing more; status() says why.
 class Sink {
  public:
-  explicit Sink(int fd = -1) : fd_(fd) {
-    if (fd >= 0) buffer_.reserve(kChunk);  // in memory: as large as what is put, no more
+  // In place of a descriptor: what is put is counted (bytesWritten) and dropped chunk by chunk,
+  // in small chunks (a measure takes little memory, even in a process short of it).
+  static constexpr int kCountOnly = -2;
+
+  explicit Sink(int fd = -1) : fd_(fd), chunk_(fd == kCountOnly ? kCountChunk : kChunk) {
+    if (fd != -1) buffer_.reserve(chunk_);  // in memory: as large as what is put, no more
   }
   ~Sink() { flush(); }
   Sink(const Sink&) = delete;
@@ -24,11 +28,11 @@ class Sink {
 
   void put(std::string_view s) {
     buffer_.append(s);
-    if (buffer_.size() >= kChunk) flush();
+    if (buffer_.size() >= chunk_) flush();
   }
   void put(char c) {
     buffer_.push_back(c);
-    if (buffer_.size() >= kChunk) flush();
+    if (buffer_.size() >= chunk_) flush();
   }
   void putUint(uint64_t v);
   void putInt(int64_t v);
@@ -40,12 +44,14 @@ class Sink {
   bool ok() const { return status_ == WriteStatus::Ok; }
   WriteStatus status() const { return status_; }
   uint64_t bytesWritten() const { return written_ + buffer_.size(); }
-  // For in-memory sinks (fd < 0): everything put so far.
+  // For in-memory sinks (fd -1): everything put so far.
   const std::string& text() const { return buffer_; }
 
  private:
   static constexpr std::size_t kChunk = 1 << 20;
+  static constexpr std::size_t kCountChunk = 16 << 10;
   int fd_;
+  std::size_t chunk_;
   std::string buffer_;
   uint64_t written_ = 0;
   WriteStatus status_ = WriteStatus::Ok;

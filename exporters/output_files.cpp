@@ -147,7 +147,8 @@ bool writeInPlace(int dirfd, const std::string& dir, const std::string& base,
 }  // namespace
 
 OutputResult writeOutputFiles(const TraceData& data, const char* directory, const FoldOptions& fold,
-                              const std::string& stem0, uint64_t jsonLimit, const FoldedStacks* runFolded) {
+                              const std::string& stem0, uint64_t jsonLimit, const FoldedStacks* runFolded,
+                              uint64_t jsonEstimate) {
   OutputResult result;
   const std::string dir = directory;
   if (!makeDirectories(dir, result.error)) return result;
@@ -157,9 +158,11 @@ OutputResult writeOutputFiles(const TraceData& data, const char* directory, cons
     return result;
   }
   // A Chrome trace larger than the limit would not open in the viewers it is for: a run with more
-  // events than the smallest events fit is not written at all (no time spent at exit), and one
-  // that turns out larger once written is discarded before it gets a name.
-  result.jsonSkipped = jsonLimit != 0 && data.eventCount() > jsonLimit / kMinJsonBytesPerEvent;
+  // events than the smallest events fit, or whose estimate passes it, is not written at all (no
+  // time spent at exit), and one that turns out larger once written is discarded before it gets a name.
+  result.jsonSkipped =
+      jsonLimit != 0 && (data.eventCount() > jsonLimit / kMinJsonBytesPerEvent || jsonEstimate > jsonLimit);
+  if (result.jsonSkipped) result.jsonBytes = std::max(jsonEstimate, data.eventCount() * kMinJsonBytesPerEvent);
   // Folding the events of `data` is needed for the trace (its metadata.folded) and for GPU time,
   // which only they link; host time and calls come from the run's own folding when given.
   FoldedStacks folded;
@@ -204,6 +207,8 @@ OutputResult writeOutputFiles(const TraceData& data, const char* directory, cons
       pending.pop_back();
       files.erase(files.begin() + static_cast<std::ptrdiff_t>(i--));
       result.jsonSkipped = true;
+      result.jsonBytes = jsonBytes;
+      result.jsonMeasured = true;
     }
   }
   std::string stem;

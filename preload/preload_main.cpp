@@ -33,7 +33,26 @@ struct StreamOutput {
   bool failed = false;
   // The folded stacks of the run, built from each pass's events before they leave memory.
   std::unique_ptr<FoldBuilder> folded;
+  // The Chrome trace's size as the run goes: the JSON of a sample of the passes' events, per
+  // host event and per device event (chromeTraceSample). At exit it is scaled to the run's
+  // events, so that a trace that could not be written is never read back from the stream
+  // (seconds, and ~80 B/event of memory, for nothing).
+  ChromeTraceSample metered;
+  uint64_t unmeteredEvents = 0;
+  uint64_t jsonEstimate(uint64_t hostEvents, uint64_t deviceEvents) const {
+    auto scaled = [](uint64_t bytes, uint64_t sampled, uint64_t all) {
+      return sampled == 0 ? 0 : static_cast<uint64_t>(static_cast<double>(bytes) / static_cast<double>(sampled) * all);
+    };
+    return scaled(metered.hostBytes, metered.hostEvents, hostEvents) +
+           scaled(metered.deviceBytes, metered.deviceEvents, deviceEvents);
+  }
 };
+// A sample costs the drain what writing its JSON does (~200 ns/event) while the rings fill: at
+// most kMeterPassEvents in a pass (~1 ms), every pass until kMeterFirstEvents are measured, then
+// one pass after each kMeterEveryEvents (under 1 ns/event on average).
+constexpr uint64_t kMeterPassEvents = 4096;
+constexpr uint64_t kMeterFirstEvents = 64 << 10;
+constexpr uint64_t kMeterEveryEvents = 16 * kMeterFirstEvents;
 StreamOutput& stream() {
   static StreamOutput* s = new StreamOutput();
   return *s;
@@ -65,6 +84,19 @@ bool streamPass(const TraceData& data, const Config& config, uint64_t nowNs) {
   if (s.failed) return false;
   if (!s.folded) s.folded = std::make_unique<FoldBuilder>(FoldOptions{config.foldedNvtx});
   s.folded->pass(data);
+  if (config.jsonLimit != 0) {
+    uint64_t events = 0;
+    for (const ThreadTrack& t : data.threads) events += t.events.size();
+    s.unmeteredEvents += events;
+    if (events != 0 && (s.metered.hostEvents < kMeterFirstEvents || s.unmeteredEvents >= kMeterEveryEvents)) {
+      const ChromeTraceSample sample = chromeTraceSample(data, kMeterPassEvents);
+      s.metered.hostBytes += sample.hostBytes;
+      s.metered.hostEvents += sample.hostEvents;
+      s.metered.deviceBytes += sample.deviceBytes;
+      s.metered.deviceEvents += sample.deviceEvents;
+      s.unmeteredEvents = 0;
+    }
+  }
   s.writer.eventsReleased();
   return true;
 }
@@ -106,11 +138,14 @@ void writeOutputsAndReport(TraceData& data, const Config& config) {
   const TraceData* view = &data;
   std::string error;
   FoldedStacks runFolded;
+  uint64_t jsonEstimate = 0;
   const bool streamed = !s.failed && s.folded != nullptr;
   if (streamed) {
     runFolded = s.folded->finish(data);
     s.folded.reset();
-    const bool jsonFits = config.jsonLimit == 0 || data.eventCount() <= config.jsonLimit / kMinJsonBytesPerEvent;
+    jsonEstimate = s.jsonEstimate(data.eventCount(), data.releasedDevice + data.device.size());
+    const bool jsonFits = config.jsonLimit == 0 || (data.eventCount() <= config.jsonLimit / kMinJsonBytesPerEvent &&
+                                                    jsonEstimate <= config.jsonLimit);
     if (jsonFits) {
       const PfMetadataSource known{nullptr, nullptr, &data};
       if (!rebuildPerfetto(streamPath, known, rebuilt, error)) error = "cannot read the stream back: " + error;
@@ -122,7 +157,7 @@ void writeOutputsAndReport(TraceData& data, const Config& config) {
   OutputResult r;
   if (error.empty())
     r = writeOutputFiles(*view, config.outputDir, FoldOptions{config.foldedNvtx}, s.file.stem(), config.jsonLimit,
-                         streamed ? &runFolded : nullptr);
+                         streamed ? &runFolded : nullptr, jsonEstimate);
   else
     r.error = error;
   std::string line;
@@ -140,8 +175,9 @@ void writeOutputsAndReport(TraceData& data, const Config& config) {
       line += (i == 0 ? "" : i + 1 == files.size() ? " and " : ", ") + files[i];
     line += ", " + std::to_string(data.eventCount()) + " events, " + std::to_string(data.droppedEvents()) + " dropped";
     if (r.jsonSkipped)
-      line += "; no Chrome trace: it would pass CUTRACE_JSON_LIMIT (" + std::to_string(config.jsonLimit) +
-              " bytes), which Perfetto UI would not open; open the .pftrace, or `cutrace export` it";
+      line += "; no Chrome trace: it would pass CUTRACE_JSON_LIMIT (" + std::to_string(config.jsonLimit) + " bytes) at " +
+              (r.jsonMeasured ? "" : "about ") + std::to_string(r.jsonBytes) +
+              " bytes, which Perfetto UI would not open; open the .pftrace, or `cutrace export` it";
   }
   line += '\n';
   writeDiagnostic(line.c_str());
