@@ -502,6 +502,15 @@ uint64_t PerfettoWriter::beginEvent(const TraceData& data, std::size_t thread, s
     if (e.kind == EventKind::NvtxSpan) annotationUint(Ann::RangeId, e.rangeId);
   }
   if (withStack) w_.varint(pf::TrackEvent::kCallstackIid, stack);
+  if (flows_ && hook != nullptr && !(e.flags & kEventInsideCall) &&
+      (hook->kind == ApiKind::Launch || hook->kind == ApiKind::Graph || hook->kind == ApiKind::Memcpy ||
+       hook->kind == ApiKind::Memset)) {
+    const uint32_t tid = data.threads[thread].tid;
+    w_.fixed64(pf::TrackEvent::kFlowIds, launchFlowId(data.meta.pid, tid, e.seq));
+    std::deque<FlowCall>& calls = flowCalls_[tid];
+    calls.push_back(FlowCall{start, data.meta.ticks.toMonotonicNs(e.end), e.seq});
+    if (calls.size() > kMaxFlowCalls) calls.pop_front();
+  }
   w_.end(te);
   w_.end(p);
   return track;
@@ -619,6 +628,7 @@ void PerfettoWriter::encodeMemoryCounters(const TraceData& data, std::string& ou
 void PerfettoWriter::encodePass(const TraceData& data, uint64_t nowNs, std::string& out) {
   const TickConverter& ticks = data.meta.ticks;
   if (!processStarted_) startProcess(data, out);
+  flows_ = data.cupti.state == "on";
   if (threads_.size() < data.threads.size()) threads_.resize(data.threads.size());
   for (std::size_t i = 0; i < data.threads.size(); ++i) collectMemoryChanges(data, i);
   for (std::size_t i = 0; i < data.threads.size(); ++i) {
@@ -735,6 +745,16 @@ void PerfettoWriter::encodeDevice(const TraceData& data, std::string& out) {
       annotationUint(Ann::HostTid, tid != osTid.end() ? tid->second : a->second.tid);
       annotationUint(Ann::HostStart, a->second.start);
       annotationUint(Ann::HostEnd, a->second.end);
+      // The tagged call that overlaps CUPTI's interval: the last to start before it ends (calls
+      // on one thread do not overlap; those nested in another are not tagged).
+      const uint32_t hostTid = tid != osTid.end() ? tid->second : a->second.tid;
+      if (auto calls = flowCalls_.find(hostTid); calls != flowCalls_.end()) {
+        const std::deque<FlowCall>& c = calls->second;
+        auto it = std::upper_bound(c.begin(), c.end(), a->second.end,
+                                   [](uint64_t v, const FlowCall& f) { return v < f.start; });
+        if (it != c.begin() && (--it)->end >= a->second.start)
+          w_.fixed64(pf::TrackEvent::kFlowIds, launchFlowId(data.meta.pid, hostTid, it->seq));
+      }
     }
     w_.end(te);
     w_.end(p);

@@ -49,6 +49,14 @@
 //   `launch`, an interned string "0x" + hex (a program has few streams); result when non-zero; for NVTX domain, category (its number) and category_name
 //   (when named), unclosed, end_lost, truncated, range_id (start/end ranges). An API call's
 //   stack is callstack_iid.
+//   Flows, while CUPTI records the device timeline (cupti.state "on"): an outermost CUDA call
+//   that can make device work (a launch, graph launch, copy or set) carries flow_ids =
+//   [launchFlowId(pid, tid, seq)], an id known at the call; the device slices whose CUDA call
+//   CUPTI reported carry the same id in flow_ids, found from the call's thread and interval
+//   among the calls the writer tagged (the newest kMaxFlowCalls per thread, the call overlapping
+//   CUPTI's interval, as linkDeviceToHost picks). flow_ids rather than terminating_flow_ids on the
+//   device side: a graph launch makes many device slices, which then show as a chain from it
+//   (trace_processor joins consecutive slices with one id, in time order).
 // - Interned per sequence (each entry in the first packet that uses it): event names (hook i:
 //   iid i + 1; string s of the trace's pool: hookCount + 1 + s), categories (kCategories),
 //   annotation names (kAnnotationNames), annotation string values (see below), frames and
@@ -118,6 +126,16 @@ inline uint64_t spanUuid(uint32_t pid, uint64_t n) { return (uint64_t{pid} << 24
 inline constexpr uint64_t kMemoryCounterBase = 0x200000;
 inline uint64_t memoryCounterUuid(uint32_t pid, int8_t device) {
   return (uint64_t{pid} << 24) | kMemoryCounterBase | static_cast<uint8_t>(device);
+}
+
+// The flow id of a CUDA call: the process and thread in a hash (ids are global in a merged
+// file), plus the call's seq. Never 0.
+inline uint64_t launchFlowId(uint32_t pid, uint32_t tid, uint64_t seq) {
+  uint64_t x = (uint64_t{pid} << 32) | tid;  // splitmix64's finalizer
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  x ^= x >> 31;
+  return (x + seq) | (x + seq == 0);
 }
 
 class PerfettoWriter {
@@ -217,6 +235,14 @@ class PerfettoWriter {
   std::unordered_map<uint32_t, ApiActivity> api_;
   std::deque<uint32_t> apiOrder_;
   std::unordered_set<uint64_t> deviceTracks_;
+  // Flows: the calls tagged with a flow id, by OS tid, in the order they ended (monotonic ns),
+  // the newest kMaxFlowCalls per thread: device work arrives a few passes after its call.
+  struct FlowCall {
+    uint64_t start = 0, end = 0, seq = 0;
+  };
+  static constexpr std::size_t kMaxFlowCalls = std::size_t{1} << 16;
+  bool flows_ = false;  // this pass: CUPTI records the device timeline
+  std::unordered_map<uint32_t, std::deque<FlowCall>> flowCalls_;
   std::vector<Node> nodes_;       // this pass's, one thread at a time
   std::vector<uint32_t> roots_;   // nodes not wrapped (yet), in recorded order
   std::vector<std::pair<uint32_t, bool>> walk_;  // node, its BEGIN written

@@ -776,3 +776,78 @@ TEST_CASE("pftrace writer: device work pass by pass, linked to calls reported pa
   }
   CHECK(chrome(streamed) == chrome(whole));
 }
+
+// Flows while CUPTI records the device timeline: each outermost call that can make device work
+// carries an id of its own (its thread and seq) in flow_ids, and the device slices of that call
+// carry the same id, found from CUPTI's record of the call even passes later; a graph launch's
+// slices all carry its id (a chain from the launch). Calls nested in another, and calls that
+// make no device work, carry none; without CUPTI nothing does.
+TEST_CASE("pftrace writer: flows join each call to its device work, passes apart", "[perfetto][device]") {
+  using Flow = std::pair<uint64_t, uint64_t>;  // track (0: the sequence's default, the thread's), id
+  auto run = [](bool cupti) {
+    TraceBuilder b;
+    Store& store = b.store();
+    TraceData& d = store.data();
+    if (cupti) d.cupti.state = "on";
+    PerfettoWriter writer;
+    std::string bytes;
+    auto pass = [&](uint64_t now) {
+      writer.encodePass(d, now, bytes);
+      store.releaseEvents();
+      writer.eventsReleased();
+    };
+    const uint32_t kernel = d.strings.intern("_Z1kv");
+    auto device = [&](uint64_t start, uint32_t correlation) {
+      DeviceEvent k;
+      k.start = start, k.end = start + 50, k.correlation = correlation, k.device = 0, k.stream = 7, k.name = kernel;
+      d.device.push_back(k);
+    };
+    b.launch(11, test::kCudaLaunchKernel, 0, 200, 900, "_Z1kv");
+    b.launch(11, test::kCuLaunchKernel, 1, 300, 800, "_Z1kv", kNestedCallBit);  // inside the runtime call
+    d.apiActivity.push_back({210, 890, 11, 41});
+    device(950, 41);
+    pass(1000);
+    b.api(11, test::kCudaGraphLaunch, 2, 1200, 1500);
+    d.apiActivity.push_back({1210, 1490, 11, 42});
+    pass(1600);
+    device(2000, 42);  // the graph's kernels, a pass after the call
+    device(2100, 42);
+    b.launch(11, test::kCudaLaunchKernel, 3, 2200, 2300, "_Z1kv");  // its kernel never reported
+    b.api(11, test::kCudaDeviceSynchronize, 4, 2400, 2450);
+    pass(2500);
+    b.finish(3000);
+    writer.encodeEnd(d, 3000, chromeTraceMetadata(d), bytes);
+    std::vector<Flow> flows;
+    proto::Reader trace(bytes);
+    proto::Reader::Field packet;
+    while (trace.next(packet)) {
+      proto::Reader fields = packet.nested();
+      proto::Reader::Field f;
+      while (fields.next(f)) {
+        if (f.number != pf::TracePacket::kTrackEvent) continue;
+        proto::Reader event = f.nested();
+        proto::Reader::Field e;
+        uint64_t track = 0;
+        std::vector<uint64_t> ids;
+        while (event.next(e)) {
+          if (e.number == pf::TrackEvent::kTrackUuid) track = e.value;
+          if (e.number == pf::TrackEvent::kFlowIds) ids.push_back(e.value);
+          CHECK(e.number != pf::TrackEvent::kTerminatingFlowIds);
+        }
+        for (uint64_t id : ids) flows.push_back({track, id});
+      }
+    }
+    CHECK_FALSE(trace.failed());
+    return flows;
+  };
+  const uint64_t gpu = deviceUuid(4242, 0, 7);
+  const auto id = [](uint64_t seq) { return launchFlowId(4242, 11, seq); };
+  // In the order written: a pass's host events, then its device work.
+  const std::vector<Flow> expected = {{0, id(0)}, {gpu, id(0)}, {0, id(2)}, {0, id(3)}, {gpu, id(2)}, {gpu, id(2)}};
+  CHECK(run(true) == expected);
+  CHECK(run(false).empty());
+  // Ids of different threads, seqs and processes differ.
+  CHECK(launchFlowId(4242, 11, 0) != launchFlowId(4242, 12, 0));
+  CHECK(launchFlowId(4242, 11, 1) != launchFlowId(4243, 11, 1));
+  CHECK(launchFlowId(0, 0, 0) != 0);
+}

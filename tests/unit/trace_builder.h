@@ -11,12 +11,15 @@
 
 namespace cutrace::test {
 
-enum Hook : uint16_t { kCudaLaunchKernel, kCuLaunchKernel, kCudaMalloc, kCudaMemcpy, kCudaFree, kCudaDeviceSynchronize };
+enum Hook : uint16_t {
+  kCudaLaunchKernel, kCuLaunchKernel, kCudaMalloc, kCudaMemcpy, kCudaFree, kCudaDeviceSynchronize, kCudaGraphLaunch
+};
 
 inline const HookDescriptor kTestHooks[] = {
     {"cudaLaunchKernel", ApiLayer::Runtime, ApiKind::Launch}, {"cuLaunchKernel", ApiLayer::Driver, ApiKind::Launch},
     {"cudaMalloc", ApiLayer::Runtime, ApiKind::Alloc},        {"cudaMemcpy", ApiLayer::Runtime, ApiKind::Memcpy},
     {"cudaFree", ApiLayer::Runtime, ApiKind::Free},           {"cudaDeviceSynchronize", ApiLayer::Runtime, ApiKind::Sync},
+    {"cudaGraphLaunch", ApiLayer::Runtime, ApiKind::Graph},
 };
 
 class TraceBuilder {
