@@ -311,6 +311,7 @@ struct TraceData {
   std::unordered_map<uint64_t, uint32_t> categoryNames;  // (domain << 32 | category) -> string
   std::vector<DeviceEvent> device;
   uint64_t releasedDevice = 0;  // device events already written to the stream, no longer in `device`
+  uint64_t releasedLinked = 0;  // of those, linked to their CUDA call (the stream writer's count)
   std::vector<ApiActivity> apiActivity;
   CuptiInfo cupti;
   // Call stacks by id (an Api event's payload `stack`): frame names in `strings`, innermost

@@ -562,7 +562,7 @@ class ChromeWriter {
     out_.putUint(data_.cupti.droppedRecords);
     out_.put(",\"device_events\":");
     out_.putUint(data_.releasedDevice + data_.device.size());
-    std::size_t linked = 0;
+    uint64_t linked = data_.releasedLinked;
     for (const HostLink& l : links_) linked += l.thread >= 0;
     out_.put(",\"linked_to_host\":");
     out_.putUint(linked);

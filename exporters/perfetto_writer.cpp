@@ -752,8 +752,10 @@ void PerfettoWriter::encodeDevice(const TraceData& data, std::string& out) {
         const std::deque<FlowCall>& c = calls->second;
         auto it = std::upper_bound(c.begin(), c.end(), a->second.end,
                                    [](uint64_t v, const FlowCall& f) { return v < f.start; });
-        if (it != c.begin() && (--it)->end >= a->second.start)
+        if (it != c.begin() && (--it)->end >= a->second.start) {
           w_.fixed64(pf::TrackEvent::kFlowIds, launchFlowId(data.meta.pid, hostTid, it->seq));
+          ++linkedDevice_;
+        }
       }
     }
     w_.end(te);

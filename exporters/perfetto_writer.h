@@ -148,6 +148,8 @@ class PerfettoWriter {
                  std::string& out);
   // The events encoded so far left `data` (Store::releaseEvents): the next pass starts at each
   // thread's first event again.
+  // Device slices written so far that were joined to their CUDA call by a flow.
+  uint64_t linkedDevice() const { return linkedDevice_; }
   void eventsReleased() {
     for (ThreadMark& t : threads_) t.events = 0;
     devicesEncoded_ = 0;
@@ -242,6 +244,7 @@ class PerfettoWriter {
   };
   static constexpr std::size_t kMaxFlowCalls = std::size_t{1} << 16;
   bool flows_ = false;  // this pass: CUPTI records the device timeline
+  uint64_t linkedDevice_ = 0;
   std::unordered_map<uint32_t, std::deque<FlowCall>> flowCalls_;
   std::vector<Node> nodes_;       // this pass's, one thread at a time
   std::vector<uint32_t> roots_;   // nodes not wrapped (yet), in recorded order

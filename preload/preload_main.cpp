@@ -121,6 +121,9 @@ void writeOutputsAndReport(TraceData& data, const Config& config) {
   if (fileSizeLimitReached()) return;
   StreamOutput& s = stream();
   if (!s.failed) {
+    // The metadata's linked_to_host: the device work already written and linked, which left
+    // memory, and what is still in `data`, linked by the Chrome writer's rule.
+    data.releasedLinked = s.writer.linkedDevice();
     s.writer.encodeEnd(data, data.meta.endMonotonicNs, chromeTraceMetadata(data), s.buffer);
     appendStream(s, config, data);
   }

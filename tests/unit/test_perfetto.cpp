@@ -816,7 +816,12 @@ TEST_CASE("pftrace writer: flows join each call to its device work, passes apart
     b.api(11, test::kCudaDeviceSynchronize, 4, 2400, 2450);
     pass(2500);
     b.finish(3000);
-    writer.encodeEnd(d, 3000, chromeTraceMetadata(d), bytes);
+    // The metadata counts device work that left memory, linked as it was written.
+    CHECK(writer.linkedDevice() == (cupti ? 3 : 0));
+    d.releasedLinked = writer.linkedDevice();
+    const std::string meta = chromeTraceMetadata(d);
+    CHECK(meta.find(cupti ? "\"device_events\":3,\"linked_to_host\":3}" : "\"linked_to_host\":0}") != std::string::npos);
+    writer.encodeEnd(d, 3000, meta, bytes);
     std::vector<Flow> flows;
     proto::Reader trace(bytes);
     proto::Reader::Field packet;
