@@ -374,6 +374,32 @@ uint64_t PerfettoWriter::beginEvent(const TraceData& data, std::size_t thread, s
   seq.seqWritten = true;
   seq.lastSeq = e.seq;
   const uint32_t hookCount = static_cast<uint32_t>(data.hooks.size());
+  const uint32_t stack = stackIdOf(e);
+  const bool withStack = stack != 0 && stack < data.stacks.size() && !data.stacks[stack].empty();
+  Sequence::ApiTemplate* cached = nullptr;
+  if (e.kind == EventKind::Api && e.hook < hookCount) {
+    if (!seq.templates) seq.templates = std::make_unique<Sequence::ApiTemplate[]>(Sequence::kTemplates);
+    for (std::size_t i = 0; i < Sequence::kTemplates && cached == nullptr; ++i)
+      if (seq.templates[i].hook == e.hook) cached = &seq.templates[i];
+    if (cached == nullptr) {
+      cached = &seq.templates[seq.nextTemplate];
+      seq.nextTemplate = (seq.nextTemplate + 1) % Sequence::kTemplates;
+      cached->hook = UINT16_MAX;  // refilled below
+    }
+    if (cached->hook == e.hook && cached->result == e.result && cached->withStack == withStack &&
+        memcmp(cached->raw, e.raw, sizeof(e.raw)) == 0) {
+      if (withSeq) needAnnotation(seq, Ann::Seq);
+      const auto p = beginPacket(seq, start);
+      flushInterned();
+      const auto te = w_.begin(pf::TracePacket::kTrackEvent);
+      w_.append(cached->body, cached->size);
+      if (withSeq) annotationUint(Ann::Seq, e.seq);
+      flowOut(data, thread, e, start);
+      w_.end(te);
+      w_.end(p);
+      return 0;
+    }
+  }
   uint64_t track = 0;  // 0: the thread's own (the sequence's default)
   if (e.kind == EventKind::NvtxSpan) {
     // A start/end range may overlap anything: a track of its own under the thread.
@@ -414,8 +440,6 @@ uint64_t PerfettoWriter::beginEvent(const TraceData& data, std::size_t thread, s
   needCategory(seq, category);
   if (nameIid != 0) needName(seq, nameIid, nameText);
   if (withSeq) needAnnotation(seq, Ann::Seq);
-  const uint32_t stack = stackIdOf(e);
-  const bool withStack = stack != 0 && stack < data.stacks.size() && !data.stacks[stack].empty();
   if (withStack) needStack(data, seq, stack);
   const HookDescriptor* hook = e.kind == EventKind::Api && e.hook < hookCount ? &data.hooks[e.hook] : nullptr;
   uint32_t categoryName = 0;  // the name nvtxNameCategory gave, as the Chrome trace shows it
@@ -468,12 +492,12 @@ uint64_t PerfettoWriter::beginEvent(const TraceData& data, std::size_t thread, s
   const auto p = beginPacket(seq, start);
   flushInterned();
   const auto te = w_.begin(pf::TracePacket::kTrackEvent);
+  const std::size_t bodyAt = w_.size();
   w_.varint(pf::TrackEvent::kType, e.kind == EventKind::NvtxMark ? pf::TrackEvent::kTypeInstant : pf::TrackEvent::kTypeSliceBegin);
   if (track != 0) w_.varint(pf::TrackEvent::kTrackUuid, track);
   w_.varint(pf::TrackEvent::kCategoryIids, category);
   if (nameIid != 0) w_.varint(pf::TrackEvent::kNameIid, nameIid);
   else utf8(w_, pf::TrackEvent::kName, nameText);
-  if (withSeq) annotationUint(Ann::Seq, e.seq);
   if (hook != nullptr) {
     switch (hook->kind) {
       case ApiKind::Launch:
@@ -502,18 +526,32 @@ uint64_t PerfettoWriter::beginEvent(const TraceData& data, std::size_t thread, s
     if (e.kind == EventKind::NvtxSpan) annotationUint(Ann::RangeId, e.rangeId);
   }
   if (withStack) w_.varint(pf::TrackEvent::kCallstackIid, stack);
-  if (flows_ && hook != nullptr && !(e.flags & kEventInsideCall) &&
-      (hook->kind == ApiKind::Launch || hook->kind == ApiKind::Graph || hook->kind == ApiKind::Memcpy ||
-       hook->kind == ApiKind::Memset)) {
-    const uint32_t tid = data.threads[thread].tid;
-    w_.fixed64(pf::TrackEvent::kFlowIds, launchFlowId(data.meta.pid, tid, e.seq));
-    std::deque<FlowCall>& calls = flowCalls_[tid];
-    calls.push_back(FlowCall{start, data.meta.ticks.toMonotonicNs(e.end), e.seq});
-    if (calls.size() > kMaxFlowCalls) calls.pop_front();
+  // What a repeat of this call writes as it is: everything but seq and flow.
+  const std::size_t bodySize = w_.size() - bodyAt;
+  if (cached != nullptr && track == 0 && bodySize <= sizeof(cached->body)) {
+    cached->hook = e.hook;
+    cached->result = e.result;
+    cached->withStack = withStack;
+    memcpy(cached->raw, e.raw, sizeof(e.raw));
+    cached->size = static_cast<uint8_t>(bodySize);
+    memcpy(cached->body, w_.at(bodyAt), bodySize);
   }
+  if (withSeq) annotationUint(Ann::Seq, e.seq);
+  flowOut(data, thread, e, start);
   w_.end(te);
   w_.end(p);
   return track;
+}
+
+void PerfettoWriter::flowOut(const TraceData& data, std::size_t thread, const Event& e, uint64_t start) {
+  if (!flows_ || e.kind != EventKind::Api || (e.flags & kEventInsideCall) || e.hook >= data.hooks.size()) return;
+  const ApiKind kind = data.hooks[e.hook].kind;
+  if (kind != ApiKind::Launch && kind != ApiKind::Graph && kind != ApiKind::Memcpy && kind != ApiKind::Memset) return;
+  const uint32_t tid = data.threads[thread].tid;
+  w_.fixed64(pf::TrackEvent::kFlowIds, launchFlowId(data.meta.pid, tid, e.seq));
+  std::deque<FlowCall>& calls = flowCalls_[tid];
+  calls.push_back(FlowCall{start, data.meta.ticks.toMonotonicNs(e.end), e.seq});
+  if (calls.size() > kMaxFlowCalls) calls.pop_front();
 }
 
 void PerfettoWriter::endEvent(Sequence& seq, uint64_t ns, uint64_t track) {

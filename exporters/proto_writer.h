@@ -1,7 +1,7 @@
 #pragma once
 // Protocol-buffer wire encoding, append-only (after Perfetto's protozero): scalar fields are
-// appended as they come; a nested message reserves its length bytes when it starts and
-// patches them when it ends, moving the body back so the length takes the fewest bytes.
+// appended as they come; a nested message reserves a length byte when it starts and patches it
+// when it ends, moving the body up in the rare case the length needs more bytes.
 // Nothing is ever read back or reordered, so a finished top-level message is final bytes.
 //
 // Allocation: the buffer is the writer's own, reused (clear() keeps its capacity). It is not a
@@ -64,20 +64,19 @@ class Writer {
   Nested begin(uint32_t field) {
     rawVarint(field << 3 | kLengthDelimited);
     const Nested n{size_};
-    room(kReserved);
-    memset(data_.get() + size_, 0, kReserved);
-    size_ += kReserved;
+    room(1);
+    ++size_;
     return n;
   }
-  void end(Nested n) {
-    const std::size_t bodyAt = n.lengthAt + kReserved;
-    const std::size_t body = size_ - bodyAt;
-    const std::size_t need = varintSize(body);
-    char* p = data_.get() + n.lengthAt;
-    if (need < kReserved) memmove(p + need, p + kReserved, body);
-    uint64_t v = body;
-    for (std::size_t i = 0; i < need; ++i, v >>= 7) p[i] = static_cast<char>((v & 0x7f) | (i + 1 < need ? 0x80 : 0));
-    size_ = bodyAt - (kReserved - need) + body;
+  // One byte is reserved for the length: most bodies (a track event, an annotation, a packet)
+  // are shorter than 128 bytes and stay where they are; a longer one moves up to make room.
+  [[gnu::always_inline]] void end(Nested n) {
+    const std::size_t body = size_ - n.lengthAt - 1;
+    if (__builtin_expect(body < 0x80, 1)) {
+      data_[n.lengthAt] = static_cast<char>(body);
+      return;
+    }
+    endLong(n, body);
   }
 
   [[gnu::always_inline]] void rawVarint(uint64_t v) {
@@ -100,12 +99,20 @@ class Writer {
   }
 
   std::string_view buffer() const { return {data_.get(), size_}; }
+  const char* at(std::size_t offset) const { return data_.get() + offset; }
   std::size_t size() const { return size_; }
   void clear() { size_ = 0; }
 
  private:
-  // Bodies up to 2^28 - 1 bytes; a TracePacket is far smaller.
-  static constexpr std::size_t kReserved = 4;
+  void endLong(Nested n, std::size_t body) {
+    const std::size_t need = varintSize(body);
+    room(need - 1);
+    char* p = data_.get() + n.lengthAt;
+    memmove(p + need, p + 1, body);
+    uint64_t v = body;
+    for (std::size_t i = 0; i < need; ++i, v >>= 7) p[i] = static_cast<char>((v & 0x7f) | (i + 1 < need ? 0x80 : 0));
+    size_ += need - 1;
+  }
   [[gnu::always_inline]] void room(std::size_t n) {
     if (__builtin_expect(capacity_ - size_ < n, 0)) grow(n);
   }
