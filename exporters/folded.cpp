@@ -309,12 +309,19 @@ class Folder {
     const bool insideApi = !stack.empty() && stack.back().api;
     uint32_t node = stack.empty() ? FoldedStacks::kRoot : stack.back().node;
     if (e.kind == EventKind::NvtxRange) return f_.descend(node, label != kNone ? label : rangeLabel(data, e.name));
-    const uint32_t stackId = stackIdOf(e);
-    if (!insideApi && stackId != 0 && stackId < data.stacks.size() && !data.stacks[stackId].empty())
-      node = underStack(data, node, stackId);
+    uint32_t stackId = stackIdOf(e);
+    if (insideApi || stackId == 0 || stackId >= data.stacks.size() || data.stacks[stackId].empty()) stackId = 0;
+    const uint32_t kernel = data.hooks[e.hook].kind == ApiKind::Launch ? e.launch.kernelName : 0;
+    // A call repeats from the same place most of the time: the last node of each such (parent,
+    // stack, hook, kernel) is kept in a small direct-mapped cache (nodes never change or move).
+    const uint64_t h = (uint64_t{node} * 0x9e3779b97f4a7c15ull) ^ (uint64_t{stackId} << 20) ^ (uint64_t{e.hook} << 8) ^ kernel;
+    CallNode& c = callNodes_[(h ^ (h >> 29)) % kCallNodes];
+    if (c.parent == node && c.stack == stackId && c.hook == e.hook && c.kernel == kernel) return c.node;
+    c.parent = node, c.stack = stackId, c.hook = e.hook, c.kernel = kernel;
+    if (stackId != 0) node = underStack(data, node, stackId);
     node = f_.descend(node, hookLabel(data, e.hook));
-    if (data.hooks[e.hook].kind == ApiKind::Launch && e.launch.kernelName != 0)
-      node = f_.descend(node, kernelLabel(data, e.launch.kernelName));
+    if (kernel != 0) node = f_.descend(node, kernelLabel(data, kernel));
+    c.node = node;
     return node;
   }
   uint32_t rangeNode(const TraceData& data, const Stack& stack, uint32_t name) {
@@ -370,6 +377,11 @@ class Folder {
   std::unordered_map<uint32_t, uint32_t> frameLabels_, rangeLabels_, kernelLabels_;
   std::vector<uint32_t> hookLabels_;
   FoldIndex stackEnds_;  // (node << 32 | stack id) -> node of its innermost frame
+  struct CallNode {
+    uint32_t parent = UINT32_MAX, stack = 0, hook = 0, kernel = 0, node = 0;
+  };
+  static constexpr std::size_t kCallNodes = 64;
+  CallNode callNodes_[kCallNodes];
 };
 
 FoldedStacks foldStacks(const TraceData& data, const FoldOptions& options) {

@@ -86,20 +86,25 @@ bool PerfettoWriter::need(std::vector<bool>& sent, std::size_t iid) {
   return true;
 }
 
-Writer::Nested PerfettoWriter::beginPacket(Sequence& seq, uint64_t ns) {
-  const auto p = w_.begin(pf::Trace::kPacket);
+char* PerfettoWriter::packetAt(char* c, Sequence& seq, uint64_t ns, Writer::Nested& packet) {
+  c = w_.beginAt(c, pf::Trace::kPacket, packet);
   if (seq.id == kProcessSequence) {
-    w_.varint(pf::TracePacket::kTimestamp, ns);  // the sequence's default clock: MONOTONIC
+    c = Writer::putField(c, pf::TracePacket::kTimestamp, ns);  // the sequence's default clock: MONOTONIC
   } else if (ns >= seq.lastNs) {
-    w_.varint(pf::TracePacket::kTimestamp, ns - seq.lastNs);
+    c = Writer::putField(c, pf::TracePacket::kTimestamp, ns - seq.lastNs);
     seq.lastNs = ns;
   } else {
     // Earlier than the previous packet (a range written when it ended): absolute, leaving the
     // incremental clock where it was.
-    w_.varint(pf::TracePacket::kTimestamp, ns);
-    w_.varint(pf::TracePacket::kTimestampClockId, pf::BuiltinClock::kMonotonic);
+    c = Writer::putField(c, pf::TracePacket::kTimestamp, ns);
+    c = Writer::putField(c, pf::TracePacket::kTimestampClockId, pf::BuiltinClock::kMonotonic);
   }
-  w_.varint(pf::TracePacket::kTrustedPacketSequenceId, seq.id);
+  return Writer::putField(c, pf::TracePacket::kTrustedPacketSequenceId, seq.id);
+}
+
+Writer::Nested PerfettoWriter::beginPacket(Sequence& seq, uint64_t ns) {
+  Writer::Nested p;
+  w_.close(packetAt(w_.open(kPacketHeaderBytes), seq, ns, p));
   return p;
 }
 
@@ -389,10 +394,19 @@ uint64_t PerfettoWriter::beginEvent(const TraceData& data, std::size_t thread, s
     if (cached->hook == e.hook && cached->result == e.result && cached->withStack == withStack &&
         memcmp(cached->raw, e.raw, sizeof(e.raw)) == 0) {
       if (withSeq) needAnnotation(seq, Ann::Seq);
-      const auto p = beginPacket(seq, start);
-      flushInterned();
-      const auto te = w_.begin(pf::TracePacket::kTrackEvent);
-      w_.append(cached->body, cached->size);
+      Writer::Nested p, te;
+      if (interned_.size() == 0) {
+        // One room check for the lot; the whole body array is copied (a fixed-size copy, inlined).
+        char* c = packetAt(w_.open(kPacketHeaderBytes + 2 + sizeof(cached->body)), seq, start, p);
+        c = w_.beginAt(c, pf::TracePacket::kTrackEvent, te);
+        memcpy(c, cached->body, sizeof(cached->body));
+        w_.close(c + cached->size);
+      } else {
+        p = beginPacket(seq, start);
+        flushInterned();
+        te = w_.begin(pf::TracePacket::kTrackEvent);
+        w_.append(cached->body, cached->size);
+      }
       if (withSeq) annotationUint(Ann::Seq, e.seq);
       flowOut(data, thread, e, start);
       w_.end(te);
@@ -555,10 +569,12 @@ void PerfettoWriter::flowOut(const TraceData& data, std::size_t thread, const Ev
 }
 
 void PerfettoWriter::endEvent(Sequence& seq, uint64_t ns, uint64_t track) {
-  const auto p = beginPacket(seq, ns);
-  const auto te = w_.begin(pf::TracePacket::kTrackEvent);
-  w_.varint(pf::TrackEvent::kType, pf::TrackEvent::kTypeSliceEnd);
-  if (track != 0) w_.varint(pf::TrackEvent::kTrackUuid, track);
+  Writer::Nested p, te;
+  char* c = packetAt(w_.open(kPacketHeaderBytes + 16), seq, ns, p);
+  c = w_.beginAt(c, pf::TracePacket::kTrackEvent, te);
+  c = Writer::putField(c, pf::TrackEvent::kType, pf::TrackEvent::kTypeSliceEnd);
+  if (track != 0) c = Writer::putField(c, pf::TrackEvent::kTrackUuid, track);
+  w_.close(c);
   w_.end(te);
   w_.end(p);
 }

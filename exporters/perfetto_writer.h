@@ -222,6 +222,10 @@ class PerfettoWriter {
   // Packet assembly. A packet is begun with its timestamp on `seq`, interned entries go into
   // `interned_` first (needX), then the track event.
   proto::Writer::Nested beginPacket(Sequence& seq, uint64_t ns);
+  // The same at a cursor (proto::Writer::open): packet tag, length byte, timestamp (two fields at
+  // most), sequence id.
+  char* packetAt(char* cursor, Sequence& seq, uint64_t ns, proto::Writer::Nested& packet);
+  static constexpr std::size_t kPacketHeaderBytes = 2 + 1 + 2 * 11 + 2 * 6;
   void flushInterned();
   bool need(std::vector<bool>& sent, std::size_t iid);
   void needName(Sequence& seq, uint64_t iid, std::string_view text);
