@@ -21,26 +21,6 @@ bool parseBool(const char* v, bool& out) {
   return false;
 }
 
-// Digits with an optional K/M/G binary suffix; rejects overflow, signs and trailing junk.
-bool parseSize(const char* v, uint64_t& out) {
-  if (*v < '0' || *v > '9') return false;
-  uint64_t n = 0;
-  for (; *v >= '0' && *v <= '9'; ++v) {
-    if (n > (UINT64_MAX - 9) / 10) return false;
-    n = n * 10 + static_cast<uint64_t>(*v - '0');
-  }
-  unsigned shift = 0;
-  if (*v == 'k' || *v == 'K') shift = 10, ++v;
-  else if (*v == 'm' || *v == 'M') shift = 20, ++v;
-  else if (*v == 'g' || *v == 'G') shift = 30, ++v;
-  if (*v == 'i' || *v == 'I') ++v;  // accept KiB-style spelling "4Mi"
-  if (*v == 'b' || *v == 'B') ++v;
-  if (*v != '\0') return false;
-  if (shift && n > (UINT64_MAX >> shift)) return false;
-  out = n << shift;
-  return true;
-}
-
 bool parseEnable(const char* v, Config& c) { return parseBool(v, c.enabled); }
 bool parseNvtx(const char* v, Config& c) { return parseBool(v, c.nvtx); }
 
@@ -256,6 +236,26 @@ void fail(ConfigError& error, const char* entry, const char* why) {
 }
 
 }  // namespace
+
+bool parseSize(const char* v, uint64_t& out) {
+  if (*v < '0' || *v > '9') return false;
+  uint64_t n = 0;
+  for (; *v >= '0' && *v <= '9'; ++v) {
+    if (n > (UINT64_MAX - 9) / 10) return false;
+    n = n * 10 + static_cast<uint64_t>(*v - '0');
+  }
+  unsigned shift = 0;
+  if (*v == 'k' || *v == 'K') shift = 10, ++v;
+  else if (*v == 'm' || *v == 'M') shift = 20, ++v;
+  else if (*v == 'g' || *v == 'G') shift = 30, ++v;
+  if (*v == 'i' || *v == 'I') ++v;  // accept KiB-style spelling "4Mi"
+  if (*v == 'b' || *v == 'B') ++v;
+  if (*v != '\0') return false;
+  if (shift && n > (UINT64_MAX >> shift)) return false;
+  out = n << shift;
+  return true;
+}
+
 
 Config parseConfig(const char* const* env, ConfigError& error) {
   Config config;

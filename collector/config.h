@@ -32,6 +32,9 @@ struct CaptureSpec {
 // with 1 MiB, none with 4 MiB: bench_events --sustained, 2-core VM, 2026-11-24). Pages are
 // touched on use, so a ring costs what its thread writes; 1,000 threads still get rings under
 // the default cap, the later ones 1 MiB.
+// CUTRACE_JSON_LIMIT's default: about the largest JSON Perfetto UI opens in a browser.
+inline constexpr uint64_t kDefaultJsonLimit = uint64_t{1} << 30;
+
 inline constexpr uint64_t kAutoRingBytes = uint64_t{4} << 20;
 inline constexpr uint64_t kAutoRingSmallBytes = uint64_t{1} << 20;
 
@@ -52,10 +55,14 @@ struct Config {
   bool python = true;             // Python frames in stacks when the process is CPython
   bool foldedNvtx = true;         // NVTX ranges as frames in the folded outputs
   CaptureSpec capture;
-  uint64_t jsonLimit = 1ull << 30;  // a Chrome trace larger than this is not written (0: no limit)
+  uint64_t jsonLimit = kDefaultJsonLimit;  // a Chrome trace larger than this is not written (0: no limit)
   uint64_t maxMemory = 2ull << 30;  // cap on stored events per process; newer ones are dropped
   char outputDir[PATH_MAX] = "cutrace-out";
 };
+
+// A size: digits with an optional K/M/G binary suffix (KiB/MiB/GiB spellings too); rejects
+// overflow, signs and trailing junk. Also the tools' size options.
+bool parseSize(const char* v, uint64_t& out);
 
 struct ConfigError {
   char message[384] = {};

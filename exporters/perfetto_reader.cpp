@@ -828,6 +828,11 @@ class Rebuild : public PerfettoVisitor {
       ++info_.skippedEvents;
       return;
     }
+    if (options_.maxEvents != 0 && stored_ >= options_.maxEvents) {
+      if (error_.empty()) error_ = "more than " + std::to_string(options_.maxEvents) + " events";
+      return;
+    }
+    ++stored_;
     if (!th->track.events.push_back(e) && error_.empty()) error_ = "out of memory for the events";
   }
 
@@ -1072,6 +1077,7 @@ class Rebuild : public PerfettoVisitor {
   uint64_t stackTableSize_ = 0;  // the largest callstack iid seen + 1
   PfFinalMetadata final_;
   std::string error_;
+  uint64_t stored_ = 0;  // host events stored (PfRebuildOptions::maxEvents)
   uint32_t pid_ = 0;
   bool haveHooks_ = false;
   std::map<uint32_t, Thread> threads_;  // by sequence: the writer's thread order

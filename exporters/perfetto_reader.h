@@ -158,6 +158,9 @@ struct PfRebuildOptions {
   // the file; threads, names, stacks, metadata and drop counts are rebuilt as without it.
   bool windowed = false;
   PfWindow window;
+  // More host events than this (0: no cap) fail the rebuild ("more than N events") as soon as
+  // one more would be stored: a reader's memory stays bounded whatever the file.
+  uint64_t maxEvents = 0;
 };
 
 // Where a rebuild takes the process's own figures from. In the tools: the stream's metadata

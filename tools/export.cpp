@@ -22,7 +22,7 @@ namespace cutrace::tools {
 
 namespace {
 
-constexpr const char* kUsage = R"(usage: cutrace export [-o DIR] [--no-nvtx-frames] [--from T] [--to T | --steps A-B] TRACE.pftrace...
+constexpr const char* kUsage = R"(usage: cutrace export [-o DIR] [--no-nvtx-frames] [--from T] [--to T | --steps A-B] [--max-json SIZE] TRACE.pftrace...
 
 Writes <stem>.trace.json, <stem>.folded, <stem>.calls.folded (and <stem>.gpu.folded when
 device work was linked to launches) from each stream a traced process wrote while it ran
@@ -48,6 +48,10 @@ A window keeps each event that overlaps it whole, not clipped: a CUDA call or ra
 start < T2 and end > T1, a mark or an event of no duration with T1 <= ts < T2 (device work by
 its own times), so the ranges around what it holds are there too; everything else is left
 out. No step range A..B in a trace: exit 3.
+  --max-json SIZE    memory cap: more events than a Chrome trace of SIZE holds (K/M/G; default
+                     1G, CUTRACE_JSON_LIMIT's default, about what Perfetto UI opens: ~10 M events,
+                     ~80 bytes each in memory) in the stream or the window: exit 3, asking for a
+                     smaller window
 exit: 0 ok, 2 usage, 3 an input could not be read or is malformed, 4 an output could not be written.
 )";
 
@@ -164,7 +168,8 @@ class StepFinder : public PerfettoVisitor {
   uint64_t start_ = 0, end_ = 0;  // CLOCK_MONOTONIC
 };
 
-int exportOne(const std::string& input, const std::string& outputDir, const FoldOptions& fold, const Window& window) {
+int exportOne(const std::string& input, const std::string& outputDir, const FoldOptions& fold, const Window& window,
+              uint64_t maxJson) {
   TraceData data;
   std::string error;
   TraceInput in;
@@ -208,10 +213,20 @@ int exportOne(const std::string& input, const std::string& outputDir, const Fold
     options.windowed = true;
     options.window = PfWindow{w.fromNs, w.toNs};
   }
+  // Memory follows the events kept (~80 bytes each): past what a Chrome trace Perfetto UI opens
+  // can hold, the export stops and asks for a smaller part.
+  options.maxEvents = std::max<uint64_t>(maxJson / kMinJsonBytesPerEvent, 1);
   PfRebuildInfo info;
   if (!(in.whole ? readPerfettoTraceBytes(in.bytes.view(), data, error, &info, options)
-                 : readPerfettoTrace(input, data, error, &info, options)))
+                 : readPerfettoTrace(input, data, error, &info, options))) {
+    if (error.find("more than " + std::to_string(options.maxEvents) + " events") != std::string::npos) {
+      spdlog::error("export: {}: more than {} events {}: more than a Chrome trace of --max-json holds; export a "
+                    "smaller part (--from T1 --to T2, or --steps A-B)",
+                    input, options.maxEvents, w.bySteps || w.byTime ? "in the window" : "in the stream");
+      return kExitBadInput;
+    }
     return badInput(error);
+  }
   if (info.stats.packets == 0) return noPackets();
   const uint64_t allEvents = data.eventCount() + info.outsideWindow;
   const std::size_t slash = input.rfind('/');
@@ -245,6 +260,7 @@ int exportCommand(int argc, char** argv) {
   std::string outputDir;
   FoldOptions fold;
   Window window;
+  uint64_t maxJson = kDefaultJsonLimit;
   std::vector<std::string> inputs;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -257,6 +273,12 @@ int exportCommand(int argc, char** argv) {
         return kExitUsage;
       }
       outputDir = argv[++i];
+    } else if (a == "--max-json") {
+      if (i + 1 >= argc || !parseSize(argv[i + 1], maxJson) || maxJson == 0) {
+        spdlog::error("export: --max-json wants a size such as 512M or 2G");
+        return kExitUsage;
+      }
+      ++i;
     } else if (a == "--from" || a == "--to" || a == "--steps") {
       if (i + 1 >= argc) {
         spdlog::error("export: {} needs a value", a);
@@ -303,7 +325,7 @@ int exportCommand(int argc, char** argv) {
   }
   int status = kExitOk;
   for (const std::string& input : inputs) {
-    const int rc = exportOne(input, outputDir, fold, window);
+    const int rc = exportOne(input, outputDir, fold, window, maxJson);
     // The first failure decides the status; the other inputs are still exported.
     if (rc != kExitOk && status == kExitOk) status = rc;
   }

@@ -29,9 +29,13 @@ void usage(std::FILE* out) {
                "INPUT '-' reads standard input; pipes such as <(zcat t.json.gz) are read as streams.\n"
                "An INPUT may be a stream (<stem>.pftrace, told apart from JSON by content): it is\n"
                "merged as the Chrome trace its process writes (rebuilt in memory, one input at a\n"
-               "time), so a killed process's stream merges too. The output is Chrome JSON.\n\n"
+               "time), so a killed process's stream merges too, up to --max-json: a stream whose\n"
+               "Chrome trace is larger is refused (merge the .trace.json of a part of it, made by\n"
+               "`cutrace export --from/--to` or `--steps`). The output is Chrome JSON.\n\n"
                "options:\n"
                "  -o, --output FILE  where the merged trace goes (required)\n"
+               "  --max-json SIZE    the largest Chrome trace a stream is merged as (K/M/G; default\n"
+               "                     1G, CUTRACE_JSON_LIMIT's default, about what Perfetto UI opens)\n"
                "  -h, --help         this text\n\n"
                "exit status: 0 written, 2 usage, 3 an input is unreadable or not a cutrace trace\n"
                "(nothing written), 4 the output could not be written.\n");
@@ -64,7 +68,7 @@ bool expandDirectory(const std::string& dir, std::vector<std::string>& out, std:
 int mergeCommand(int argc, char** argv) {
   Options opts;
   std::string error;
-  if (!parseOptions(argc, argv, {"-o", "--output"}, opts, error)) {
+  if (!parseOptions(argc, argv, {"-o", "--output", "--max-json"}, opts, error)) {
     spdlog::error("merge: {}", error);
     usage(stderr);
     return kExitUsage;
@@ -74,7 +78,15 @@ int mergeCommand(int argc, char** argv) {
     return kExitOk;
   }
   std::string output;
-  for (const auto& [name, value] : opts.values) output = value;
+  uint64_t maxJson = kDefaultJsonLimit;
+  for (const auto& [name, value] : opts.values) {
+    if (name != "--max-json") {
+      output = value;
+    } else if (!parseSize(value.c_str(), maxJson) || maxJson == 0) {
+      spdlog::error("merge: --max-json wants a size such as 512M or 2G, not '{}'", value);
+      return kExitUsage;
+    }
+  }
   if (output.empty()) {
     spdlog::error("merge: -o OUT is required");
     usage(stderr);
@@ -102,7 +114,7 @@ int mergeCommand(int argc, char** argv) {
     return kExitBadInput;
   }
   MergeSummary summary;
-  const int status = mergeTraces(inputs, output, summary, error);
+  const int status = mergeTraces(inputs, output, summary, error, maxJson);
   if (status != kExitOk) {
     spdlog::error("merge: {}", error);
     return status;

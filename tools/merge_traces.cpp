@@ -36,6 +36,7 @@ constexpr uint64_t kMaxExactId = (uint64_t{1} << 53) - 1;
 
 struct Input {
   std::string file;
+  uint64_t maxJson = kDefaultJsonLimit;  // a .pftrace's Chrome trace, at most
   std::string exe;
   std::string host;
   int64_t pid = 0;
@@ -88,7 +89,7 @@ class Merger {
   // Pass 1: the metadata of one input (at the end of cutrace's files, so the whole file is read).
   static bool readMeta(od::parser& parser, Input& in, std::string& error) {
     InputBytes text;
-    if (!loadTraceAsJson(in.file, text, error)) return false;
+    if (!loadTraceAsJson(in.file, text, error, in.maxJson)) return false;
     od::document doc;
     od::object top;
     if (auto e = parser.iterate(paddedView(text)).get(doc)) return fail(error, in.file, "not JSON", e);
@@ -168,7 +169,7 @@ class Merger {
     Input& in = inputs_[index];
     index_ = index;
     InputBytes text = std::move(in.kept);
-    if (text.data() == nullptr && !loadTraceAsJson(in.file, text, error)) return false;
+    if (text.data() == nullptr && !loadTraceAsJson(in.file, text, error, in.maxJson)) return false;
     od::document doc;
     od::object top;
     if (auto e = parser.iterate(paddedView(text)).get(doc)) return fail(error, in.file, "not JSON", e);
@@ -467,7 +468,8 @@ bool readTraceInfo(const std::string& path, TraceInfo& info, std::string& error)
   return true;
 }
 
-int mergeTraces(const std::vector<std::string>& files, const std::string& output, MergeSummary& summary, std::string& error) {
+int mergeTraces(const std::vector<std::string>& files, const std::string& output, MergeSummary& summary, std::string& error,
+                uint64_t maxJson) {
   if (files.empty()) {
     error = "no input traces";
     return kExitUsage;
@@ -476,6 +478,7 @@ int mergeTraces(const std::vector<std::string>& files, const std::string& output
   od::parser parser;
   for (std::size_t i = 0; i < files.size(); ++i) {
     inputs[i].file = files[i];
+    inputs[i].maxJson = maxJson;
     if (!Merger::readMeta(parser, inputs[i], error)) return kExitBadInput;
   }
   int64_t origin = std::numeric_limits<int64_t>::max();

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "collector/config.h"
+
 namespace cutrace::tools {
 
 struct MergeSummary {
@@ -28,6 +30,8 @@ bool readTraceInfo(const std::string& path, TraceInfo& info, std::string& error)
 // Writes the merge of `inputs` to `output` (through a temp file renamed into place, so a
 // failure leaves nothing behind). Returns an exit code of commands.h: kExitOk, kExitBadInput
 // with `error` naming the file, or kExitOutput.
-int mergeTraces(const std::vector<std::string>& inputs, const std::string& output, MergeSummary& summary, std::string& error);
+// `maxJson`: a .pftrace input is merged as its Chrome trace up to this size (loadTraceAsJson).
+int mergeTraces(const std::vector<std::string>& inputs, const std::string& output, MergeSummary& summary, std::string& error,
+                uint64_t maxJson = kDefaultJsonLimit);
 
 }  // namespace cutrace::tools

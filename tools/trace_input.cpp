@@ -14,6 +14,7 @@
 #include "collector/symbolizer.h"
 #include "collector/trace_data.h"
 #include "exporters/chrome_trace.h"
+#include "exporters/output_files.h"
 #include "exporters/perfetto_reader.h"
 #include "exporters/torch_ops.h"
 #include "exporters/trace_view.h"
@@ -265,10 +266,10 @@ bool readPerfettoEvents(TraceInput& input, TraceEventSink& sink, std::string& er
   return true;
 }
 
-bool readPerfettoData(TraceInput& input, TraceData& out, std::string& error) {
+bool readPerfettoData(TraceInput& input, TraceData& out, std::string& error, const PfRebuildOptions& options) {
   PfRebuildInfo info;
-  const bool ok = input.whole ? readPerfettoTraceBytes(input.bytes.view(), out, error, &info)
-                              : readPerfettoTrace(input.path, out, error, &info);
+  const bool ok = input.whole ? readPerfettoTraceBytes(input.bytes.view(), out, error, &info, options)
+                              : readPerfettoTrace(input.path, out, error, &info, options);
   if (!ok) {
     if (input.whole) error = input.name + ": " + error;
     return false;
@@ -280,7 +281,7 @@ bool readPerfettoData(TraceInput& input, TraceData& out, std::string& error) {
   return true;
 }
 
-bool loadTraceAsJson(const std::string& path, InputBytes& out, std::string& error) {
+bool loadTraceAsJson(const std::string& path, InputBytes& out, std::string& error, uint64_t maxJson) {
   TraceInput input;
   if (!openTraceInput(path, input, error)) return false;
   if (input.format == TraceFormat::ChromeJson) {
@@ -292,8 +293,26 @@ bool loadTraceAsJson(const std::string& path, InputBytes& out, std::string& erro
     }
     return true;
   }
+  const std::string tooLarge =
+      fmt::format("{}: its Chrome trace would pass {} bytes (--max-json; the default is about what Perfetto UI "
+                  "opens): convert a part of it with `cutrace export --from T1 --to T2` or `--steps A-B`, and use the "
+                  ".trace.json that writes",
+                  input.name, maxJson);
   TraceData data;
-  if (!readPerfettoData(input, data, error)) return false;
+  PfRebuildOptions options;
+  options.maxEvents = std::max<uint64_t>(maxJson / kMinJsonBytesPerEvent, 1);
+  if (!readPerfettoData(input, data, error, options)) {
+    if (error.find("more than " + std::to_string(options.maxEvents) + " events") != std::string::npos) error = tooLarge;
+    return false;
+  }
+  {
+    Sink measure(Sink::kCountOnly);
+    writeChromeTrace(data, measure);
+    if (measure.bytesWritten() > maxJson) {
+      error = tooLarge;
+      return false;
+    }
+  }
   Sink sink;
   writeChromeTrace(data, sink);
   if (!out.assign(sink.text())) {

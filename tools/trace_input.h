@@ -13,6 +13,8 @@
 #include <string>
 #include <string_view>
 
+#include "collector/config.h"
+#include "exporters/perfetto_reader.h"
 #include "tools/input_file.h"
 
 namespace cutrace {
@@ -72,11 +74,14 @@ class TraceEventSink {
 bool readPerfettoEvents(TraceInput& input, TraceEventSink& sink, std::string& error);
 
 // The whole process of a .pftrace input, rebuilt (for writers of Chrome JSON: merge, export).
-bool readPerfettoData(TraceInput& input, TraceData& out, std::string& error);
+bool readPerfettoData(TraceInput& input, TraceData& out, std::string& error, const PfRebuildOptions& options = {});
 
 // A trace input as Chrome JSON text in `out` (padded for simdjson, nesting checked): a JSON
 // input as read, a .pftrace as the Chrome trace its process writes (rebuilt whole in memory:
-// for tools that need a whole document, such as merge). False with one message.
-bool loadTraceAsJson(const std::string& path, InputBytes& out, std::string& error);
+// for tools that need a whole document, such as merge). A .pftrace whose Chrome trace would pass
+// `maxJson` bytes is refused, as its process would not have written it either by default
+// (memory stays bounded: the rebuild stops past maxJson / kMinJsonBytesPerEvent events, and the
+// JSON is measured before it is made). False with one message.
+bool loadTraceAsJson(const std::string& path, InputBytes& out, std::string& error, uint64_t maxJson = kDefaultJsonLimit);
 
 }  // namespace cutrace::tools

@@ -70,6 +70,23 @@ def merge(stem, tmp):
     rc, _, err = cutrace("merge", "-o", b, stem + ".pftrace")
     eq(rc, 0, f"merge of the stream ({err})")
     eq(events(b), events(a), "merged stream == merged Chrome trace, event for event")
+    # --max-json: a stream whose Chrome trace passes it is refused (one message, exit 3, no
+    # output), decided by the trace's size, or first by its event count (100 bytes an event at
+    # least) before the events take memory.
+    size = os.path.getsize(stem + ".trace.json")
+    for limit, why in ((size // 2, "size"), (300, "event count")):
+        c = os.path.join(tmp, f"m_cap_{limit}.trace.json")
+        rc, _, err = cutrace("merge", "--max-json", str(limit), "-o", c, stem + ".pftrace")
+        eq(rc, 3, f"merge --max-json {limit} ({why}): exit 3 ({err})")
+        eq(len([l for l in err.splitlines() if l.strip()]), 1, f"merge --max-json {limit}: one message ({err!r})")
+        check(f"would pass {limit} bytes (--max-json" in err and "cutrace export --from" in err,
+              f"merge --max-json {limit}: the message says why and what to do ({err!r})")
+        check(not os.path.exists(c), f"merge --max-json {limit}: no output")
+    rc, _, err = cutrace("merge", "--max-json", str(2 * size), "-o", c, stem + ".pftrace")
+    eq(rc, 0, f"merge --max-json {2 * size} ({err})")
+    eq(events(c), events(a), "merged under a limit it fits == merged Chrome trace")
+    for bad in ("0", "1x", "-5"):
+        eq(cutrace("merge", "--max-json", bad, "-o", c, stem + ".pftrace")[0], 2, f"merge --max-json {bad}: usage error")
 
 
 def export_windows(stem, tmp):
@@ -120,6 +137,17 @@ def export_windows(stem, tmp):
     eq(cutrace("export", "--from", "2", "--to", "1", stem + ".pftrace")[0], 2, "--from after --to: usage error")
     eq(cutrace("export", "--from", "1x", stem + ".pftrace")[0], 2, "--from 1x: usage error")
     eq(cutrace("export", "--steps", "1", "--from", "1", stem + ".pftrace")[0], 2, "--steps with --from: usage error")
+    eq(cutrace("export", "--max-json", "0", stem + ".pftrace")[0], 2, "--max-json 0: usage error")
+    eq(cutrace("export", "--max-json", "1x", stem + ".pftrace")[0], 2, "--max-json 1x: usage error")
+    # More events than a Chrome trace of --max-json holds (100 bytes an event): exit 3 before
+    # they take memory, asking for a window; a window that fits is exported.
+    rc, _, err = cutrace("export", "-o", out, "--max-json", "1K", stem + ".pftrace")
+    eq(rc, 3, f"export --max-json 1K: exit 3 ({err})")
+    check("more than 10 events in the stream" in err and "--from T1 --to T2" in err, f"export --max-json 1K: why ({err!r})")
+    rc, _, err = cutrace("export", "-o", out, "--max-json", "300", "--steps", "2", stem + ".pftrace")
+    check(rc == 3 and "more than 3 events in the window" in err, f"export --max-json 300 --steps 2: too many ({err!r})")
+    rc, _, err = cutrace("export", "-o", out, "--max-json", "1K", "--steps", "2", stem + ".pftrace")
+    eq(rc, 0, f"export --max-json 1K --steps 2: its 7 events fit ({err})")
     for args, what in ((["--steps", "7-9"], "no steps 7-9"), ([], "a JSON input")):
         path = stem + (".pftrace" if args else ".trace.json")
         rc, _, err = cutrace("export", "-o", out, *args, path)
