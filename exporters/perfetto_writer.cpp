@@ -727,6 +727,13 @@ void PerfettoWriter::encodePass(const TraceData& data, uint64_t nowNs, std::stri
   }
   encodeMemoryCounters(data, out);
   encodeDevice(data, out);
+  if (!flowCalls_.empty() && nowNs >= flowPrunedNs_ + 1000000000) {
+    flowPrunedNs_ = nowNs;
+    for (auto it = flowCalls_.begin(); it != flowCalls_.end();) {
+      if (it->second.empty() || it->second.back().end + kFlowCallAgeNs < nowNs) it = flowCalls_.erase(it);
+      else ++it;
+    }
+  }
 }
 
 void PerfettoWriter::encodeDevice(const TraceData& data, std::string& out) {

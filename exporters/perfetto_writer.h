@@ -261,11 +261,15 @@ class PerfettoWriter {
   std::deque<uint32_t> apiOrder_;
   std::unordered_set<uint64_t> deviceTracks_;
   // Flows: the calls tagged with a flow id, by OS tid, in the order they ended (monotonic ns),
-  // the newest kMaxFlowCalls per thread: device work arrives a few passes after its call.
+  // the newest kMaxFlowCalls per thread: device work arrives a few passes after its call. A
+  // thread whose last call is kFlowCallAgeNs old is forgotten (checked once a second), so a
+  // program of many short-lived threads does not keep one list per thread it ever had.
   struct FlowCall {
     uint64_t start = 0, end = 0, seq = 0;
   };
   static constexpr std::size_t kMaxFlowCalls = std::size_t{1} << 16;
+  static constexpr uint64_t kFlowCallAgeNs = uint64_t{60} * 1000000000;
+  uint64_t flowPrunedNs_ = 0;
   bool flows_ = false;  // this pass: CUPTI records the device timeline
   uint64_t linkedDevice_ = 0;
   std::unordered_map<uint32_t, std::deque<FlowCall>> flowCalls_;

@@ -851,6 +851,27 @@ TEST_CASE("pftrace writer: flows join each call to its device work, passes apart
   const std::vector<Flow> expected = {{0, id(0)}, {gpu, id(0)}, {0, id(2)}, {0, id(3)}, {gpu, id(2)}, {gpu, id(2)}};
   CHECK(run(true) == expected);
   CHECK(run(false).empty());
+
+  // A thread's calls are forgotten a minute after its last one: device work reported later has
+  // no flow (and the writer keeps no list for the threads that ended).
+  {
+    TraceBuilder b;
+    TraceData& d = b.store().data();
+    d.cupti.state = "on";
+    PerfettoWriter writer;
+    std::string bytes;
+    b.launch(11, test::kCudaLaunchKernel, 0, 200, 900, "_Z1kv");
+    d.apiActivity.push_back({210, 890, 11, 41});
+    writer.encodePass(d, 1000, bytes);
+    b.store().releaseEvents();
+    writer.eventsReleased();
+    writer.encodePass(d, 900 + 61'000'000'000ull, bytes);  // a minute later: pruned
+    DeviceEvent k;
+    k.start = 950, k.end = 1000, k.correlation = 41, k.device = 0, k.stream = 7;
+    d.device.push_back(k);
+    writer.encodePass(d, 900 + 62'000'000'000ull, bytes);
+    CHECK(writer.linkedDevice() == 0);
+  }
   // Ids of different threads, seqs and processes differ.
   CHECK(launchFlowId(4242, 11, 0) != launchFlowId(4242, 12, 0));
   CHECK(launchFlowId(4242, 11, 1) != launchFlowId(4243, 11, 1));
