@@ -109,6 +109,8 @@ void forgetStream() {
   s.buffer.clear();
   s.failed = false;
   s.folded.reset();
+  s.metered = ChromeTraceSample();  // the child's trace is its own
+  s.unmeteredEvents = 0;
 }
 
 const Collector::Stream kStream{streamPass, forgetStream};
