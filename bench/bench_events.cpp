@@ -4,9 +4,10 @@
 //
 //   bench_events --libtrace PATH [--runs N] [--calls N]      (driver: spawns the workers)
 //   bench_events --worker LOOP --calls N [--depth D]         (one timed loop; prints ns/call)
-//   bench_events --libtrace PATH --sustained N [--pace-ns P] [--ring SIZE]
+//   bench_events --libtrace PATH --sustained N [--pace-ns P | --find-rate] [--ring SIZE]
 //                                  (N launches back to back at a pace, default settings but for
-//                                   CUTRACE_RING_SIZE=SIZE: drops, peak RSS, bytes/event, exit time)
+//                                   CUTRACE_RING_SIZE=SIZE: drops, peak RSS, bytes/event, exit time;
+//                                   --find-rate: rising paces until a run drops nothing)
 //
 // Cases: driver-sync (cuCtxSynchronize: 1 event), runtime-sync (cudaStreamSynchronize: the
 // runtime call and the driver call it makes, 2 events), launch (a kernel launch through the
@@ -235,7 +236,14 @@ bool runWorker(const char* self, const Case& c, long calls, const std::string& p
 // --sustained: one traced run of the launch loop at a pace, default settings. Reports what was
 // recorded and dropped, the peak RSS above a bare run, the .pftrace's and the Chrome trace's
 // bytes per event, and the time from the loop's end to the process's exit.
-int sustained(const char* self, const std::string& libtrace, long launches, long paceNs, const std::string& ring) {
+struct SustainedResult {
+  unsigned long events = 0, dropped = 0;
+  double offeredPerSecond = 0;
+};
+
+// One traced run (and one bare, for the RSS) of the launch loop; prints its figures unless quiet.
+bool sustained(const char* self, const std::string& libtrace, long launches, long paceNs, const std::string& ring,
+               SustainedResult& result, bool quiet) {
   const std::string out = std::string(getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp") + "/cutrace-bench-sustained";
   const std::string errPath = out + ".stderr";
   std::string callsArg = std::to_string(launches), paceArg = std::to_string(paceNs);
@@ -255,7 +263,7 @@ int sustained(const char* self, const std::string& libtrace, long launches, long
     for (auto& e : envStore) env.push_back(e.data());
     env.push_back(nullptr);
     int fds[2];
-    if (pipe(fds) != 0) return 1;
+    if (pipe(fds) != 0) return false;
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
@@ -264,7 +272,7 @@ int sustained(const char* self, const std::string& libtrace, long launches, long
     timespec t0{};
     clock_gettime(CLOCK_MONOTONIC, &t0);
     pid_t pid;
-    if (posix_spawn(&pid, self, &actions, nullptr, const_cast<char**>(argv), env.data()) != 0) return 1;
+    if (posix_spawn(&pid, self, &actions, nullptr, const_cast<char**>(argv), env.data()) != 0) return false;
     posix_spawn_file_actions_destroy(&actions);
     close(fds[1]);
     char buf[64] = {};
@@ -275,7 +283,7 @@ int sustained(const char* self, const std::string& libtrace, long launches, long
     wait4(pid, &status, 0, &ru);
     timespec t1{};
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    if (n <= 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return 1;
+    if (n <= 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return false;
     rssKb[traced] = ru.ru_maxrss;
     if (traced) {
       const double end = atof(buf) * 1e-9;
@@ -308,6 +316,12 @@ int sustained(const char* self, const std::string& libtrace, long launches, long
   stat(stream, &ss);
   stat(trace, &ts);
   const double recorded = static_cast<double>(events);
+  result.events = events;
+  result.dropped = dropped;
+  result.offeredPerSecond = (recorded + static_cast<double>(dropped)) / loopSeconds;
+  const std::string stem(stream, strlen(stream) > 8 ? strlen(stream) - 8 : 0);
+  for (const char* suffix : {".pftrace", ".trace.json", ".folded", ".calls.folded", ".gpu.folded"}) unlink((stem + suffix).c_str());
+  if (quiet) return true;
   printf("sustained launch loop: %ld launches, %ld ns pace, %s%s\n", launches, paceNs,
          ring.empty() ? "default settings" : "CUTRACE_RING_SIZE=", ring.c_str());
   printf("  events recorded %lu, dropped %lu (%.1f%%), %.2f M events/s offered\n", events, dropped,
@@ -319,8 +333,26 @@ int sustained(const char* self, const std::string& libtrace, long launches, long
   else snprintf(json, sizeof(json), "Chrome trace %.1f B/event", static_cast<double>(ts.st_size) / std::max(1.0, recorded));
   printf("  .pftrace %.1f B/event, %s, exit %.2f s after the loop\n", static_cast<double>(ss.st_size) / std::max(1.0, recorded),
          json, exitSeconds);
-  const std::string stem(stream, strlen(stream) > 8 ? strlen(stream) - 8 : 0);
-  for (const char* suffix : {".pftrace", ".trace.json", ".folded", ".calls.folded", ".gpu.folded"}) unlink((stem + suffix).c_str());
+  return true;
+}
+
+// --find-rate: the launch loop at rising paces (falling rates), one traced run each, until one
+// keeps every event: the highest rate with no drop on this machine, this time.
+int findRate(const char* self, const std::string& libtrace, long launches, const std::string& ring) {
+  printf("highest sustained rate with no drop: %ld launches (2 events each) per run, %s%s\n", launches,
+         ring.empty() ? "default settings" : "CUTRACE_RING_SIZE=", ring.c_str());
+  for (long pace : {100L, 125L, 167L, 200L, 250L, 333L, 400L, 500L, 667L, 1000L, 2000L}) {
+    SustainedResult r;
+    if (!sustained(self, libtrace, launches, pace, ring, r, true)) return 1;
+    const double all = static_cast<double>(r.events + r.dropped);
+    printf("  pace %4ld ns: %6.2f M events/s offered, %.2f%% dropped\n", pace, r.offeredPerSecond * 1e-6,
+           100.0 * static_cast<double>(r.dropped) / std::max(1.0, all));
+    if (r.dropped == 0) {
+      printf("  no drop at %.2f M events/s\n", r.offeredPerSecond * 1e-6);
+      return 0;
+    }
+  }
+  printf("  dropped at every pace tried\n");
   return 0;
 }
 
@@ -335,6 +367,7 @@ int main(int argc, char** argv) {
   std::string libtrace, workerCase;
   long calls = 100000;
   long sustainedLaunches = 0, paceNs = 0;
+  bool findRateMode = false;
   std::string ring;
   int runs = 7;
   int depth = 0;
@@ -348,8 +381,9 @@ int main(int argc, char** argv) {
     else if (a == "--sustained" && i + 1 < argc) sustainedLaunches = atol(argv[++i]);
     else if (a == "--pace-ns" && i + 1 < argc) paceNs = atol(argv[++i]);
     else if (a == "--ring" && i + 1 < argc) ring = argv[++i];
+    else if (a == "--find-rate") findRateMode = true;
     else {
-      fprintf(stderr, "usage: bench_events --libtrace PATH [--runs N] [--calls N] | [--sustained LAUNCHES [--pace-ns NS] [--ring SIZE]]\n");
+      fprintf(stderr, "usage: bench_events --libtrace PATH [--runs N] [--calls N] | [--sustained LAUNCHES [--pace-ns NS | --find-rate] [--ring SIZE]]\n");
       return 2;
     }
   }
@@ -362,7 +396,11 @@ int main(int argc, char** argv) {
   const ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
   if (len <= 0) return 1;
   self[len] = '\0';
-  if (sustainedLaunches > 0) return sustained(self, libtrace, sustainedLaunches, paceNs, ring);
+  if (sustainedLaunches > 0 && findRateMode) return findRate(self, libtrace, sustainedLaunches, ring);
+  if (sustainedLaunches > 0) {
+    SustainedResult r;
+    return sustained(self, libtrace, sustainedLaunches, paceNs, ring, r, false) ? 0 : 1;
+  }
 
   printf("cutrace bench_events: %d runs x %ld calls per case, medians, stand-in CUDA libraries\n", runs, calls);
   printf("%-14s %8s %10s %10s %8s %16s %16s %14s %16s\n", "case", "events", "bare ns", "traced ns", "ratio", "wall ns/event",
