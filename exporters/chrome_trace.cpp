@@ -45,13 +45,11 @@ class ChromeWriter {
   }
 
   // Up to `maxEvents` host events (each thread's first, in the order recorded) and as many device
-  // events with their flows, counted apart.
+  // events, each with a flow as if linked (its values from the device event), counted apart.
+  // Nothing is linked: linking orders every thread's events, which would cost as much as the
+  // pass the sample is taken from.
   ChromeTraceSample writeSample(std::size_t maxEvents) {
     ChromeTraceSample sample;
-    links_ = linkDeviceToHost(data_);
-    // Without device work PyTorch's ops have nothing to link (and linking orders every thread's
-    // events: the sample would cost as much as the pass).
-    if (!data_.device.empty()) torch_ = linkTorchOps(data_, links_);
     for (std::size_t ti = 0; ti < data_.threads.size() && sample.hostEvents < maxEvents; ++ti) {
       const ThreadTrack& t = data_.threads[ti];
       const std::size_t n = std::min<std::size_t>(t.events.size(), maxEvents - sample.hostEvents);
@@ -62,7 +60,10 @@ class ChromeWriter {
     sample.deviceEvents = std::min(data_.device.size(), maxEvents);
     for (std::size_t i = 0; i < sample.deviceEvents; ++i) {
       writeDeviceEvent(i);
-      writeFlowOf(i);
+      const DeviceEvent& d = data_.device[i];
+      const uint64_t track = deviceTrackId(d.device, d.stream);
+      const int64_t ts = data_.monotonicToTraceNs(d.start);
+      writeFlow("flow", "launch", d.correlation, data_.meta.pid, ts, track, ts);
     }
     sample.deviceBytes = out_.bytesWritten() - sample.hostBytes;
     return sample;
@@ -202,8 +203,8 @@ class ChromeWriter {
       out_.put(",\"bytes\":");
       out_.putUint(d.bytes);
     }
-    if (links_[i].thread < 0) out_.put(",\"unlinked\":true");
-    const EventRef op = torch_.opOfDevice[i];
+    if (i < links_.size() && links_[i].thread < 0) out_.put(",\"unlinked\":true");
+    const EventRef op = i < torch_.opOfDevice.size() ? torch_.opOfDevice[i] : EventRef{};
     if (op.thread >= 0) {
       TorchOp parsed;
       const Event& range = data_.threads[static_cast<std::size_t>(op.thread)].events[op.event];

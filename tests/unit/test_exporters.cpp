@@ -676,3 +676,35 @@ TEST_CASE("folded stacks built pass by pass equal the whole trace's", "[folded][
   CHECK(weights["tail;main;launch_site;cudaDeviceSynchronize"].hostNs == 10);
   CHECK(weights.count("epoch;step;main;launch_site;cuLaunchKernel") == 0);
 }
+
+// The JSON size estimate the traced process makes as it runs (chromeTraceSample, scaled to the
+// run's events) is close to the Chrome trace written, with device work and flows in it, and
+// takes only the sampled events' time (nothing linked).
+TEST_CASE("chrome trace sample: scaled, close to the trace's size", "[chrome]") {
+  TraceBuilder b;
+  TraceData& d = b.store().data();
+  const uint32_t kernel = d.strings.intern("_Z6kernelPfi");
+  for (uint32_t i = 0; i < 400; ++i) {
+    const uint64_t t = 1000 + 1000 * uint64_t{i};
+    b.launch(11, test::kCudaLaunchKernel, 2 * i, t, t + 300, "_Z6kernelPfi");
+    b.api(11, test::kCudaDeviceSynchronize, 2 * i + 1, t + 400, t + 900);
+    d.apiActivity.push_back({t + 10, t + 290, 11, 100 + i});
+    DeviceEvent k;
+    k.start = t + 350, k.end = t + 800, k.correlation = 100 + i, k.device = 0, k.stream = 7, k.name = kernel;
+    d.device.push_back(k);
+  }
+  b.finish(500000);
+  Sink whole;
+  writeChromeTrace(d, whole);
+  const double real = static_cast<double>(whole.bytesWritten());
+  for (std::size_t sampled : {std::size_t{50}, std::size_t{1000}}) {
+    CAPTURE(sampled);
+    const ChromeTraceSample s = chromeTraceSample(d, sampled);
+    CHECK(s.hostEvents == std::min<std::size_t>(sampled, 800));
+    CHECK(s.deviceEvents == std::min<std::size_t>(sampled, 400));
+    const double estimate = static_cast<double>(s.hostBytes) / static_cast<double>(s.hostEvents) * 800 +
+                            static_cast<double>(s.deviceBytes) / static_cast<double>(s.deviceEvents) * 400;
+    CHECK(estimate > 0.9 * real);
+    CHECK(estimate < 1.02 * real);
+  }
+}
