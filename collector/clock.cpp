@@ -59,4 +59,21 @@ TickConverter::TickConverter(ClockAnchor a, ClockAnchor b, bool ticksAreNs) : a_
                static_cast<double>(static_cast<int64_t>(b.ticks - a.ticks));
 }
 
+void TickTimeline::add(ClockAnchor a) {
+  if (count_ == 0) {
+    anchors_[0] = a, count_ = 1;
+    return;
+  }
+  const ClockAnchor& last = at(count_ - 1);
+  if (a.ticks <= last.ticks || a.monotonicNs < last.monotonicNs) return;
+  slope_[(first_ + count_ - 1) % kAnchors] = static_cast<double>(a.monotonicNs - last.monotonicNs) /
+                                             static_cast<double>(a.ticks - last.ticks);
+  if (count_ == kAnchors) {
+    first_ = (first_ + 1) % kAnchors;  // the oldest goes; its slot takes the new anchor
+    --count_;
+  }
+  anchors_[(first_ + count_) % kAnchors] = a;
+  ++count_;
+}
+
 }  // namespace cutrace

@@ -74,4 +74,39 @@ class TickConverter {
   double nsPerTick_ = 1.0;
 };
 
+// Maps ticks to CLOCK_MONOTONIC nanoseconds through the chain of anchors the drain takes pass by
+// pass: a tick between two anchors by the segment joining them (before the oldest kept, or after
+// the newest, by the nearest segment). A tick then maps to the same nanosecond whichever pass maps
+// it, as long as its anchors are kept (kAnchors passes). The chord from the start to the latest
+// anchor, used before, moved with every pass: the same tick came out a few to tens of ns apart in
+// two passes (anchor noise in a VM), enough to end a call after the range it ran in.
+// Default: ticks are nanoseconds already.
+class TickTimeline {
+ public:
+  TickTimeline() = default;
+  TickTimeline(ClockAnchor start, bool ticksAreNs) : ticksAreNs_(ticksAreNs) { anchors_[0] = start, count_ = 1; }
+  // A newer anchor (ticks and ns past the last one's; one that is not is ignored).
+  void add(ClockAnchor a);
+  uint64_t toMonotonicNs(uint64_t ticks) const {
+    if (ticksAreNs_ || count_ < 2) return count_ == 0 || ticksAreNs_ ? ticks : anchors_[0].monotonicNs + (ticks - anchors_[0].ticks);
+    // Nearly every tick a pass maps is past the previous pass's anchor: the last segment.
+    std::size_t seg = count_ - 2;
+    while (seg > 0 && ticks < at(seg).ticks) --seg;
+    const ClockAnchor& a = at(seg);
+    // Rounded to the nearest ns, so that the segment's own end anchor maps to itself exactly,
+    // as the next segment maps it.
+    const double x = static_cast<double>(static_cast<int64_t>(ticks - a.ticks)) * slope_[(first_ + seg) % kAnchors];
+    return a.monotonicNs + static_cast<int64_t>(x < 0 ? x - 0.5 : x + 0.5);
+  }
+
+  static constexpr std::size_t kAnchors = 1024;
+
+ private:
+  const ClockAnchor& at(std::size_t i) const { return anchors_[(first_ + i) % kAnchors]; }
+  bool ticksAreNs_ = true;
+  ClockAnchor anchors_[kAnchors];
+  double slope_[kAnchors] = {};  // ns per tick from the anchor at the same slot to the next one
+  std::size_t first_ = 0, count_ = 0;
+};
+
 }  // namespace cutrace

@@ -241,20 +241,24 @@ ThreadState* newState(uint64_t ringBytes) {
 
 void fillProcessMeta(TraceMeta& meta);
 
-void drainPass() {
+// `final`: the last pass (exit, fork): every record is taken, also those past the anchor.
+void drainPass(bool final) {
   Globals& gl = g();
   if (gl.store == nullptr) {
     gl.store = new Store(gl.names);
+    gl.store->setClock(TickTimeline(Clock::startAnchor(), !Clock::usesTsc()));
     gl.store->setMemoryCap(gl.config.maxMemory);
     gl.store->data().hooks.assign(gl.hooks, gl.hooks + gl.hookCount);
   }
   // The anchor is taken before the rings are read: every record consumed below is older.
   gl.lastAnchor = Clock::sampleAnchor();
-  gl.store->setClock(TickConverter(Clock::startAnchor(), gl.lastAnchor, !Clock::usesTsc()));
+  gl.store->addClockAnchor(gl.lastAnchor);
   for (ThreadState* s = gl.registry.load(std::memory_order_acquire); s; s = s->next) {
     const Life life = s->life.load(std::memory_order_acquire);
     if (life != Life::Active && life != Life::Retired) continue;
-    gl.store->consume(*s, life == Life::Retired);
+    // A thread that ended is emptied whole: its state is freed below.
+    const bool whole = final || life == Life::Retired;
+    gl.store->consume(*s, life == Life::Retired, whole ? UINT64_MAX : gl.lastAnchor.ticks);
     if (life == Life::Retired) releaseState(s);
   }
   if (stacks::table().reserved()) {
@@ -281,11 +285,11 @@ void drainPass() {
 // could not be mapped) turns tracing off with one warning; the program runs on. The boundary
 // is here because the drain thread's start routine must not let an exception escape. Caller
 // holds the drain mutex. False when tracing had to stop.
-bool drainPassSafely() {
+bool drainPassSafely(bool final) {
   Globals& gl = g();
   if (gl.storeFailed) return false;
   try {
-    drainPass();
+    drainPass(final);
     if (!gl.store->outOfMemory()) return true;
   } catch (const std::exception&) {
   }
@@ -324,7 +328,7 @@ void* drainMain(void*) {
     }
     capture::onTick();
     std::lock_guard<std::mutex> lock(gl.drainMutex);
-    if (!drainPassSafely()) {
+    if (!drainPassSafely(false)) {
       gl.finishDone.store(true);  // nothing will be written: a terminating signal need not wait
       break;
     }
@@ -646,7 +650,7 @@ void Collector::finish() {
   Cupti::flush();  // device records still in CUPTI's buffers
   stopDrainThread();
   std::lock_guard<std::mutex> lock(gl.drainMutex);
-  if (!drainPassSafely()) {
+  if (!drainPassSafely(true)) {
     errno = savedErrno;
     return;
   }

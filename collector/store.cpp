@@ -112,13 +112,14 @@ uint32_t Store::nvtxName(const Record& r, const char* text, std::size_t textLen,
                                      stringCap_, stringBytesCap_);
 }
 
-void Store::consume(ThreadState& s, bool retired) {
+void Store::consume(ThreadState& s, bool retired, uint64_t maxTicks) {
   Track& t = track(s.trackId, s.tid, s.pthreadLow);  // first sight: the track keeps both thread ids
   auto& ring = s.ring;
   uint64_t i = ring.readBegin();
   const uint64_t end = ring.readEnd();
   while (i < end) {
     const Record r = ring.at(i);
+    if ((r.type == RecordType::Api ? r.t1 : r.t0) > maxTicks) break;
     const uint64_t n = 1u + r.extra;
     if (i + n > end) break;  // cannot happen: a record and its text are committed together
     textBuffer_.clear();
@@ -206,7 +207,7 @@ void Store::closeLost(Track& t, std::vector<OpenRange>& stack, uint32_t minDepth
     Event e = open.event;
     e.end = defaultDomain ? lostEnd(open, at) : at;
     e.flags |= kEventEndLost;
-    emit(t.index, e);
+    emit(t.index, e, open.startNs);
     if (defaultDomain) childEnded(stack, open, e.end);
   }
 }
@@ -250,6 +251,7 @@ void Store::decodeInto(Track& t, const Record& r, const char* text, std::size_t 
       open.lastInside = r.t0;
       open.event.kind = EventKind::NvtxRange;
       open.event.start = r.t0;
+      open.startNs = clock_.toMonotonicNs(r.t0);
       open.event.seq = r.seq;
       open.event.domain = domain;
       open.event.category = r.nvtx.category;
@@ -259,7 +261,7 @@ void Store::decodeInto(Track& t, const Record& r, const char* text, std::size_t 
       } else if (domain == 0) {
         ThreadTrack& thread = data_.threads[t.index];
         thread.opens.push_back(ThreadTrack::RangeOpen{static_cast<uint32_t>(thread.events.size()), open.event.name,
-                                                      clock_.toMonotonicNs(r.t0), r.seq});
+                                                      open.startNs, r.seq});
       }
       stack.push_back(open);
       break;
@@ -273,7 +275,7 @@ void Store::decodeInto(Track& t, const Record& r, const char* text, std::size_t 
         stack.pop_back();
         Event e = open.event;
         e.end = r.t0;
-        emit(t.index, e);
+        emit(t.index, e, open.startNs);
         if (domain == 0) childEnded(stack, open, e.end);
       }
       // Otherwise the matching push was dropped (already counted as a drop): nothing to close.
@@ -347,7 +349,7 @@ void Store::finalize(uint64_t endTicks) {
         Event e = open.event;
         e.end = domain == 0 ? lostEnd(open, endTicks) : endTicks;
         e.flags |= kEventUnclosed;
-        emit(t.index, e);
+        emit(t.index, e, open.startNs);
         if (domain == 0) childEnded(stack, open, e.end);
       }
     }

@@ -27,7 +27,10 @@ class Store {
 
   // Moves every committed record of `s` into the track of its current owner. `retired`: the
   // caller saw the owner's exit (Life::Retired, acquire), so its final name can be read.
-  void consume(ThreadState& s, bool retired);
+  // Stops before the first record that ends after `maxTicks` (the pass's clock anchor: what
+  // comes later is the next pass's, so every tick is mapped between two anchors, never past the
+  // last; see TickTimeline).
+  void consume(ThreadState& s, bool retired, uint64_t maxTicks = UINT64_MAX);
   // Decodes one record with its text (exposed for unit tests).
   void decode(uint32_t trackId, uint32_t tid, const Record& r, const char* text, std::size_t textLen);
 
@@ -46,7 +49,9 @@ class Store {
   // The fit that maps this pass's record ticks to CLOCK_MONOTONIC nanoseconds. Events are
   // stored in nanoseconds, converted once when emitted, so the stream and every view of it read
   // the same numbers (data().meta.ticks stays the identity).
-  void setClock(const TickConverter& clock) { clock_ = clock; }
+  // The clock of the passes: set once, then an anchor added by every pass before it reads the rings.
+  void setClock(const TickTimeline& clock) { clock_ = clock; }
+  void addClockAnchor(const ClockAnchor& a) { clock_.add(a); }
   // An event could not be stored for want of memory (the collector then turns tracing off).
   bool outOfMemory() const { return outOfMemory_; }
   // At most this many bytes of stored events (0 = no cap).
@@ -61,6 +66,9 @@ class Store {
  private:
   struct OpenRange {
     Event event;
+    // Its start as ns, mapped once at the push: its event (emitted passes later, when each pass
+    // has its own clock fit) and ThreadTrack::opens then carry the same value, to the ns.
+    uint64_t startNs = 0;
     uint16_t depth;
     // Default domain only (its ranges share the thread's track with the CUDA calls): what bounds
     // the end of a range whose pop was lost, so that it still nests with the calls. `lastInside`:
@@ -93,7 +101,9 @@ class Store {
   // it ended sooner.
   static uint64_t lostEnd(const OpenRange& r, uint64_t at) { return r.sealed ? r.lastInside : at; }
   // Past the memory cap the newest events are dropped and counted on their thread.
-  void emit(std::size_t trackIndex, const Event& e) {
+  // `startNs`: the start already mapped (an NVTX range's, OpenRange::startNs); kUnmapped: mapped here.
+  static constexpr uint64_t kUnmapped = UINT64_MAX;
+  void emit(std::size_t trackIndex, const Event& e, uint64_t startNs = kUnmapped) {
     ThreadTrack& t = data_.threads[trackIndex];
     if (eventBudget_ != 0 && eventsStored_ >= eventBudget_) {
       ++t.capped;
@@ -101,7 +111,7 @@ class Store {
       return;
     }
     Event converted = e;
-    converted.start = clock_.toMonotonicNs(e.start);
+    converted.start = startNs != kUnmapped ? startNs : clock_.toMonotonicNs(e.start);
     converted.end = clock_.toMonotonicNs(e.end);
     if (!t.events.push_back(converted)) {  // no memory for another block: dropped, tracing ends
       ++t.dropped;
@@ -112,7 +122,7 @@ class Store {
   }
 
   const NameTable& names_;
-  TickConverter clock_;
+  TickTimeline clock_;
   TraceData data_;
   std::unordered_map<uint32_t, Track> tracks_;
   std::unordered_map<uint32_t, uint32_t> tableToPool_;

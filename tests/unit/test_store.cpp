@@ -201,3 +201,41 @@ TEST_CASE("BlockList refilled after clearKeepingBlocks reads back what was pushe
   for (uint64_t i = 6; i < 14; ++i) REQUIRE(list.push_back(i));  // past the blocks kept: a new one
   for (uint64_t i = 0; i < 14; ++i) CHECK(list[i] == i);
 }
+
+// Every pass adds an anchor; a tick maps to the same ns in every pass after its own (the chord
+// from the start to the latest anchor moved it by the anchors' noise), through anchors exactly,
+// rising with the ticks.
+TEST_CASE("tick timeline: a tick maps the same in every later pass", "[clock]") {
+  // Anchors with noise, as a VM gives them: ~3 ticks a ns, +-40 ns jitter.
+  std::vector<ClockAnchor> anchors;
+  uint64_t ticks = 1000000, ns = 5000000;
+  for (int i = 0; i < 40; ++i) {
+    anchors.push_back({ticks, ns + static_cast<uint64_t>((i * 37) % 80)});
+    ticks += 3000000 + static_cast<uint64_t>(i % 7) * 1000;
+    ns += 1000000;
+  }
+  TickTimeline timeline(anchors[0], false);
+  std::vector<std::pair<uint64_t, uint64_t>> mapped;  // tick, its ns when first mapped
+  for (std::size_t k = 1; k < anchors.size(); ++k) {
+    timeline.add(anchors[k]);
+    CHECK(timeline.toMonotonicNs(anchors[k].ticks) == anchors[k].monotonicNs);
+    // This pass's ticks: between the last two anchors.
+    for (uint64_t t = anchors[k - 1].ticks; t < anchors[k].ticks; t += 100003) mapped.emplace_back(t, timeline.toMonotonicNs(t));
+    uint64_t previous = 0;
+    for (const auto& [t, first] : mapped) {
+      CAPTURE(k, t);
+      const uint64_t now = timeline.toMonotonicNs(t);
+      CHECK(now == first);
+      CHECK(now >= previous);
+      previous = now;
+    }
+  }
+  // Past the kept anchors the oldest segment extends: still rising.
+  TickTimeline many(ClockAnchor{0, 0}, false);
+  for (uint64_t i = 1; i <= TickTimeline::kAnchors + 10; ++i) many.add(ClockAnchor{i * 1000, i * 500});
+  CHECK(many.toMonotonicNs(5000) == 2500);
+  CHECK(many.toMonotonicNs((TickTimeline::kAnchors + 10) * 1000) == (TickTimeline::kAnchors + 10) * 500);
+  // Ticks that are nanoseconds already.
+  CHECK(TickTimeline(ClockAnchor{7, 7}, true).toMonotonicNs(12345) == 12345);
+  CHECK(TickTimeline().toMonotonicNs(42) == 42);
+}
