@@ -112,22 +112,43 @@ uint32_t Store::nvtxName(const Record& r, const char* text, std::size_t textLen,
                                      stringCap_, stringBytesCap_);
 }
 
+void Store::decodeRun(Track& t, const Record* records, std::size_t count) {
+  for (std::size_t i = 0; i < count;) {
+    const Record& r = records[i];
+    const std::size_t n = std::min<std::size_t>(1u + r.extra, count - i);
+    textBuffer_.assign(reinterpret_cast<const char*>(records + i + 1), (n - 1) * kRecordSize);
+    decodeInto(t, r, textBuffer_.data(), textBuffer_.size());
+    i += n;
+  }
+}
+
 void Store::consume(ThreadState& s, bool retired, uint64_t maxTicks) {
   Track& t = track(s.trackId, s.tid, s.pthreadLow);  // first sight: the track keeps both thread ids
   auto& ring = s.ring;
+  if (!t.carried.empty()) {
+    // Committed before the previous pass ended, so before this pass's anchor.
+    std::vector<Record> carried;
+    carried.swap(t.carried);
+    decodeRun(t, carried.data(), carried.size());
+  }
   uint64_t i = ring.readBegin();
   const uint64_t end = ring.readEnd();
+  bool carrying = false;
   while (i < end) {
     const Record r = ring.at(i);
-    if ((r.type == RecordType::Api ? r.t1 : r.t0) > maxTicks) break;
     const uint64_t n = 1u + r.extra;
     if (i + n > end) break;  // cannot happen: a record and its text are committed together
-    textBuffer_.clear();
-    for (uint64_t b = 1; b < n; ++b) {
-      const Record& block = ring.at(i + b);
-      textBuffer_.append(reinterpret_cast<const char*>(&block), kRecordSize);
+    carrying = carrying || (r.type == RecordType::Api ? r.t1 : r.t0) > maxTicks;
+    if (carrying) {
+      for (uint64_t b = 0; b < n; ++b) t.carried.push_back(ring.at(i + b));
+    } else {
+      textBuffer_.clear();
+      for (uint64_t b = 1; b < n; ++b) {
+        const Record& block = ring.at(i + b);
+        textBuffer_.append(reinterpret_cast<const char*>(&block), kRecordSize);
+      }
+      decodeInto(t, r, textBuffer_.data(), textBuffer_.size());
     }
-    decodeInto(t, r, textBuffer_.data(), textBuffer_.size());
     i += n;
   }
   ring.release(i);

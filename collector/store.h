@@ -27,9 +27,9 @@ class Store {
 
   // Moves every committed record of `s` into the track of its current owner. `retired`: the
   // caller saw the owner's exit (Life::Retired, acquire), so its final name can be read.
-  // Stops before the first record that ends after `maxTicks` (the pass's clock anchor: what
-  // comes later is the next pass's, so every tick is mapped between two anchors, never past the
-  // last; see TickTimeline).
+  // Records that end after `maxTicks` (the pass's clock anchor), and all after them, are decoded
+  // in the next pass, so that every tick is mapped between two anchors, never past the last (see
+  // TickTimeline); the ring is emptied all the same.
   void consume(ThreadState& s, bool retired, uint64_t maxTicks = UINT64_MAX);
   // Decodes one record with its text (exposed for unit tests).
   void decode(uint32_t trackId, uint32_t tid, const Record& r, const char* text, std::size_t textLen);
@@ -82,7 +82,12 @@ class Store {
   struct Track {
     std::size_t index;  // into data_.threads
     std::unordered_map<uint32_t, std::vector<OpenRange>> stacks;  // by domain (NameTable id)
+    // Records taken from the ring that end past the pass's anchor, with their text blocks, in
+    // ring order: decoded first in the next pass (whose anchor is later), so the ring is emptied
+    // and still no tick is mapped past an anchor.
+    std::vector<Record> carried;
   };
+  void decodeRun(Track& t, const Record* records, std::size_t count);
   struct OpenSpan {
     Event event;
     std::size_t track;

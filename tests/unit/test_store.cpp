@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include "collector/collector.h"
 #include "trace_builder.h"
 
 using namespace cutrace;
@@ -238,4 +239,42 @@ TEST_CASE("tick timeline: a tick maps the same in every later pass", "[clock]") 
   // Ticks that are nanoseconds already.
   CHECK(TickTimeline(ClockAnchor{7, 7}, true).toMonotonicNs(12345) == 12345);
   CHECK(TickTimeline().toMonotonicNs(42) == 42);
+}
+
+// A pass decodes the records that ended by its clock anchor; those that end later (and all after
+// them) leave the ring with it but are decoded first in the next pass, in ring order, so no tick
+// is mapped past the anchors the timeline has.
+TEST_CASE("a pass decodes what ended by its anchor, the rest in the next pass", "[store]") {
+  TraceBuilder b;
+  Store& store = b.store();
+  static Record slots[64];
+  ThreadState s;
+  s.ring.attach(slots, 64);
+  s.trackId = 1;
+  s.tid = 7;
+  const uint64_t ends[] = {10, 20, 30, 25, 40};  // the fourth ended before the third was committed
+  for (uint64_t i = 0; i < 5; ++i) {
+    Record r;
+    memset(&r, 0, sizeof(r));
+    r.type = RecordType::Api;
+    r.hook = test::kCudaDeviceSynchronize;
+    r.seq = i;
+    r.t0 = ends[i] - 5;
+    r.t1 = ends[i];
+    const uint64_t at = s.ring.reserve(1);
+    REQUIRE(at != UINT64_MAX);
+    s.ring.at(at) = r;
+    s.ring.commit(1);
+  }
+  auto seqs = [&] {
+    std::vector<uint64_t> out;
+    for (const ThreadTrack& t : store.data().threads)
+      for (const Event& e : t.events) out.push_back(e.seq);
+    return out;
+  };
+  store.consume(s, false, 27);
+  CHECK(seqs() == std::vector<uint64_t>{0, 1});
+  CHECK(s.ring.readBegin() == s.ring.readEnd());  // taken off the ring all the same
+  store.consume(s, false, 100);
+  CHECK(seqs() == std::vector<uint64_t>{0, 1, 2, 3, 4});
 }
