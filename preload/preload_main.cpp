@@ -72,7 +72,7 @@ void appendStream(StreamOutput& s, const Config& config, const TraceData& data) 
   s.buffer.clear();
 }
 
-// What one pass usually encodes (a full 1 MiB ring is 16K records, ~0.5 MB of packets): reserved
+// What one pass usually encodes (half of a 4 MiB ring, 32K records, is ~1 MB of packets): reserved
 // at the first pass, so that later passes, the one at exit included, rarely need memory.
 constexpr std::size_t kStreamBufferBytes = std::size_t{4} << 20;
 
