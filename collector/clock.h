@@ -88,7 +88,8 @@ class TickTimeline {
   // A newer anchor (ticks and ns past the last one's; one that is not is ignored).
   void add(ClockAnchor a);
   uint64_t toMonotonicNs(uint64_t ticks) const {
-    if (ticksAreNs_ || count_ < 2) return count_ == 0 || ticksAreNs_ ? ticks : anchors_[0].monotonicNs + (ticks - anchors_[0].ticks);
+    if (ticksAreNs_ || count_ == 0) return ticks;
+    if (count_ == 1) return anchors_[0].monotonicNs + (ticks - anchors_[0].ticks);  // no rate yet
     // Nearly every tick a pass maps is past the previous pass's anchor: the last segment.
     std::size_t seg = count_ - 2;
     while (seg > 0 && ticks < at(seg).ticks) --seg;

@@ -125,12 +125,10 @@ void Store::decodeRun(Track& t, const Record* records, std::size_t count) {
 void Store::consume(ThreadState& s, bool retired, uint64_t maxTicks) {
   Track& t = track(s.trackId, s.tid, s.pthreadLow);  // first sight: the track keeps both thread ids
   auto& ring = s.ring;
-  if (!t.carried.empty()) {
-    // Committed before the previous pass ended, so before this pass's anchor.
-    std::vector<Record> carried;
-    carried.swap(t.carried);
-    decodeRun(t, carried.data(), carried.size());
-  }
+  // Committed before the previous pass ended, so before this pass's anchor. (Decoding never
+  // touches `carried`; cleared, it keeps its capacity for the next hand-over.)
+  decodeRun(t, t.carried.data(), t.carried.size());
+  t.carried.clear();
   uint64_t i = ring.readBegin();
   const uint64_t end = ring.readEnd();
   bool carrying = false;
