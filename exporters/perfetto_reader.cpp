@@ -830,6 +830,7 @@ class Rebuild : public PerfettoVisitor {
     }
     if (options_.maxEvents != 0 && stored_ >= options_.maxEvents) {
       if (error_.empty()) error_ = "more than " + std::to_string(options_.maxEvents) + " events";
+      info_.overMaxEvents = true;
       return;
     }
     ++stored_;
@@ -1088,7 +1089,10 @@ bool rebuild(Input& in, TraceData& out, const PfMetadataSource& source, std::str
              const PfRebuildOptions& options) {
   PfRebuildInfo info;
   Rebuild visitor(out, info, source, options);
-  if (!readInput(in, visitor, error, &info.stats)) return false;
+  if (!readInput(in, visitor, error, &info.stats)) {
+    if (infoOut != nullptr) *infoOut = info;
+    return false;
+  }
   visitor.finish();
   if (infoOut != nullptr) *infoOut = info;
   return true;

@@ -134,6 +134,7 @@ struct PfRebuildInfo {
   uint64_t metadataEvents = 0;    // its "events" (when ended)
   uint64_t skippedEvents = 0;     // slices that are not a cutrace event (unknown hook, category)
   uint64_t outsideWindow = 0;     // host events left out by PfRebuildOptions::window
+  bool overMaxEvents = false;     // the rebuild failed at PfRebuildOptions::maxEvents (info is filled then too)
 };
 
 // The sequence the writer puts the process's metadata and tracks on: no thread's events.
@@ -158,8 +159,9 @@ struct PfRebuildOptions {
   // the file; threads, names, stacks, metadata and drop counts are rebuilt as without it.
   bool windowed = false;
   PfWindow window;
-  // More host events than this (0: no cap) fail the rebuild ("more than N events") as soon as
-  // one more would be stored: a reader's memory stays bounded whatever the file.
+  // More host events than this (0: no cap) fail the rebuild ("more than N events",
+  // PfRebuildInfo::overMaxEvents) as soon as one more would be stored: a reader's memory stays
+  // bounded whatever the file.
   uint64_t maxEvents = 0;
 };
 

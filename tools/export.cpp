@@ -219,7 +219,7 @@ int exportOne(const std::string& input, const std::string& outputDir, const Fold
   PfRebuildInfo info;
   if (!(in.whole ? readPerfettoTraceBytes(in.bytes.view(), data, error, &info, options)
                  : readPerfettoTrace(input, data, error, &info, options))) {
-    if (error.find("more than " + std::to_string(options.maxEvents) + " events") != std::string::npos) {
+    if (info.overMaxEvents) {
       spdlog::error("export: {}: more than {} events {}: more than a Chrome trace of --max-json holds; export a "
                     "smaller part (--from T1 --to T2, or --steps A-B)",
                     input, options.maxEvents, w.bySteps || w.byTime ? "in the window" : "in the stream");

@@ -266,10 +266,12 @@ bool readPerfettoEvents(TraceInput& input, TraceEventSink& sink, std::string& er
   return true;
 }
 
-bool readPerfettoData(TraceInput& input, TraceData& out, std::string& error, const PfRebuildOptions& options) {
+bool readPerfettoData(TraceInput& input, TraceData& out, std::string& error, const PfRebuildOptions& options,
+                      PfRebuildInfo* infoOut) {
   PfRebuildInfo info;
   const bool ok = input.whole ? readPerfettoTraceBytes(input.bytes.view(), out, error, &info, options)
                               : readPerfettoTrace(input.path, out, error, &info, options);
+  if (infoOut != nullptr) *infoOut = info;
   if (!ok) {
     if (input.whole) error = input.name + ": " + error;
     return false;
@@ -301,8 +303,9 @@ bool loadTraceAsJson(const std::string& path, InputBytes& out, std::string& erro
   TraceData data;
   PfRebuildOptions options;
   options.maxEvents = std::max<uint64_t>(maxJson / kMinJsonBytesPerEvent, 1);
-  if (!readPerfettoData(input, data, error, options)) {
-    if (error.find("more than " + std::to_string(options.maxEvents) + " events") != std::string::npos) error = tooLarge;
+  PfRebuildInfo info;
+  if (!readPerfettoData(input, data, error, options, &info)) {
+    if (info.overMaxEvents) error = tooLarge;
     return false;
   }
   {

@@ -74,7 +74,8 @@ class TraceEventSink {
 bool readPerfettoEvents(TraceInput& input, TraceEventSink& sink, std::string& error);
 
 // The whole process of a .pftrace input, rebuilt (for writers of Chrome JSON: merge, export).
-bool readPerfettoData(TraceInput& input, TraceData& out, std::string& error, const PfRebuildOptions& options = {});
+bool readPerfettoData(TraceInput& input, TraceData& out, std::string& error, const PfRebuildOptions& options = {},
+                      PfRebuildInfo* info = nullptr);
 
 // A trace input as Chrome JSON text in `out` (padded for simdjson, nesting checked): a JSON
 // input as read, a .pftrace as the Chrome trace its process writes (rebuilt whole in memory:
