@@ -160,8 +160,7 @@ OutputResult writeOutputFiles(const TraceData& data, const char* directory, cons
   // A Chrome trace larger than the limit would not open in the viewers it is for: a run with more
   // events than the smallest events fit, or whose estimate passes it, is not written at all (no
   // time spent at exit), and one that turns out larger once written is discarded before it gets a name.
-  result.jsonSkipped =
-      jsonLimit != 0 && (data.eventCount() > jsonLimit / kMinJsonBytesPerEvent || jsonEstimate > jsonLimit);
+  result.jsonSkipped = jsonKnownTooLarge(data.eventCount(), jsonEstimate, jsonLimit);
   if (result.jsonSkipped) result.jsonBytes = std::max(jsonEstimate, data.eventCount() * kMinJsonBytesPerEvent);
   // Folding the events of `data` is needed for the trace (its metadata.folded) and for GPU time,
   // which only they link; host time and calls come from the run's own folding when given.

@@ -33,6 +33,12 @@ struct OutputResult {
 // the JSON limit holds at this size skips the trace before writing any of it.
 inline constexpr uint64_t kMinJsonBytesPerEvent = 100;
 
+// Whether a Chrome trace of `events` host events, estimated at `estimate` bytes (0: none), is
+// known to pass `jsonLimit` (0: no limit) before anything is written.
+inline bool jsonKnownTooLarge(uint64_t events, uint64_t estimate, uint64_t jsonLimit) {
+  return jsonLimit != 0 && (events > jsonLimit / kMinJsonBytesPerEvent || estimate > jsonLimit);
+}
+
 // `stem`: the stem the process's stream file took (its files share it); empty: outputStem().
 // `jsonLimit`: the Chrome trace is not written when it would be larger (0: no limit); also not
 // when `jsonEstimate` (its size as estimated while the run went; 0: none) passes it.
