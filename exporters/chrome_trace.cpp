@@ -63,7 +63,7 @@ class ChromeWriter {
       const DeviceEvent& d = data_.device[i];
       const uint64_t track = deviceTrackId(d.device, d.stream);
       const int64_t ts = data_.monotonicToTraceNs(d.start);
-      writeFlow("flow", "launch", d.correlation, data_.meta.pid, ts, track, ts);
+      writeFlow("flow", flowName(d), d.correlation, data_.meta.pid, ts, track, ts);
     }
     sample.deviceBytes = out_.bytesWritten() - sample.hostBytes;
     return sample;
@@ -223,18 +223,19 @@ class ChromeWriter {
   // A flow arrow from each launch (or copy, or set) to the device work it produced. The start
   // sits 1 ns into the host call so it binds to that call, not to an enclosing NVTX range.
   void writeFlows() {
-    for (std::size_t i = 0; i < data_.device.size(); ++i) writeFlowOf(i);
+    for (std::size_t i = 0; i < data_.device.size(); ++i) {
+      const HostLink& link = links_[i];
+      if (link.thread < 0) continue;
+      const DeviceEvent& d = data_.device[i];
+      const ThreadTrack& t = data_.threads[static_cast<std::size_t>(link.thread)];
+      const Event& host = t.events[link.event];
+      writeFlow("flow", flowName(d), d.correlation, t.tid, data_.toTraceNs(host.start) + 1, deviceTrackId(d.device, d.stream),
+                data_.monotonicToTraceNs(d.start));
+    }
   }
 
-  void writeFlowOf(std::size_t i) {
-    const HostLink& link = links_[i];
-    if (link.thread < 0) return;
-    const DeviceEvent& d = data_.device[i];
-    const ThreadTrack& t = data_.threads[static_cast<std::size_t>(link.thread)];
-    const Event& host = t.events[link.event];
-    const char* name = d.kind == DeviceKind::Kernel ? "launch" : d.kind == DeviceKind::Memcpy ? "copy" : "set";
-    writeFlow("flow", name, d.correlation, t.tid, data_.toTraceNs(host.start) + 1, deviceTrackId(d.device, d.stream),
-              data_.monotonicToTraceNs(d.start));
+  static const char* flowName(const DeviceEvent& d) {
+    return d.kind == DeviceKind::Kernel ? "launch" : d.kind == DeviceKind::Memcpy ? "copy" : "set";
   }
 
   // One arrow: "s" on (tid0, ts0), "f" binding to the enclosing slice on (tid1, ts1).

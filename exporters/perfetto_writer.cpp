@@ -802,13 +802,13 @@ void PerfettoWriter::encodeDevice(const TraceData& data, std::string& out) {
       annotationUint(Ann::Bytes, d.bytes);
     }
     if (auto a = api_.find(d.correlation); a != api_.end()) {
-      auto tid = osTid.find(a->second.tid);
-      annotationUint(Ann::HostTid, tid != osTid.end() ? tid->second : a->second.tid);
+      const auto tid = osTid.find(a->second.tid);
+      const uint32_t hostTid = tid != osTid.end() ? tid->second : a->second.tid;
+      annotationUint(Ann::HostTid, hostTid);
       annotationUint(Ann::HostStart, a->second.start);
       annotationUint(Ann::HostEnd, a->second.end);
       // The tagged call that overlaps CUPTI's interval: the last to start before it ends (calls
       // on one thread do not overlap; those nested in another are not tagged).
-      const uint32_t hostTid = tid != osTid.end() ? tid->second : a->second.tid;
       if (auto calls = flowCalls_.find(hostTid); calls != flowCalls_.end()) {
         const std::deque<FlowCall>& c = calls->second;
         auto it = std::upper_bound(c.begin(), c.end(), a->second.end,
