@@ -21,6 +21,7 @@
 #include <cuda_runtime_api.h>
 #include <nvtx3/nvToolsExt.h>
 #include <spawn.h>
+#include <dirent.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -76,6 +77,28 @@ extern "C" void** __cudaRegisterFatBinary(void*);
 extern "C" void __cudaRegisterFatBinaryEnd(void**);
 
 void benchKernelStub() {}
+
+// CPU time of the traced process's drain thread (found by its name), in seconds; 0 untraced.
+// A thread's CPU clock id from its tid is the kernel's MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED).
+double drainCpuSeconds() {
+  DIR* dir = opendir("/proc/self/task");
+  if (dir == nullptr) return 0;
+  double seconds = 0;
+  while (dirent* d = readdir(dir)) {
+    char path[300], comm[64] = {};
+    snprintf(path, sizeof(path), "/proc/self/task/%s/comm", d->d_name);
+    FILE* f = fopen(path, "r");
+    if (f == nullptr) continue;
+    const bool drain = fgets(comm, sizeof(comm), f) != nullptr && strncmp(comm, "cutrace-drain", 13) == 0;
+    fclose(f);
+    if (!drain) continue;
+    const clockid_t clock = static_cast<clockid_t>((~static_cast<unsigned>(atoi(d->d_name)) << 3) | 6);
+    timespec ts{};
+    if (clock_gettime(clock, &ts) == 0) seconds = static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+  }
+  closedir(dir);
+  return seconds;
+}
 
 double cpuSeconds() {
   rusage u{};
@@ -147,23 +170,24 @@ int worker(const std::string& which, long calls, int depth) {
   nested(depth, timedBurst);  // first-call costs: thread ring, kernel name lookup, the stack
   usleep(5000);
   double wallNs = 0;
-  const double c0 = cpuSeconds();
+  const double c0 = cpuSeconds(), d0 = drainCpuSeconds();
   for (long done = 0; done < calls; done += kBurst) {
     const auto t0 = std::chrono::steady_clock::now();
     nested(depth, timedBurst);
     wallNs += std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
     usleep(3000);
   }
-  const double c1 = cpuSeconds();
+  const double c1 = cpuSeconds(), d1 = drainCpuSeconds();
   const long timed = (calls + kBurst - 1) / kBurst * kBurst;
-  printf("%.3f %.3f\n", wallNs / static_cast<double>(timed), (c1 - c0) * 1e9 / static_cast<double>(timed));
+  printf("%.3f %.3f %.3f\n", wallNs / static_cast<double>(timed), (c1 - c0) * 1e9 / static_cast<double>(timed),
+         (d1 - d0) * 1e9 / static_cast<double>(timed));
   return 0;
 }
 
-// Runs one worker; returns {wall ns/call, cpu ns/call} and, traced, the Chrome trace's and the
+// Runs one worker; returns {wall ns/call, cpu ns/call, the drain thread's cpu ns/call} and, traced, the Chrome trace's and the
 // .pftrace's bytes per event (its files are removed afterwards).
 bool runWorker(const char* self, const Case& c, long calls, const std::string& preload, double& wall, double& cpu,
-               double& traceBytesPerEvent, double& streamBytesPerEvent) {
+               double& drain, double& traceBytesPerEvent, double& streamBytesPerEvent) {
   std::string callsArg = std::to_string(calls);
   std::string depthArg = std::to_string(c.depth);
   const char* argv[] = {self, "--worker", c.loop, "--calls", callsArg.c_str(), "--depth", depthArg.c_str(), nullptr};
@@ -174,7 +198,7 @@ bool runWorker(const char* self, const Case& c, long calls, const std::string& p
   }
   if (!preload.empty()) {
     envStore.push_back("LD_PRELOAD=" + preload);
-    envStore.push_back("CUTRACE_DRAIN_MS=1");  // the ring is emptied within each pause
+    // envStore.push_back("CUTRACE_DRAIN_MS=1");
     envStore.push_back("CUTRACE_OUTPUT=" + std::string(getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp") +
                        "/cutrace-bench-out");
     envStore.push_back("CUTRACE_LOG=info");  // the summary line says how many were dropped
@@ -230,7 +254,7 @@ bool runWorker(const char* self, const Case& c, long calls, const std::string& p
       return false;
     }
   }
-  return n > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 && sscanf(buf, "%lf %lf", &wall, &cpu) == 2;
+  return n > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 && sscanf(buf, "%lf %lf %lf", &wall, &cpu, &drain) == 3;
 }
 
 // --sustained: one traced run of the launch loop at a pace, default settings. Reports what was
@@ -403,26 +427,28 @@ int main(int argc, char** argv) {
   }
 
   printf("cutrace bench_events: %d runs x %ld calls per case, medians, stand-in CUDA libraries\n", runs, calls);
-  printf("%-14s %8s %10s %10s %8s %16s %16s %14s %16s\n", "case", "events", "bare ns", "traced ns", "ratio", "wall ns/event",
-         "cpu ns/event", "json B/event", "pftrace B/event");
+  printf("%-14s %8s %10s %10s %8s %14s %13s %15s %13s %16s\n", "case", "events", "bare ns", "traced ns", "ratio",
+         "wall ns/event", "cpu ns/event", "drain ns/event", "json B/event", "pftrace B/event");
   std::vector<double> tracedWallByCase, tracedCpuByCase;
   for (const Case& c : kCases) {
-    std::vector<double> bareWall, bareCpu, tracedWall, tracedCpu, tracedBytes, streamBytes;
+    std::vector<double> bareWall, bareCpu, tracedWall, tracedCpu, tracedDrain, tracedBytes, streamBytes;
     for (int r = 0; r < runs; ++r) {  // interleaved so drift hits both alike
-      double w, cpu, bytes = 0, sbytes = 0;
-      if (!runWorker(self, c, calls, "", w, cpu, bytes, sbytes)) return 1;
+      double w, cpu, drain, bytes = 0, sbytes = 0;
+      if (!runWorker(self, c, calls, "", w, cpu, drain, bytes, sbytes)) return 1;
       bareWall.push_back(w);
       bareCpu.push_back(cpu);
-      if (!runWorker(self, c, calls, libtrace, w, cpu, bytes, sbytes)) return 1;
+      if (!runWorker(self, c, calls, libtrace, w, cpu, drain, bytes, sbytes)) return 1;
       tracedWall.push_back(w);
       tracedCpu.push_back(cpu);
+      tracedDrain.push_back(drain);
       tracedBytes.push_back(bytes);
       streamBytes.push_back(sbytes);
     }
     const double bw = median(bareWall), tw = median(tracedWall);
     const double bc = median(bareCpu), tc = median(tracedCpu);
-    printf("%-14s %8d %10.1f %10.1f %8.2f %16.1f %16.1f %14.0f %16.1f\n", c.name, c.eventsPerCall, bw, tw, tw / bw,
-           (tw - bw) / c.eventsPerCall, (tc - bc) / c.eventsPerCall, median(tracedBytes), median(streamBytes));
+    printf("%-14s %8d %10.1f %10.1f %8.2f %14.1f %13.1f %15.1f %13.0f %16.1f\n", c.name, c.eventsPerCall, bw, tw, tw / bw,
+           (tw - bw) / c.eventsPerCall, (tc - bc) / c.eventsPerCall, median(tracedDrain) / c.eventsPerCall,
+           median(tracedBytes), median(streamBytes));
     tracedWallByCase.push_back(tw);
     tracedCpuByCase.push_back(tc);
   }

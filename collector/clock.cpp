@@ -52,13 +52,6 @@ ClockAnchor Clock::sampleAnchor() {
   return best;
 }
 
-TickConverter::TickConverter(ClockAnchor a, ClockAnchor b, bool ticksAreNs) : a_(a) {
-  // With no time between the anchors there is no span to convert either.
-  if (ticksAreNs || b.ticks == a.ticks) return;
-  nsPerTick_ = static_cast<double>(static_cast<int64_t>(b.monotonicNs - a.monotonicNs)) /
-               static_cast<double>(static_cast<int64_t>(b.ticks - a.ticks));
-}
-
 void TickTimeline::add(ClockAnchor a) {
   if (count_ == 0) {
     anchors_[0] = a, count_ = 1;

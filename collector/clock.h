@@ -57,23 +57,6 @@ class Clock {
   static inline int64_t realtimeOffsetNs_ = 0;
 };
 
-// Maps ticks to CLOCK_MONOTONIC nanoseconds with the fit between two anchors.
-class TickConverter {
- public:
-  TickConverter() = default;
-  TickConverter(ClockAnchor a, ClockAnchor b, bool ticksAreNs);
-
-  uint64_t toMonotonicNs(uint64_t ticks) const {
-    const double d = static_cast<double>(static_cast<int64_t>(ticks - a_.ticks));
-    return a_.monotonicNs + static_cast<int64_t>(d * nsPerTick_);
-  }
-  double nsPerTick() const { return nsPerTick_; }
-
- private:
-  ClockAnchor a_{};
-  double nsPerTick_ = 1.0;
-};
-
 // Maps ticks to CLOCK_MONOTONIC nanoseconds through the chain of anchors the drain takes pass by
 // pass: a tick between two anchors by the segment joining them (before the oldest kept, or after
 // the newest, by the nearest segment). A tick then maps to the same nanosecond whichever pass maps

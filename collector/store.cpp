@@ -239,30 +239,35 @@ void Store::decodeInto(Track& t, const Record& r, const char* text, std::size_t 
   ++recordsSeen_;
   switch (r.type) {
     case RecordType::Api: {
-      Event e;
-      e.kind = EventKind::Api;
-      e.start = r.t0;
-      e.end = r.t1;
-      e.seq = r.seq;
-      e.hook = r.hook;
-      e.result = r.result;
-      memcpy(e.raw, r.raw, sizeof(e.raw));
-      uint32_t stackWord;
-      memcpy(&stackWord, e.raw + kStackIdOffset, sizeof(stackWord));
-      if (stackWord & kNestedCallBit) {
-        e.flags |= kEventInsideCall;
-        stackWord &= ~kNestedCallBit;
-        memcpy(e.raw + kStackIdOffset, &stackWord, sizeof(stackWord));
+      // The most frequent record: decoded straight into its slot, every field written once.
+      if (Event* e = newEvent(t.index)) {
+        e->start = clock_.toMonotonicNs(r.t0);
+        e->end = clock_.toMonotonicNs(r.t1);
+        e->seq = r.seq;
+        e->name = 0;
+        e->domain = 0;
+        e->category = 0;
+        e->hook = r.hook;
+        e->kind = EventKind::Api;
+        e->flags = 0;
+        e->result = r.result;
+        memcpy(e->raw, r.raw, sizeof(e->raw));
+        uint32_t stackWord;
+        memcpy(&stackWord, e->raw + kStackIdOffset, sizeof(stackWord));
+        if (stackWord & kNestedCallBit) {
+          e->flags = kEventInsideCall;
+          stackWord &= ~kNestedCallBit;
+          memcpy(e->raw + kStackIdOffset, &stackWord, sizeof(stackWord));
+        }
+        if (r.hook < data_.hooks.size() && data_.hooks[r.hook].kind == ApiKind::Launch)
+          e->launch.kernelName = nameFromTable(r.launch.kernelName);
       }
-      if (r.hook < data_.hooks.size() && data_.hooks[r.hook].kind == ApiKind::Launch)
-        e.launch.kernelName = nameFromTable(r.launch.kernelName);
-      emit(t.index, e);
-      if (auto open = t.stacks.find(0); open != t.stacks.end()) noteInside(open->second, r.t0, r.t1);
+      if (t.defaultStack != nullptr) noteInside(*t.defaultStack, r.t0, r.t1);
       break;
     }
     case RecordType::NvtxPush: {
       const uint32_t domain = nameFromTable(r.nvtx.domain);
-      auto& stack = t.stacks[domain];
+      auto& stack = stackOf(t, domain);
       // A push at depth d means everything at depth >= d was popped, even if we lost the pop.
       closeLost(t, stack, r.nvtx.depth, r.t0, domain == 0);
       OpenRange open{};
@@ -287,7 +292,7 @@ void Store::decodeInto(Track& t, const Record& r, const char* text, std::size_t 
     }
     case RecordType::NvtxPop: {
       const uint32_t domain = nameFromTable(r.nvtx.domain);
-      auto& stack = t.stacks[domain];
+      auto& stack = stackOf(t, domain);
       closeLost(t, stack, r.nvtx.depth + 1u, r.t0, domain == 0);
       if (!stack.empty() && stack.back().depth == r.nvtx.depth) {
         const OpenRange open = stack.back();
@@ -309,8 +314,7 @@ void Store::decodeInto(Track& t, const Record& r, const char* text, std::size_t 
       e.category = r.nvtx.category;
       e.name = nvtxName(r, text, textLen, e.flags);
       emit(t.index, e);
-      if (e.domain == 0)
-        if (auto open = t.stacks.find(0); open != t.stacks.end()) noteInside(open->second, r.t0, r.t0);
+      if (e.domain == 0 && t.defaultStack != nullptr) noteInside(*t.defaultStack, r.t0, r.t0);
       break;
     }
     case RecordType::NvtxStart: {

@@ -48,7 +48,7 @@ class Store {
   uint64_t recordsSeen() const { return recordsSeen_; }
   // The fit that maps this pass's record ticks to CLOCK_MONOTONIC nanoseconds. Events are
   // stored in nanoseconds, converted once when emitted, so the stream and every view of it read
-  // the same numbers (data().meta.ticks stays the identity).
+  // the same numbers.
   // The clock of the passes: set once, then an anchor added by every pass before it reads the rings.
   void setClock(const TickTimeline& clock) { clock_ = clock; }
   void addClockAnchor(const ClockAnchor& a) { clock_.add(a); }
@@ -82,6 +82,8 @@ class Store {
   struct Track {
     std::size_t index;  // into data_.threads
     std::unordered_map<uint32_t, std::vector<OpenRange>> stacks;  // by domain (NameTable id)
+    // stacks[0] once it exists (a map's elements never move), looked up by every call.
+    std::vector<OpenRange>* defaultStack = nullptr;
     // Records taken from the ring that end past the pass's anchor, with their text blocks, in
     // ring order: decoded first in the next pass (whose anchor is later), so the ring is emptied
     // and still no tick is mapped past an anchor.
@@ -94,6 +96,12 @@ class Store {
   };
 
   Track& track(uint32_t trackId, uint32_t tid, uint32_t pthreadLow = 0);
+  static std::vector<OpenRange>& stackOf(Track& t, uint32_t domain) {
+    if (domain == 0 && t.defaultStack != nullptr) return *t.defaultStack;
+    std::vector<OpenRange>& stack = t.stacks[domain];
+    if (domain == 0) t.defaultStack = &stack;
+    return stack;
+  }
   void decodeInto(Track& t, const Record& r, const char* text, std::size_t textLen);
   uint32_t nameFromTable(uint32_t id);
   uint32_t nvtxName(const Record& r, const char* text, std::size_t textLen, uint8_t& flags);
@@ -109,21 +117,29 @@ class Store {
   // `startNs`: the start already mapped (an NVTX range's, OpenRange::startNs); kUnmapped: mapped here.
   static constexpr uint64_t kUnmapped = UINT64_MAX;
   void emit(std::size_t trackIndex, const Event& e, uint64_t startNs = kUnmapped) {
+    Event* slot = newEvent(trackIndex);
+    if (slot == nullptr) return;
+    *slot = e;
+    slot->start = startNs != kUnmapped ? startNs : clock_.toMonotonicNs(e.start);
+    slot->end = clock_.toMonotonicNs(e.end);
+  }
+  // Room for one more event of the track, for the caller to fill with times already mapped;
+  // nullptr when it is dropped (memory cap, or no memory for another block: tracing then ends).
+  Event* newEvent(std::size_t trackIndex) {
     ThreadTrack& t = data_.threads[trackIndex];
     if (eventBudget_ != 0 && eventsStored_ >= eventBudget_) {
       ++t.capped;
       ++t.dropped;
-      return;
+      return nullptr;
     }
-    Event converted = e;
-    converted.start = startNs != kUnmapped ? startNs : clock_.toMonotonicNs(e.start);
-    converted.end = clock_.toMonotonicNs(e.end);
-    if (!t.events.push_back(converted)) {  // no memory for another block: dropped, tracing ends
+    Event* slot = t.events.appendUninitialized();
+    if (slot == nullptr) {
       ++t.dropped;
       outOfMemory_ = true;
-      return;
+      return nullptr;
     }
     ++eventsStored_;
+    return slot;
   }
 
   const NameTable& names_;

@@ -67,7 +67,7 @@ enum EventFlags : uint8_t {
 };
 
 struct Event {
-  uint64_t start = 0;  // clock ticks
+  uint64_t start = 0;  // CLOCK_MONOTONIC ns
   uint64_t end = 0;
   uint64_t seq = 0;
   uint32_t name = 0;      // NVTX: message in TraceData::strings
@@ -176,15 +176,24 @@ class BlockList {
   // False when a new block was needed and could not be mapped (the list is unchanged). The
   // block table is a std::vector: growing it may throw std::bad_alloc (before any mapping).
   [[nodiscard]] bool push_back(const T& v) {
+    T* slot = appendUninitialized();
+    if (slot == nullptr) return false;
+    new (slot) T(v);
+    return true;
+  }
+  // The next element's storage, counted in size(), for the caller to fill before anything reads
+  // it (the drain decodes a record straight into it: no copy through the stack); nullptr as
+  // push_back's false.
+  [[nodiscard]] T* appendUninitialized() {
     if (size_ % BlockSize == 0 && size_ / BlockSize == blocks_.size()) {
       if (blocks_.size() == blocks_.capacity()) blocks_.reserve(blocks_.empty() ? 16 : blocks_.size() * 2);
       T* block = allocateBlock();
-      if (block == nullptr) return false;
+      if (block == nullptr) return nullptr;
       blocks_.push_back(block);  // within the capacity reserved above: cannot throw
     }
-    new (&blocks_[size_ / BlockSize][size_ % BlockSize]) T(v);
+    T* slot = &blocks_[size_ / BlockSize][size_ % BlockSize];
     ++size_;
-    return true;
+    return slot;
   }
   std::size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
@@ -298,7 +307,6 @@ struct TraceMeta {
   uint64_t originMonotonicNs = 0;  // trace ts 0
   int64_t realtimeMinusMonotonicNs = 0;
   uint64_t endMonotonicNs = 0;
-  TickConverter ticks;
   std::vector<std::pair<std::string, uint64_t>> counters;  // diagnostics, e.g. lookups wrapped
 };
 
@@ -327,10 +335,9 @@ struct TraceData {
     uint64_t overflowed = 0;       // stacks not stored: the table was full
   } stackInfo;
 
-  int64_t monotonicToTraceNs(uint64_t ns) const { return static_cast<int64_t>(ns - meta.originMonotonicNs); }
-  int64_t toTraceNs(uint64_t ticks) const {
-    return static_cast<int64_t>(meta.ticks.toMonotonicNs(ticks) - meta.originMonotonicNs);
-  }
+  // Every time held here is CLOCK_MONOTONIC ns (the drain maps ticks as it decodes); the views
+  // show them from the trace's origin.
+  int64_t toTraceNs(uint64_t ns) const { return static_cast<int64_t>(ns - meta.originMonotonicNs); }
   uint64_t droppedEvents() const;
   uint64_t eventCount() const;
 };

@@ -62,7 +62,7 @@ class ChromeWriter {
       writeDeviceEvent(i);
       const DeviceEvent& d = data_.device[i];
       const uint64_t track = deviceTrackId(d.device, d.stream);
-      const int64_t ts = data_.monotonicToTraceNs(d.start);
+      const int64_t ts = data_.toTraceNs(d.start);
       writeFlow("flow", flowName(d), d.correlation, data_.meta.pid, ts, track, ts);
     }
     sample.deviceBytes = out_.bytesWritten() - sample.hostBytes;
@@ -183,11 +183,11 @@ class ChromeWriter {
     out_.putUint(data_.meta.pid);
     out_.put(",\"tid\":");
     out_.putUint(deviceTrackId(d.device, d.stream));
-    const int64_t start = data_.monotonicToTraceNs(d.start);
+    const int64_t start = data_.toTraceNs(d.start);
     out_.put(",\"ts\":");
     out_.putMicros(start);
     out_.put(",\"dur\":");
-    out_.putMicros(data_.monotonicToTraceNs(d.end) - start);
+    out_.putMicros(data_.toTraceNs(d.end) - start);
     out_.put(",\"args\":{\"correlation\":");
     out_.putUint(d.correlation);
     if (d.kind == DeviceKind::Kernel) {
@@ -230,7 +230,7 @@ class ChromeWriter {
       const ThreadTrack& t = data_.threads[static_cast<std::size_t>(link.thread)];
       const Event& host = t.events[link.event];
       writeFlow("flow", flowName(d), d.correlation, t.tid, data_.toTraceNs(host.start) + 1, deviceTrackId(d.device, d.stream),
-                data_.monotonicToTraceNs(d.start));
+                data_.toTraceNs(d.start));
     }
   }
 
@@ -277,7 +277,7 @@ class ChromeWriter {
       const Event& oe = data_.threads[ot].events[op.event];
       const DeviceEvent& d = data_.device[i];
       writeFlow("op", "op->device", id++, domainTracks_.tidOf(ot, oe), data_.toTraceNs(oe.start),
-                deviceTrackId(d.device, d.stream), data_.monotonicToTraceNs(d.start));
+                deviceTrackId(d.device, d.stream), data_.toTraceNs(d.start));
     }
   }
 
@@ -291,7 +291,7 @@ class ChromeWriter {
         if (memoryChangeOf(data_, e, c)) changes.push_back(c);
       }
     }
-    std::stable_sort(changes.begin(), changes.end(), [](const MemoryChange& a, const MemoryChange& b) { return a.ticks < b.ticks; });
+    std::stable_sort(changes.begin(), changes.end(), [](const MemoryChange& a, const MemoryChange& b) { return a.ns < b.ns; });
     MemoryCounters counters;
     for (const MemoryChange& c : changes) {
       int8_t device = -1;
@@ -305,7 +305,7 @@ class ChromeWriter {
       out_.put(",\"tid\":");
       out_.putUint(data_.meta.pid);
       out_.put(",\"ts\":");
-      out_.putMicros(data_.toTraceNs(c.ticks));
+      out_.putMicros(data_.toTraceNs(c.ns));
       out_.put(",\"args\":{\"allocated\":");
       out_.putUint(total);
       out_.put("}}");

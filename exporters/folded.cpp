@@ -295,8 +295,7 @@ class Folder {
     return stack.back();
   }
   // The open range `o` (on `stack`, frames above it already closed) ends: its event spans
-  // [start, end]. (Its start may differ from the one it opened with by a nanosecond or two: the
-  // drain maps ticks to nanoseconds with each pass's clock fit, and the event is mapped at its end.)
+  // [start, end] (the start it opened with: the drain maps a range's start once, at its push).
   void end(Stack& stack, Open& o, uint64_t start, uint64_t end) {
     o.end = end;
     o.ownNs = end > start ? end - start : 0;

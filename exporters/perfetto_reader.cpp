@@ -862,7 +862,6 @@ class Rebuild : public PerfettoVisitor {
     for (const Link& l : links_)
       if (correlations.emplace(l.correlation, true).second)
         d_.apiActivity.push_back(ApiActivity{l.start, l.end, l.tid, l.correlation});
-    d_.meta.ticks = kIdentity;
   }
 
  private:
@@ -873,16 +872,11 @@ class Rebuild : public PerfettoVisitor {
     uint64_t start, end;
     uint32_t tid, correlation;
   };
-  // Rebuilt times are CLOCK_MONOTONIC ns: ticks are the identity.
-  static inline const TickConverter kIdentity{ClockAnchor{0, 0}, ClockAnchor{0, 0}, true};
 
   // A host event out of the window (counted); its times as TraceData::toTraceNs computes them.
   bool outside(uint64_t start, uint64_t end) {
     if (!options_.windowed) return false;
-    const uint64_t origin = d_.meta.originMonotonicNs;
-    if (options_.window.holds(static_cast<int64_t>(kIdentity.toMonotonicNs(start) - origin),
-                              static_cast<int64_t>(kIdentity.toMonotonicNs(end) - origin)))
-      return false;
+    if (options_.window.holds(d_.toTraceNs(start), d_.toTraceNs(end))) return false;
     ++info_.outsideWindow;
     return true;
   }
@@ -1031,7 +1025,7 @@ class Rebuild : public PerfettoVisitor {
       ++info_.skippedEvents;
       return;
     }
-    if (options_.windowed && !options_.window.holds(d_.monotonicToTraceNs(s.startNs), d_.monotonicToTraceNs(s.endNs)))
+    if (options_.windowed && !options_.window.holds(d_.toTraceNs(s.startNs), d_.toTraceNs(s.endNs)))
       return;
     auto value = [&](Ann a) -> uint64_t {
       const PfAnnotation* x = s.find(a);

@@ -200,8 +200,7 @@ const PfMetadataSource& perfettoFileMetadata();
 // writers: threads (by sequence, i.e. in the writer's order) with their events in the order
 // they were recorded, strings, stacks (same ids), hooks and metadata (from `cutrace.process`,
 // then the final `cutrace` metadata where the process wrote it), device events with the host
-// links the writer recorded, drop counts. Times are CLOCK_MONOTONIC ns and meta.ticks is the
-// identity. A file holding several processes is refused. (The reader library only: it parses the
+// links the writer recorded, drop counts. Times are CLOCK_MONOTONIC ns. A file holding several processes is refused. (The reader library only: it parses the
 // metadata JSON.)
 bool readPerfettoTrace(const std::string& path, TraceData& out, std::string& error, PfRebuildInfo* info = nullptr,
                        const PfRebuildOptions& options = {});

@@ -372,7 +372,7 @@ uint64_t PerfettoWriter::beginEvent(const TraceData& data, std::size_t thread, s
   Sequence& seq = threads_[thread].seq;
   const auto& events = data.threads[thread].events;
   const Event& e = events[index];
-  const uint64_t start = data.meta.ticks.toMonotonicNs(e.start);
+  const uint64_t start = e.start;
   // Where it is left out, the reader takes the previous BEGIN's seq + 1 (seqs are taken as
   // calls begin; BEGINs are in that order but for what came in another pass).
   const bool withSeq = !seq.seqWritten || seq.lastSeq + 1 != e.seq;
@@ -564,7 +564,7 @@ void PerfettoWriter::flowOut(const TraceData& data, std::size_t thread, const Ev
   const uint32_t tid = data.threads[thread].tid;
   w_.fixed64(pf::TrackEvent::kFlowIds, launchFlowId(data.meta.pid, tid, e.seq));
   std::deque<FlowCall>& calls = flowCalls_[tid];
-  calls.push_back(FlowCall{start, data.meta.ticks.toMonotonicNs(e.end), e.seq});
+  calls.push_back(FlowCall{start, e.end, e.seq});
   if (calls.size() > kMaxFlowCalls) calls.pop_front();
 }
 
@@ -582,7 +582,6 @@ void PerfettoWriter::endEvent(Sequence& seq, uint64_t ns, uint64_t track) {
 void PerfettoWriter::encodeThreadEvents(const TraceData& data, std::size_t thread, std::string& out) {
   ThreadMark& mark = threads_[thread];
   const auto& events = data.threads[thread].events;
-  const TickConverter& ticks = data.meta.ticks;
   nodes_.clear();
   roots_.clear();
   for (; mark.events < events.size(); ++mark.events) {
@@ -625,7 +624,7 @@ void PerfettoWriter::encodeThreadEvents(const TraceData& data, std::size_t threa
       }
       const Event& e = events[n.event];
       if (e.kind != EventKind::NvtxMark) {
-        endEvent(seq, ticks.toMonotonicNs(e.end), n.track);
+        endEvent(seq, e.end, n.track);
       }
       walk_.pop_back();
     }
@@ -646,13 +645,13 @@ void PerfettoWriter::collectMemoryChanges(const TraceData& data, std::size_t thr
 void PerfettoWriter::encodeMemoryCounters(const TraceData& data, std::string& out) {
   // Stable: changes at the same time keep the order of threads, then of recording.
   std::stable_sort(memoryChanges_.begin(), memoryChanges_.end(),
-                   [](const MemoryChange& a, const MemoryChange& b) { return a.ticks < b.ticks; });
+                   [](const MemoryChange& a, const MemoryChange& b) { return a.ns < b.ns; });
   for (const MemoryChange& c : memoryChanges_) {
     const bool fresh = c.alloc && !memory_.seen(c.device);  // a device's first change allocates
     int8_t device = 0;
     uint64_t total = 0;
     if (!memory_.apply(c, device, total)) continue;
-    const uint64_t ns = data.meta.ticks.toMonotonicNs(c.ticks);
+    const uint64_t ns = c.ns;
     const uint64_t track = memoryCounterUuid(data.meta.pid, device);
     if (fresh) {
       auto p = beginPacket(process_, ns);
@@ -680,7 +679,6 @@ void PerfettoWriter::encodeMemoryCounters(const TraceData& data, std::string& ou
 }
 
 void PerfettoWriter::encodePass(const TraceData& data, uint64_t nowNs, std::string& out) {
-  const TickConverter& ticks = data.meta.ticks;
   if (!processStarted_) startProcess(data, out);
   flows_ = data.cupti.state == "on";
   if (threads_.size() < data.threads.size()) threads_.resize(data.threads.size());
@@ -690,7 +688,7 @@ void PerfettoWriter::encodePass(const TraceData& data, uint64_t nowNs, std::stri
     ThreadMark& mark = threads_[i];
     if (mark.events == t.events.size() && mark.dropped == t.dropped && (!mark.seq.started || mark.name == t.name)) continue;
     if (!mark.seq.started) {
-      const uint64_t first = t.events.size() > mark.events ? ticks.toMonotonicNs(t.events[mark.events].start) : nowNs;
+      const uint64_t first = t.events.size() > mark.events ? t.events[mark.events].start : nowNs;
       startThread(data, i, first, out);
     } else if (mark.name != t.name) {
       describeThread(data, i, out);

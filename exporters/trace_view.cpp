@@ -45,8 +45,8 @@ std::vector<HostLink> linkDeviceToHost(const TraceData& data) {
     for (uint32_t i : timelineOrder(thread)) {
       const Event& e = thread.events[i];
       if (e.kind != EventKind::Api) continue;
-      const uint64_t start = data.meta.ticks.toMonotonicNs(e.start);
-      const uint64_t end = data.meta.ticks.toMonotonicNs(e.end);
+      const uint64_t start = e.start;
+      const uint64_t end = e.end;
       if (!outer[t].empty() && start < coveredUntil) continue;  // nested in the previous one
       outer[t].push_back(Outer{start, end, i});
       coveredUntil = end;
@@ -141,7 +141,7 @@ bool memoryChangeOf(const TraceData& data, const Event& e, MemoryChange& out) {
   const HookDescriptor& h = data.hooks[e.hook];
   if (h.layer != ApiLayer::Driver || (h.kind != ApiKind::Alloc && h.kind != ApiKind::Free) || e.mem.ptr == 0) return false;
   out.alloc = h.kind == ApiKind::Alloc;
-  out.ticks = out.alloc ? e.end : e.start;
+  out.ns = out.alloc ? e.end : e.start;
   out.ptr = e.mem.ptr;
   out.bytes = e.mem.bytes;
   out.device = e.mem.device;

@@ -105,7 +105,7 @@ class TrackOrder {
 // end, a free at its start, and a free of a pointer not seen allocated changes nothing. Changes
 // are applied in time order.
 struct MemoryChange {
-  uint64_t ticks = 0;
+  uint64_t ns = 0;  // CLOCK_MONOTONIC
   uint64_t ptr = 0;
   uint64_t bytes = 0;
   int8_t device = -1;

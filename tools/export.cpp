@@ -128,9 +128,7 @@ bool stepNumber(std::string_view name, uint64_t& n) {
 // as the rebuild reads them; times from the origin of the process's metadata.
 class StepFinder : public PerfettoVisitor {
  public:
-  explicit StepFinder(const Window& w) : first_(w.firstStep), last_(w.lastStep) {
-    meta_.meta.ticks = TickConverter(ClockAnchor{0, 0}, ClockAnchor{0, 0}, true);  // as rebuilt
-  }
+  explicit StepFinder(const Window& w) : first_(w.firstStep), last_(w.lastStep) {}
 
   void metadata(std::string_view name, std::string_view value) override {
     // A malformed metadata is the rebuild's to report (the second pass).

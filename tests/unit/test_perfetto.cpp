@@ -119,7 +119,6 @@ struct SampleStream {
     b.pop(11, 2800, 0, domain);
     b.threadName(11, 11, "main");
     d.threads[0].dropped = 3;
-    d.meta.ticks = TickConverter(ClockAnchor{0, 0}, ClockAnchor{0, 0}, true);
     writer.encodePass(d, 3000, bytes);
     passEnds.push_back(bytes.size());
 
@@ -580,7 +579,7 @@ void cutToWindow(TraceData& data, const PfWindow& w) {
     t.events = std::move(kept);
   }
   std::erase_if(data.device, [&](const DeviceEvent& d) {
-    return !w.holds(data.monotonicToTraceNs(d.start), data.monotonicToTraceNs(d.end));
+    return !w.holds(data.toTraceNs(d.start), data.toTraceNs(d.end));
   });
 }
 

@@ -29,7 +29,6 @@ class TraceBuilder {
     TraceMeta& m = store_.data().meta;
     m.pid = 4242;
     m.exe = "prog";
-    m.ticks = TickConverter(ClockAnchor{0, 0}, ClockAnchor{0, 0}, true);
   }
 
   uint32_t name(const char* text) { return names_.intern(text); }
