@@ -485,6 +485,10 @@ struct FoldBuilder::Impl {
         return;
       }
     }
+    if (t.held.empty()) {  // nothing ran inside it (most calls): no need to hold it
+      complete(data, t, e, e.kind == EventKind::NvtxRange ? folder.rangeLabel(data, e.name) : Folder::kNone);
+      return;
+    }
     hold(data, t, e);
     flushHeld(data, t);
   }

@@ -590,9 +590,10 @@ void PerfettoWriter::encodeThreadEvents(const TraceData& data, std::size_t threa
     const uint64_t start = events[mark.events].start;
     Node n;
     n.event = mark.events;
+    n.start = start;
     std::size_t keep = roots_.size();
     uint32_t height = 0;
-    while (keep > 0 && events[nodes_[roots_[keep - 1]].event].start >= start &&
+    while (keep > 0 && nodes_[roots_[keep - 1]].start >= start &&
            std::max(height, nodes_[roots_[keep - 1]].height) + 1 <= kMaxNesting) {
       height = std::max(height, nodes_[roots_[keep - 1]].height);
       --keep;
@@ -607,25 +608,40 @@ void PerfettoWriter::encodeThreadEvents(const TraceData& data, std::size_t threa
     roots_.push_back(static_cast<uint32_t>(nodes_.size()));
     nodes_.push_back(n);
   }
-  // Depth first: BEGIN, the children, END (instants have no END).
+  // Depth first: BEGIN, the children, END (instants have no END). A node without children (most
+  // calls) ends at once, while its event is at hand.
   Sequence& seq = mark.seq;
+  const auto end = [&](const Node& n) {
+    const Event& e = events[n.event];
+    if (e.kind != EventKind::NvtxMark) endEvent(seq, e.end, n.track);
+  };
   for (uint32_t root : roots_) {
-    walk_.assign(1, {root, false});
+    Node& r = nodes_[root];
+    r.track = beginEvent(data, thread, r.event);
+    if (r.firstChild == kNone) {
+      end(r);
+      continue;
+    }
+    walk_.assign(1, {root, true});
+    for (uint32_t c = r.firstChild; c != kNone; c = nodes_[c].next) walk_.emplace_back(c, false);
+    std::reverse(walk_.begin() + 1, walk_.end());  // popped in order
     while (!walk_.empty()) {
       auto& [index, begun] = walk_.back();
       Node& n = nodes_[index];
       if (!begun) {
         begun = true;
         n.track = beginEvent(data, thread, n.event);
+        if (n.firstChild == kNone) {
+          end(n);
+          walk_.pop_back();
+          continue;
+        }
         const std::size_t first = walk_.size();
         for (uint32_t c = n.firstChild; c != kNone; c = nodes_[c].next) walk_.emplace_back(c, false);
         std::reverse(walk_.begin() + static_cast<std::ptrdiff_t>(first), walk_.end());  // popped in order
         continue;
       }
-      const Event& e = events[n.event];
-      if (e.kind != EventKind::NvtxMark) {
-        endEvent(seq, e.end, n.track);
-      }
+      end(n);
       walk_.pop_back();
     }
   }

@@ -199,6 +199,7 @@ class PerfettoWriter {
   // events it wraps.
   struct Node {
     std::size_t event = 0;
+    uint64_t start = 0;  // the event's, kept here: the wrapping loop reads it for every event
     uint32_t firstChild = kNone, lastChild = kNone, next = kNone;
     uint32_t height = 1;  // nesting depth of the subtree, bounded by kMaxNesting
     uint64_t track = 0;   // where its BEGIN went (0: the thread's), for its END
