@@ -200,9 +200,7 @@ void Store::noteInside(std::vector<OpenRange>& stack, uint64_t t0, uint64_t t1) 
   }
 }
 
-void Store::childEnded(std::vector<OpenRange>& stack, const OpenRange& child, uint64_t end) {
-  if (stack.empty()) return;
-  OpenRange& parent = stack.back();
+void Store::childEnded(OpenRange& parent, const OpenRange& child, uint64_t end) {
   if (parent.sealed) return;
   parent.lastInside = std::max(parent.lastInside, end);
   if (!child.sealed) return;
@@ -227,7 +225,7 @@ void Store::closeLost(Track& t, std::vector<OpenRange>& stack, uint32_t minDepth
     e.end = defaultDomain ? lostEnd(open, at) : at;
     e.flags |= kEventEndLost;
     emit(t.index, e, open.startNs);
-    if (defaultDomain) childEnded(stack, open, e.end);
+    if (defaultDomain && !stack.empty()) childEnded(stack.back(), open, e.end);
   }
 }
 
@@ -270,7 +268,7 @@ void Store::decodeInto(Track& t, const Record& r, const char* text, std::size_t 
       auto& stack = stackOf(t, domain);
       // A push at depth d means everything at depth >= d was popped, even if we lost the pop.
       closeLost(t, stack, r.nvtx.depth, r.t0, domain == 0);
-      OpenRange open{};
+      OpenRange& open = stack.emplace_back();  // filled in place: an OpenRange is two cache lines
       open.depth = r.nvtx.depth;
       open.lastInside = r.t0;
       open.event.kind = EventKind::NvtxRange;
@@ -287,7 +285,6 @@ void Store::decodeInto(Track& t, const Record& r, const char* text, std::size_t 
         thread.opens.push_back(ThreadTrack::RangeOpen{static_cast<uint32_t>(thread.events.size()), open.event.name,
                                                       open.startNs, r.seq});
       }
-      stack.push_back(open);
       break;
     }
     case RecordType::NvtxPop: {
@@ -295,12 +292,14 @@ void Store::decodeInto(Track& t, const Record& r, const char* text, std::size_t 
       auto& stack = stackOf(t, domain);
       closeLost(t, stack, r.nvtx.depth + 1u, r.t0, domain == 0);
       if (!stack.empty() && stack.back().depth == r.nvtx.depth) {
-        const OpenRange open = stack.back();
+        const OpenRange& open = stack.back();
+        if (Event* e = newEvent(t.index)) {
+          *e = open.event;
+          e->start = open.startNs;
+          e->end = clock_.toMonotonicNs(r.t0);
+        }
+        if (domain == 0 && stack.size() > 1) childEnded(stack[stack.size() - 2], open, r.t0);
         stack.pop_back();
-        Event e = open.event;
-        e.end = r.t0;
-        emit(t.index, e, open.startNs);
-        if (domain == 0) childEnded(stack, open, e.end);
       }
       // Otherwise the matching push was dropped (already counted as a drop): nothing to close.
       break;
@@ -373,7 +372,7 @@ void Store::finalize(uint64_t endTicks) {
         e.end = domain == 0 ? lostEnd(open, endTicks) : endTicks;
         e.flags |= kEventUnclosed;
         emit(t.index, e, open.startNs);
-        if (domain == 0) childEnded(stack, open, e.end);
+        if (domain == 0 && !stack.empty()) childEnded(stack.back(), open, e.end);
       }
     }
   }

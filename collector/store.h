@@ -107,9 +107,9 @@ class Store {
   uint32_t nvtxName(const Record& r, const char* text, std::size_t textLen, uint8_t& flags);
   void closeLost(Track& t, std::vector<OpenRange>& stack, uint32_t minDepth, uint64_t at, bool defaultDomain);
   // Default-domain bookkeeping for lost ends (OpenRange): something recorded on the thread over
-  // [t0, t1]; a range that left the stack, ending at `end`.
+  // [t0, t1]; a range that ended at `end`, inside `parent`.
   static void noteInside(std::vector<OpenRange>& stack, uint64_t t0, uint64_t t1);
-  static void childEnded(std::vector<OpenRange>& stack, const OpenRange& child, uint64_t end);
+  static void childEnded(OpenRange& parent, const OpenRange& child, uint64_t end);
   // The end of a default-domain range whose pop was lost: `at` unless a call enclosing it says
   // it ended sooner.
   static uint64_t lostEnd(const OpenRange& r, uint64_t at) { return r.sealed ? r.lastInside : at; }
