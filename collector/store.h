@@ -47,7 +47,7 @@ class Store {
   void releaseEvents();
   uint64_t recordsSeen() const { return recordsSeen_; }
   // The fit that maps this pass's record ticks to CLOCK_MONOTONIC nanoseconds. Events are
-  // stored in nanoseconds, converted once when emitted, so the stream and every view of it read
+  // stored in nanoseconds, converted once as they are decoded, so the stream and every view of it read
   // the same numbers.
   // The clock of the passes: set once, then an anchor added by every pass before it reads the rings.
   void setClock(const TickTimeline& clock) { clock_ = clock; }

@@ -616,15 +616,7 @@ void PerfettoWriter::encodeThreadEvents(const TraceData& data, std::size_t threa
     if (e.kind != EventKind::NvtxMark) endEvent(seq, e.end, n.track);
   };
   for (uint32_t root : roots_) {
-    Node& r = nodes_[root];
-    r.track = beginEvent(data, thread, r.event);
-    if (r.firstChild == kNone) {
-      end(r);
-      continue;
-    }
-    walk_.assign(1, {root, true});
-    for (uint32_t c = r.firstChild; c != kNone; c = nodes_[c].next) walk_.emplace_back(c, false);
-    std::reverse(walk_.begin() + 1, walk_.end());  // popped in order
+    walk_.assign(1, {root, false});
     while (!walk_.empty()) {
       auto& [index, begun] = walk_.back();
       Node& n = nodes_[index];
