@@ -148,7 +148,7 @@ int worker(const std::string& which, long calls, int depth) {
   if (which == "sustained") {
     // A launch-bound training loop: launches back to back, each at least `depth` ns apart (the
     // argument is reused as the pace), with no pause for the drain. Prints when the loop ended
-    // (CLOCK_MONOTONIC ns), so the driver can time the exit.
+    // (CLOCK_MONOTONIC ns), so the driver can time the exit, and the drain thread's CPU seconds.
     const auto pace = std::chrono::nanoseconds(depth);
     auto next = std::chrono::steady_clock::now();
     for (long i = 0; i < calls; ++i) {
@@ -159,7 +159,7 @@ int worker(const std::string& which, long calls, int depth) {
     }
     timespec ts{};
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    printf("%lld\n", static_cast<long long>(ts.tv_sec) * 1000000000ll + ts.tv_nsec);
+    printf("%lld %.6f\n", static_cast<long long>(ts.tv_sec) * 1000000000ll + ts.tv_nsec, drainCpuSeconds());
     fflush(stdout);
     return 0;
   }
@@ -273,7 +273,7 @@ bool sustained(const char* self, const std::string& libtrace, long launches, lon
   std::string callsArg = std::to_string(launches), paceArg = std::to_string(paceNs);
   const char* argv[] = {self, "--worker", "sustained", "--calls", callsArg.c_str(), "--depth", paceArg.c_str(), nullptr};
   long rssKb[2] = {0, 0};
-  double exitSeconds = 0, loopSeconds = 0;
+  double exitSeconds = 0, loopSeconds = 0, drainSeconds = 0;
   for (int traced = 0; traced < 2; ++traced) {
     std::vector<std::string> envStore;
     for (char** e = environ; *e; ++e)
@@ -310,7 +310,9 @@ bool sustained(const char* self, const std::string& libtrace, long launches, lon
     if (n <= 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return false;
     rssKb[traced] = ru.ru_maxrss;
     if (traced) {
-      const double end = atof(buf) * 1e-9;
+      double endNs = 0;
+      if (sscanf(buf, "%lf %lf", &endNs, &drainSeconds) < 1) return false;
+      const double end = endNs * 1e-9;
       exitSeconds = static_cast<double>(t1.tv_sec) + static_cast<double>(t1.tv_nsec) * 1e-9 - end;
       loopSeconds = end - (static_cast<double>(t0.tv_sec) + static_cast<double>(t0.tv_nsec) * 1e-9);
     }
@@ -351,6 +353,7 @@ bool sustained(const char* self, const std::string& libtrace, long launches, lon
   printf("  events recorded %lu, dropped %lu (%.1f%%), %.2f M events/s offered\n", events, dropped,
          100.0 * static_cast<double>(dropped) / std::max(1.0, recorded + static_cast<double>(dropped)),
          (recorded + static_cast<double>(dropped)) / loopSeconds * 1e-6);
+  printf("  drain thread %.1f ns of CPU per event during the loop\n", drainSeconds * 1e9 / std::max(1.0, recorded));
   printf("  peak RSS %ld MB traced, %ld MB bare (+%ld MB)\n", rssKb[1] >> 10, rssKb[0] >> 10, (rssKb[1] - rssKb[0]) >> 10);
   char json[64];
   if (jsonSkipped) snprintf(json, sizeof(json), "no Chrome trace (past CUTRACE_JSON_LIMIT)");
