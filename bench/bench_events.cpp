@@ -185,8 +185,8 @@ int worker(const std::string& which, long calls, int depth) {
   return 0;
 }
 
-// Runs one worker; returns {wall ns/call, cpu ns/call, the drain thread's cpu ns/call} and, traced, the Chrome trace's and the
-// .pftrace's bytes per event (its files are removed afterwards).
+// Runs one worker; returns {wall ns/call, cpu ns/call, the drain thread's cpu ns/call} and,
+// traced, the Chrome trace's and the .pftrace's bytes per event (its files are removed afterwards).
 bool runWorker(const char* self, const Case& c, long calls, const std::string& preload, double& wall, double& cpu,
                double& drain, double& traceBytesPerEvent, double& streamBytesPerEvent) {
   std::string callsArg = std::to_string(calls);

@@ -218,15 +218,21 @@ void Store::childEnded(OpenRange& parent, const OpenRange& child, uint64_t end) 
 void Store::closeLost(Track& t, std::vector<OpenRange>& stack, uint32_t minDepth, uint64_t at, bool defaultDomain) {
   // Ranges still open at or above `minDepth` lost their pop; they ended no later than `at`, and
   // a default-domain range no later than the calls enclosing it allow.
-  while (!stack.empty() && stack.back().depth >= minDepth) {
-    const OpenRange open = stack.back();
-    stack.pop_back();
-    Event e = open.event;
-    e.end = defaultDomain ? lostEnd(open, at) : at;
-    e.flags |= kEventEndLost;
-    emit(t.index, e, open.startNs);
-    if (defaultDomain && !stack.empty()) childEnded(stack.back(), open, e.end);
+  while (!stack.empty() && stack.back().depth >= minDepth)
+    endTop(t.index, stack, defaultDomain ? lostEnd(stack.back(), at) : at, kEventEndLost, defaultDomain);
+}
+
+void Store::endTop(std::size_t trackIndex, std::vector<OpenRange>& stack, uint64_t end, uint8_t flags,
+                   bool defaultDomain) {
+  const OpenRange& open = stack.back();
+  if (Event* e = newEvent(trackIndex)) {
+    *e = open.event;
+    e->start = open.startNs;
+    e->end = clock_.toMonotonicNs(end);
+    e->flags |= flags;
   }
+  if (defaultDomain && stack.size() > 1) childEnded(stack[stack.size() - 2], open, end);
+  stack.pop_back();
 }
 
 void Store::decode(uint32_t trackId, uint32_t tid, const Record& r, const char* text, std::size_t textLen) {
@@ -291,16 +297,7 @@ void Store::decodeInto(Track& t, const Record& r, const char* text, std::size_t 
       const uint32_t domain = nameFromTable(r.nvtx.domain);
       auto& stack = stackOf(t, domain);
       closeLost(t, stack, r.nvtx.depth + 1u, r.t0, domain == 0);
-      if (!stack.empty() && stack.back().depth == r.nvtx.depth) {
-        const OpenRange& open = stack.back();
-        if (Event* e = newEvent(t.index)) {
-          *e = open.event;
-          e->start = open.startNs;
-          e->end = clock_.toMonotonicNs(r.t0);
-        }
-        if (domain == 0 && stack.size() > 1) childEnded(stack[stack.size() - 2], open, r.t0);
-        stack.pop_back();
-      }
+      if (!stack.empty() && stack.back().depth == r.nvtx.depth) endTop(t.index, stack, r.t0, 0, domain == 0);
       // Otherwise the matching push was dropped (already counted as a drop): nothing to close.
       break;
     }
@@ -365,15 +362,8 @@ void Store::finalize(uint64_t endTicks) {
   for (auto& [id, t] : tracks_) {
     for (auto& [domain, stack] : t.stacks) {
       // Innermost first, so each range's end is known to its parent.
-      while (!stack.empty()) {
-        const OpenRange open = stack.back();
-        stack.pop_back();
-        Event e = open.event;
-        e.end = domain == 0 ? lostEnd(open, endTicks) : endTicks;
-        e.flags |= kEventUnclosed;
-        emit(t.index, e, open.startNs);
-        if (domain == 0 && !stack.empty()) childEnded(stack.back(), open, e.end);
-      }
+      while (!stack.empty())
+        endTop(t.index, stack, domain == 0 ? lostEnd(stack.back(), endTicks) : endTicks, kEventUnclosed, domain == 0);
     }
   }
   for (auto& [rangeId, open] : openSpans_) {

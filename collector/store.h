@@ -47,8 +47,8 @@ class Store {
   void releaseEvents();
   uint64_t recordsSeen() const { return recordsSeen_; }
   // The fit that maps this pass's record ticks to CLOCK_MONOTONIC nanoseconds. Events are
-  // stored in nanoseconds, converted once as they are decoded, so the stream and every view of it read
-  // the same numbers.
+  // stored in nanoseconds, converted once as they are decoded, so the stream and every view of
+  // it read the same numbers.
   // The clock of the passes: set once, then an anchor added by every pass before it reads the rings.
   void setClock(const TickTimeline& clock) { clock_ = clock; }
   void addClockAnchor(const ClockAnchor& a) { clock_.add(a); }
@@ -106,6 +106,9 @@ class Store {
   uint32_t nameFromTable(uint32_t id);
   uint32_t nvtxName(const Record& r, const char* text, std::size_t textLen, uint8_t& flags);
   void closeLost(Track& t, std::vector<OpenRange>& stack, uint32_t minDepth, uint64_t at, bool defaultDomain);
+  // The range on top of `stack` ends at `end` (ticks; `flags`: a lost or missing pop): its event
+  // is stored, a default-domain parent learns where it ended, and it leaves the stack.
+  void endTop(std::size_t trackIndex, std::vector<OpenRange>& stack, uint64_t end, uint8_t flags, bool defaultDomain);
   // Default-domain bookkeeping for lost ends (OpenRange): something recorded on the thread over
   // [t0, t1]; a range that ended at `end`, inside `parent`.
   static void noteInside(std::vector<OpenRange>& stack, uint64_t t0, uint64_t t1);
@@ -113,14 +116,13 @@ class Store {
   // The end of a default-domain range whose pop was lost: `at` unless a call enclosing it says
   // it ended sooner.
   static uint64_t lostEnd(const OpenRange& r, uint64_t at) { return r.sealed ? r.lastInside : at; }
-  // Past the memory cap the newest events are dropped and counted on their thread.
-  // `startNs`: the start already mapped (an NVTX range's, OpenRange::startNs); kUnmapped: mapped here.
-  static constexpr uint64_t kUnmapped = UINT64_MAX;
-  void emit(std::size_t trackIndex, const Event& e, uint64_t startNs = kUnmapped) {
+  // An event whose times are still ticks (marks, start/end ranges). Past the memory cap the
+  // newest events are dropped and counted on their thread.
+  void emit(std::size_t trackIndex, const Event& e) {
     Event* slot = newEvent(trackIndex);
     if (slot == nullptr) return;
     *slot = e;
-    slot->start = startNs != kUnmapped ? startNs : clock_.toMonotonicNs(e.start);
+    slot->start = clock_.toMonotonicNs(e.start);
     slot->end = clock_.toMonotonicNs(e.end);
   }
   // Room for one more event of the track, for the caller to fill with times already mapped;
