@@ -67,6 +67,10 @@ void TickTimeline::add(ClockAnchor a) {
   }
   anchors_[(first_ + count_) % kAnchors] = a;
   ++count_;
+  const ClockAnchor& segStart = at(count_ - 2);
+  lastSegTicks_ = segStart.ticks;
+  lastSegNs_ = segStart.monotonicNs;
+  lastSegSlope_ = slope_[(first_ + count_ - 2) % kAnchors];
 }
 
 }  // namespace cutrace

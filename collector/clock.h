@@ -71,9 +71,15 @@ class TickTimeline {
   // A newer anchor (ticks and ns past the last one's; one that is not is ignored).
   void add(ClockAnchor a);
   uint64_t toMonotonicNs(uint64_t ticks) const {
-    if (ticksAreNs_ || count_ == 0) return ticks;
+    if (ticksAreNs_) return ticks;
+    // Nearly every tick a pass maps is past the previous pass's anchor: the last segment, kept
+    // apart (its start, start ns and slope) so that the common case reads no anchor array.
+    if (ticks >= lastSegTicks_) {
+      const double x = static_cast<double>(ticks - lastSegTicks_) * lastSegSlope_;
+      return lastSegNs_ + static_cast<uint64_t>(static_cast<int64_t>(x + 0.5));
+    }
+    if (count_ == 0) return ticks;
     if (count_ == 1) return anchors_[0].monotonicNs + (ticks - anchors_[0].ticks);  // no rate yet
-    // Nearly every tick a pass maps is past the previous pass's anchor: the last segment.
     std::size_t seg = count_ - 2;
     while (seg > 0 && ticks < at(seg).ticks) --seg;
     const ClockAnchor& a = at(seg);
@@ -91,6 +97,11 @@ class TickTimeline {
   ClockAnchor anchors_[kAnchors];
   double slope_[kAnchors] = {};  // ns per tick from the anchor at the same slot to the next one
   std::size_t first_ = 0, count_ = 0;
+  // The last segment (anchors count_ - 2 and count_ - 1); no ticks are past UINT64_MAX while
+  // there is none.
+  uint64_t lastSegTicks_ = UINT64_MAX;
+  uint64_t lastSegNs_ = 0;
+  double lastSegSlope_ = 0;
 };
 
 }  // namespace cutrace
