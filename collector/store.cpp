@@ -139,6 +139,8 @@ void Store::consume(ThreadState& s, bool retired, uint64_t maxTicks) {
     carrying = carrying || (r.type == RecordType::Api ? r.t1 : r.t0) > maxTicks;
     if (carrying) {
       for (uint64_t b = 0; b < n; ++b) t.carried.push_back(ring.at(i + b));
+    } else if (n == 1) {  // no text (every CUDA call)
+      decodeInto(t, r, "", 0);
     } else {
       textBuffer_.clear();
       for (uint64_t b = 1; b < n; ++b) {
