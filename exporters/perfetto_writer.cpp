@@ -86,7 +86,7 @@ bool PerfettoWriter::need(std::vector<bool>& sent, std::size_t iid) {
   return true;
 }
 
-char* PerfettoWriter::packetAt(char* c, Sequence& seq, uint64_t ns, Writer::Nested& packet) {
+[[gnu::always_inline]] inline char* PerfettoWriter::packetAt(char* c, Sequence& seq, uint64_t ns, Writer::Nested& packet) {
   c = w_.beginAt(c, pf::Trace::kPacket, packet);
   if (seq.id == kProcessSequence) {
     c = Writer::putField(c, pf::TracePacket::kTimestamp, ns);  // the sequence's default clock: MONOTONIC
@@ -368,10 +368,8 @@ void PerfettoWriter::describeThread(const TraceData& data, std::size_t index, st
   w_.clear();
 }
 
-uint64_t PerfettoWriter::beginEvent(const TraceData& data, std::size_t thread, std::size_t index) {
+uint64_t PerfettoWriter::beginEvent(const TraceData& data, std::size_t thread, const Event& e) {
   Sequence& seq = threads_[thread].seq;
-  const auto& events = data.threads[thread].events;
-  const Event& e = events[index];
   const uint64_t start = e.start;
   // Where it is left out, the reader takes the previous BEGIN's seq + 1 (seqs are taken as
   // calls begin; BEGINs are in that order but for what came in another pass).
@@ -408,7 +406,7 @@ uint64_t PerfettoWriter::beginEvent(const TraceData& data, std::size_t thread, s
         w_.append(cached->body, cached->size);
       }
       if (withSeq) annotationUint(Ann::Seq, e.seq);
-      flowOut(data, thread, e, start);
+      if (flows_) flowOut(data, thread, e, start);
       w_.end(te);
       w_.end(p);
       return 0;
@@ -551,7 +549,7 @@ uint64_t PerfettoWriter::beginEvent(const TraceData& data, std::size_t thread, s
     memcpy(cached->body, w_.at(bodyAt), bodySize);
   }
   if (withSeq) annotationUint(Ann::Seq, e.seq);
-  flowOut(data, thread, e, start);
+  if (flows_) flowOut(data, thread, e, start);
   w_.end(te);
   w_.end(p);
   return track;
@@ -569,6 +567,23 @@ void PerfettoWriter::flowOut(const TraceData& data, std::size_t thread, const Ev
 }
 
 void PerfettoWriter::endEvent(Sequence& seq, uint64_t ns, uint64_t track) {
+  if (track == 0 && seq.id != kProcessSequence && ns >= seq.lastNs) {
+    // Every call's END on its thread's track, the most frequent packet: its length is known
+    // before its body is written (at most 11 + 6 + 4 bytes, one length byte), so it is one
+    // cursor with no length to patch.
+    char* c = w_.open(2 + 11 + 6 + 4);
+    char* p = Writer::putField(c + 2, pf::TracePacket::kTimestamp, ns - seq.lastNs);
+    seq.lastNs = ns;
+    p = Writer::putField(p, pf::TracePacket::kTrustedPacketSequenceId, seq.id);
+    p = Writer::putVarint(p, pf::TracePacket::kTrackEvent << 3 | proto::kLengthDelimited);
+    *p++ = 2;  // the type field below
+    p = Writer::putField(p, pf::TrackEvent::kType, pf::TrackEvent::kTypeSliceEnd);
+    static_assert((pf::Trace::kPacket << 3 | proto::kLengthDelimited) < 0x80);
+    c[0] = static_cast<char>(pf::Trace::kPacket << 3 | proto::kLengthDelimited);
+    c[1] = static_cast<char>(p - (c + 2));
+    w_.close(p);
+    return;
+  }
   Writer::Nested p, te;
   char* c = packetAt(w_.open(kPacketHeaderBytes + 16), seq, ns, p);
   c = w_.beginAt(c, pf::TracePacket::kTrackEvent, te);
@@ -611,20 +626,24 @@ void PerfettoWriter::encodeThreadEvents(const TraceData& data, std::size_t threa
   // Depth first: BEGIN, the children, END (instants have no END). A node without children (most
   // calls) ends at once, while its event is at hand.
   Sequence& seq = mark.seq;
-  const auto end = [&](const Node& n) {
-    const Event& e = events[n.event];
-    if (e.kind != EventKind::NvtxMark) endEvent(seq, e.end, n.track);
+  const auto end = [&](const Event& e, uint64_t track) {
+    if (e.kind != EventKind::NvtxMark) endEvent(seq, e.end, track);
   };
   for (uint32_t root : roots_) {
+    if (nodes_[root].firstChild == kNone) {  // a call that nested nothing (most of them)
+      const Event& e = events[nodes_[root].event];
+      end(e, beginEvent(data, thread, e));
+      continue;
+    }
     walk_.assign(1, {root, false});
     while (!walk_.empty()) {
       auto& [index, begun] = walk_.back();
       Node& n = nodes_[index];
       if (!begun) {
         begun = true;
-        n.track = beginEvent(data, thread, n.event);
+        n.track = beginEvent(data, thread, events[n.event]);
         if (n.firstChild == kNone) {
-          end(n);
+          end(events[n.event], n.track);
           walk_.pop_back();
           continue;
         }
@@ -633,7 +652,7 @@ void PerfettoWriter::encodeThreadEvents(const TraceData& data, std::size_t threa
         std::reverse(walk_.begin() + static_cast<std::ptrdiff_t>(first), walk_.end());  // popped in order
         continue;
       }
-      end(n);
+      end(events[n.event], n.track);
       walk_.pop_back();
     }
   }

@@ -208,9 +208,9 @@ class PerfettoWriter {
   // Well under the reader's kMaxOpenSlices: deeper wraps are written flat (absolute times).
   static constexpr uint32_t kMaxNesting = 1024;
   void encodeThreadEvents(const TraceData& data, std::size_t thread, std::string& out);
-  // The BEGIN (or INSTANT) of event `index` of the thread, and the packets describing its track
+  // The BEGIN (or INSTANT) of `e`, an event of thread `thread`, and the packets describing its track
   // first when it is new; returns the track (0: the thread's).
-  uint64_t beginEvent(const TraceData& data, std::size_t thread, std::size_t index);
+  uint64_t beginEvent(const TraceData& data, std::size_t thread, const Event& e);
   void endEvent(Sequence& seq, uint64_t ns, uint64_t track);
   // A call's flow id (see Flows above), where it has one, after the rest of its BEGIN.
   void flowOut(const TraceData& data, std::size_t thread, const Event& e, uint64_t start);

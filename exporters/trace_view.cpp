@@ -136,18 +136,6 @@ const std::string& Demangler::operator()(const TraceData& data, uint32_t stringI
   return cache_.emplace(stringId, demangle(data.strings.get(stringId))).first->second;
 }
 
-bool memoryChangeOf(const TraceData& data, const Event& e, MemoryChange& out) {
-  if (e.kind != EventKind::Api || e.hook >= data.hooks.size() || e.result != 0) return false;
-  const HookDescriptor& h = data.hooks[e.hook];
-  if (h.layer != ApiLayer::Driver || (h.kind != ApiKind::Alloc && h.kind != ApiKind::Free) || e.mem.ptr == 0) return false;
-  out.alloc = h.kind == ApiKind::Alloc;
-  out.ns = out.alloc ? e.end : e.start;
-  out.ptr = e.mem.ptr;
-  out.bytes = e.mem.bytes;
-  out.device = e.mem.device;
-  return true;
-}
-
 std::string memoryCounterName(int device) {
   return device >= 0 ? "GPU " + std::to_string(device) + " memory" : std::string("GPU memory");
 }

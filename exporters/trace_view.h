@@ -111,8 +111,19 @@ struct MemoryChange {
   int8_t device = -1;
   bool alloc = false;
 };
-// The change `e` makes, if any.
-bool memoryChangeOf(const TraceData& data, const Event& e, MemoryChange& out);
+// The change `e` makes, if any. Inline: the stream writer asks it of every event.
+inline bool memoryChangeOf(const TraceData& data, const Event& e, MemoryChange& out) {
+  if (e.kind != EventKind::Api || e.hook >= data.hooks.size() || e.result != 0) return false;
+  const HookDescriptor& h = data.hooks[e.hook];
+  if (h.layer != ApiLayer::Driver || (h.kind != ApiKind::Alloc && h.kind != ApiKind::Free) || e.mem.ptr == 0) return false;
+  out.alloc = h.kind == ApiKind::Alloc;
+  out.ns = out.alloc ? e.end : e.start;
+  out.ptr = e.mem.ptr;
+  out.bytes = e.mem.bytes;
+  out.device = e.mem.device;
+  return true;
+}
+
 // The counter's name: "GPU <device> memory", or "GPU memory" when the device is unknown.
 std::string memoryCounterName(int device);
 // The running totals. Memory: the allocations still live, and one total per device seen.
