@@ -308,17 +308,31 @@ class Folder {
     const bool insideApi = !stack.empty() && stack.back().api;
     uint32_t node = stack.empty() ? FoldedStacks::kRoot : stack.back().node;
     if (e.kind == EventKind::NvtxRange) return f_.descend(node, label != kNone ? label : rangeLabel(data, e.name));
-    uint32_t stackId = stackIdOf(e);
+    const uint32_t rawStack = stackIdOf(e);
+    // The call before it, in most programs the same call from the same place (a loop of
+    // launches): checked on the raw event first, before any lookup.
+    const LastCall& last = last_[insideApi];
+    if (last.parent == node && last.hook == e.hook && last.stack == rawStack &&
+        (!last.launch || last.kernel == e.launch.kernelName))
+      return last.node;
+    uint32_t stackId = rawStack;
     if (insideApi || stackId == 0 || stackId >= data.stacks.size() || data.stacks[stackId].empty()) stackId = 0;
-    const uint32_t kernel = data.hooks[e.hook].kind == ApiKind::Launch ? e.launch.kernelName : 0;
+    const bool launch = data.hooks[e.hook].kind == ApiKind::Launch;
+    const uint32_t kernel = launch ? e.launch.kernelName : 0;
+    const uint32_t found = callNode(data, node, stackId, e.hook, kernel);
+    // A stack whose frames are not resolved yet (still being copied) may be by the next call.
+    if (insideApi || stackId == rawStack) last_[insideApi] = LastCall{node, e.hook, rawStack, kernel, launch, found};
+    return found;
+  }
+  uint32_t callNode(const TraceData& data, uint32_t node, uint32_t stackId, uint16_t hook, uint32_t kernel) {
     // A call repeats from the same place most of the time: the last node of each such (parent,
     // stack, hook, kernel) is kept in a small direct-mapped cache (nodes never change or move).
-    const uint64_t h = (uint64_t{node} * 0x9e3779b97f4a7c15ull) ^ (uint64_t{stackId} << 20) ^ (uint64_t{e.hook} << 8) ^ kernel;
+    const uint64_t h = (uint64_t{node} * 0x9e3779b97f4a7c15ull) ^ (uint64_t{stackId} << 20) ^ (uint64_t{hook} << 8) ^ kernel;
     CallNode& c = callNodes_[(h ^ (h >> 29)) % kCallNodes];
-    if (c.parent == node && c.stack == stackId && c.hook == e.hook && c.kernel == kernel) return c.node;
-    c.parent = node, c.stack = stackId, c.hook = e.hook, c.kernel = kernel;
+    if (c.parent == node && c.stack == stackId && c.hook == hook && c.kernel == kernel) return c.node;
+    c.parent = node, c.stack = stackId, c.hook = hook, c.kernel = kernel;
     if (stackId != 0) node = underStack(data, node, stackId);
-    node = f_.descend(node, hookLabel(data, e.hook));
+    node = f_.descend(node, hookLabel(data, hook));
     if (kernel != 0) node = f_.descend(node, kernelLabel(data, kernel));
     c.node = node;
     return node;
@@ -381,6 +395,17 @@ class Folder {
   };
   static constexpr std::size_t kCallNodes = 64;
   CallNode callNodes_[kCallNodes];
+  // The last call's node and what it was found from: its raw stack id (kept only once the stack
+  // was resolved: then it stays so), its kernel only when it launched one. One for calls made
+  // inside another call, one for the others: a runtime call and the driver call it makes
+  // alternate.
+  struct LastCall {
+    uint32_t parent = UINT32_MAX;
+    uint16_t hook = 0;
+    uint32_t stack = 0, kernel = 0;
+    bool launch = false;
+    uint32_t node = 0;
+  } last_[2];
 };
 
 FoldedStacks foldStacks(const TraceData& data, const FoldOptions& options) {
@@ -455,6 +480,15 @@ struct FoldBuilder::Impl {
       if (x.end != y.end) return x.end > y.end;
       return x.seq < y.seq;
     };
+    // Most often a chain (a runtime call, the driver call inside it, ...), recorded innermost
+    // first: exactly the reverse of the order wanted, taken backwards with no moves.
+    std::size_t reversed = 1;
+    while (reversed < t.held.size() && before(t.held[reversed].first, t.held[reversed - 1].first)) ++reversed;
+    if (reversed == t.held.size()) {
+      for (std::size_t i = t.held.size(); i-- > 0;) complete(data, t, t.held[i].first, t.held[i].second);
+      t.held.clear();
+      return;
+    }
     for (std::size_t i = 1; i < t.held.size(); ++i)
       for (std::size_t j = i; j > 0 && before(t.held[j].first, t.held[j - 1].first); --j) std::swap(t.held[j], t.held[j - 1]);
     for (const auto& [e, label] : t.held) complete(data, t, e, label);
