@@ -53,9 +53,10 @@ for case in early estimated written; do
   [ -n "$size" ] || fail "no size in the exit line"
   bytes=${size#about }
   if [ "$case" = written ]; then
-    # Measured: this run's own trace, whose times differ from the whole run's in a few digits.
+    # Measured: this run's own trace, whose times differ from the whole run's in a few digits
+    # (a run slowed down by a loaded machine has longer times: 2.2 % more bytes was seen).
     [ "$size" = "$bytes" ] || fail "a trace written and discarded gives its size, not an estimate: $size"
-    [ $((bytes * 100)) -ge $((json_bytes * 98)) ] && [ $((bytes * 100)) -le $((json_bytes * 102)) ] ||
+    [ $((bytes * 100)) -ge $((json_bytes * 95)) ] && [ $((bytes * 100)) -le $((json_bytes * 105)) ] ||
       fail "measured $bytes bytes, the whole run's trace is $json_bytes"
   else
     [ "$size" != "$bytes" ] || fail "a trace skipped before writing gives an estimate ('about'): $size"
