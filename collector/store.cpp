@@ -13,7 +13,7 @@
 namespace cutrace {
 
 uint32_t StringPool::intern(std::string_view text) {
-  auto it = index_.find(std::string(text));
+  auto it = index_.find(text);
   if (it != index_.end()) return it->second;
   const auto id = static_cast<uint32_t>(strings_.size());
   strings_.emplace_back(text);
@@ -24,7 +24,7 @@ uint32_t StringPool::intern(std::string_view text) {
 
 uint32_t StringPool::internBounded(std::string_view text, std::size_t maxStrings, std::size_t maxBytes) {
   if (strings_.size() < maxStrings && bytes_ + text.size() <= maxBytes) return intern(text);
-  auto it = index_.find(std::string(text));
+  auto it = index_.find(text);
   if (it != index_.end()) return it->second;
   transient_.emplace_back(text);
   return kTransientId | static_cast<uint32_t>(transient_.size() - 1);
@@ -108,8 +108,15 @@ uint32_t Store::nameFromTable(uint32_t id) {
 uint32_t Store::nvtxName(const Record& r, const char* text, std::size_t textLen, uint8_t& flags) {
   if (r.nvtx.truncated) flags |= kEventTextTruncated;
   if (r.nvtx.message != 0) return nameFromTable(r.nvtx.message);
-  return data_.strings.internBounded(std::string_view(text, std::min<std::size_t>(textLen, r.nvtx.length)),
-                                     stringCap_, stringBytesCap_);
+  const std::string_view message(text, std::min<std::size_t>(textLen, r.nvtx.length));
+  // A loop pushes the same label over and over: the last message kept is compared first.
+  if (message == lastMessage_ && !StringPool::isTransient(lastMessageId_)) return lastMessageId_;
+  const uint32_t id = data_.strings.internBounded(message, stringCap_, stringBytesCap_);
+  if (!StringPool::isTransient(id)) {
+    lastMessage_.assign(message);
+    lastMessageId_ = id;
+  }
+  return id;
 }
 
 void Store::decodeRun(Track& t, const Record* records, std::size_t count) {

@@ -153,6 +153,9 @@ class Store {
   std::unordered_map<uint64_t, uint64_t> earlyEnds_;  // rangeId -> end ticks, start not yet seen
   std::unordered_map<uint32_t, std::string> threadNames_;  // tid -> NVTX name
   std::string textBuffer_;
+  // The last NVTX message text interned (not transient: such ids are renumbered) and its id.
+  std::string lastMessage_;
+  uint32_t lastMessageId_ = StringPool::kTransientId;
   uint64_t recordsSeen_ = 0;
   uint32_t stacksResolved_ = 0;
   uint64_t eventBudget_ = 0;

@@ -149,10 +149,11 @@ inline bool addressSpaceAllows(std::size_t bytes) {
   return used + bytes <= limit - limit / 4;
 }
 
-// Append-only storage in fixed blocks of pre-populated pages: growing never copies, never frees
-// and never takes a page fault per element (a reallocating vector unmapped old buffers during the
-// run, whose TLB shootdowns interrupted the traced threads, and page faults cost microseconds in
-// virtual machines). T must be trivially destructible.
+// Append-only storage in fixed blocks: growing never copies and never frees (a reallocating
+// vector unmapped old buffers during the run, whose TLB shootdowns interrupted the traced
+// threads). A block's pages are touched as it fills, once: a list emptied pass by pass keeps its
+// blocks (clearKeepingBlocks). Not populated up front: every thread has a list, and 30,000 short
+// threads would each have held a whole block. T must be trivially destructible.
 // A block that cannot be mapped (out of memory, RLIMIT_AS) makes push_back return false: the
 // caller decides (the store drops the event and turns tracing off), the process never aborts.
 template <typename T, std::size_t BlockSize = 8192>
@@ -289,7 +290,13 @@ class StringPool {
 
  private:
   std::vector<std::string> strings_;
-  std::unordered_map<std::string, uint32_t> index_;
+  // Looked up by string_view (every NVTX message the drain decodes): no std::string is made to
+  // find one.
+  struct TextHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, uint32_t, TextHash, std::equal_to<>> index_;
   std::size_t bytes_ = 0;
   std::vector<std::string> transient_;
 };

@@ -79,7 +79,7 @@ void describeTrack(Writer& w, uint64_t uuid, uint64_t parent, std::string_view n
 
 }  // namespace
 
-bool PerfettoWriter::need(std::vector<bool>& sent, std::size_t iid) {
+bool PerfettoWriter::needFirst(std::vector<bool>& sent, std::size_t iid) {
   if (iid >= sent.size()) sent.resize(std::max<std::size_t>(iid + 1, sent.size() * 2), false);
   if (sent[iid]) return false;
   sent[iid] = true;

@@ -228,7 +228,11 @@ class PerfettoWriter {
   char* packetAt(char* cursor, Sequence& seq, uint64_t ns, proto::Writer::Nested& packet);
   static constexpr std::size_t kPacketHeaderBytes = 2 + 1 + 2 * 11 + 2 * 6;
   void flushInterned();
-  bool need(std::vector<bool>& sent, std::size_t iid);
+  bool need(std::vector<bool>& sent, std::size_t iid) {
+    if (iid < sent.size() && sent[iid]) return false;  // sent already: every event asks
+    return needFirst(sent, iid);
+  }
+  bool needFirst(std::vector<bool>& sent, std::size_t iid);
   void needName(Sequence& seq, uint64_t iid, std::string_view text);
   void needCategory(Sequence& seq, uint32_t iid);
   void needAnnotation(Sequence& seq, Ann a);
