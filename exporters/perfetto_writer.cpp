@@ -630,6 +630,12 @@ void PerfettoWriter::encodeThreadEvents(const TraceData& data, std::size_t threa
     if (e.kind != EventKind::NvtxMark) endEvent(seq, e.end, track);
   };
   for (uint32_t root : roots_) {
+    // The packets leave in pieces: the buffer stays small (in cache, its pages touched once)
+    // however many events a pass has.
+    if (w_.size() >= kFlushBytes) {
+      out += w_.buffer();
+      w_.clear();
+    }
     if (nodes_[root].firstChild == kNone) {  // a call that nested nothing (most of them)
       const Event& e = events[nodes_[root].event];
       end(e, beginEvent(data, thread, e));
@@ -656,7 +662,6 @@ void PerfettoWriter::encodeThreadEvents(const TraceData& data, std::size_t threa
       walk_.pop_back();
     }
   }
-  // The thread's packets of this pass leave in one copy.
   out += w_.buffer();
   w_.clear();
 }

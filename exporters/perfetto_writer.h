@@ -207,6 +207,7 @@ class PerfettoWriter {
   static constexpr uint32_t kNone = UINT32_MAX;
   // Well under the reader's kMaxOpenSlices: deeper wraps are written flat (absolute times).
   static constexpr uint32_t kMaxNesting = 1024;
+  static constexpr std::size_t kFlushBytes = std::size_t{64} << 10;
   void encodeThreadEvents(const TraceData& data, std::size_t thread, std::string& out);
   // The BEGIN (or INSTANT) of `e`, an event of thread `thread`, and the packets describing its track
   // first when it is new; returns the track (0: the thread's).
