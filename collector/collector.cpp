@@ -241,6 +241,37 @@ ThreadState* newState(uint64_t ringBytes) {
 
 void fillProcessMeta(TraceMeta& meta);
 
+// What the store decoded since the last call goes to the stream; the stream then holds it and
+// memory lets it go. `passEnd`: the pass's last piece (device work, memory counters).
+void streamOut(bool passEnd) {
+  Globals& gl = g();
+  if (stacks::table().reserved()) {
+    if (gl.symbolizer == nullptr) gl.symbolizer = new Symbolizer();
+    gl.store->resolveStacks(stacks::table(), *gl.symbolizer);
+  }
+  // Device work CUPTI has delivered so far goes into the stream with this pass, so memory holds
+  // it for one pass, not for the run (lock order: the drain mutex, then CUPTI's).
+  if (passEnd) Cupti::collect(gl.store->data(), gl.names);
+  // Nothing is written for a process that recorded nothing (a shell, a helper process).
+  if (gl.stream != nullptr && gl.store->data().eventCount() + gl.store->data().droppedEvents() > 0) {
+    TraceMeta& meta = gl.store->data().meta;
+    if (!gl.streamMeta) {
+      fillProcessMeta(meta);
+      gl.streamMeta = true;
+    }
+    // Memory holds one piece of a pass while the stream takes it. Once the stream has failed
+    // (no room on disk) events stay in memory, up to the memory cap, for the files at exit.
+    if (gl.stream->pass(gl.store->data(), gl.config, gl.lastAnchor.monotonicNs, passEnd)) gl.store->releaseEvents();
+  }
+}
+
+// A busy thread's records are decoded and streamed this many at a time: what a pass holds in
+// memory (events, the writer's nesting, packets) stays the same size however full the rings
+// are, in cache, its pages touched once. At 20 M events/s a 4 MiB ring passes half full with
+// 32K records, whose ~6 MB of fresh memory cost the first passes 4-7 ms of page faults (the
+// ring overflowed meanwhile); a batch is one block of events.
+constexpr uint64_t kBatchRecords = 8192;
+
 // `final`: the last pass (exit, fork): every record is taken, also those past the anchor.
 void drainPass(bool final) {
   Globals& gl = g();
@@ -258,27 +289,11 @@ void drainPass(bool final) {
     if (life != Life::Active && life != Life::Retired) continue;
     // A thread that ended is emptied whole: its state is freed below.
     const bool whole = final || life == Life::Retired;
-    gl.store->consume(*s, life == Life::Retired, whole ? UINT64_MAX : gl.lastAnchor.ticks);
+    while (gl.store->consume(*s, life == Life::Retired, whole ? UINT64_MAX : gl.lastAnchor.ticks, kBatchRecords))
+      streamOut(false);
     if (life == Life::Retired) releaseState(s);
   }
-  if (stacks::table().reserved()) {
-    if (gl.symbolizer == nullptr) gl.symbolizer = new Symbolizer();
-    gl.store->resolveStacks(stacks::table(), *gl.symbolizer);
-  }
-  // Device work CUPTI has delivered so far goes into the stream with this pass, so memory holds
-  // it for one pass, not for the run (lock order: the drain mutex, then CUPTI's).
-  Cupti::collect(gl.store->data(), gl.names);
-  // Nothing is written for a process that recorded nothing (a shell, a helper process).
-  if (gl.stream != nullptr && gl.store->data().eventCount() + gl.store->data().droppedEvents() > 0) {
-    TraceMeta& meta = gl.store->data().meta;
-    if (!gl.streamMeta) {
-      fillProcessMeta(meta);
-      gl.streamMeta = true;
-    }
-    // Memory holds one pass of events while the stream takes them. Once the stream has failed
-    // (no room on disk) events stay in memory, up to the memory cap, for the files at exit.
-    if (gl.stream->pass(gl.store->data(), gl.config, gl.lastAnchor.monotonicNs)) gl.store->releaseEvents();
-  }
+  streamOut(true);
 }
 
 // Allocation failure in a drain pass (std::bad_alloc from a container, an event block that

@@ -226,9 +226,10 @@ class Collector {
   // The stream (exporters/perfetto_writer.h): fed by the drain thread after every pass, so a
   // killed process leaves its events on disk. `pass` runs under the drain mutex and returns
   // whether every event of `data` is on disk now (then the collector drops them from memory);
-  // `forget` runs in a forked child. The Writer above ends the stream.
+  // `forget` runs in a forked child. The Writer above ends the stream. A pass may feed it in
+  // several pieces (a busy thread's records a batch at a time); `passEnd` marks the last one.
   struct Stream {
-    bool (*pass)(const TraceData& data, const Config& config, uint64_t nowNs);
+    bool (*pass)(const TraceData& data, const Config& config, uint64_t nowNs, bool passEnd);
     void (*forget)();
   };
   static void initialize(const HookDescriptor* hooks, std::size_t hookCount, Writer writer,

@@ -129,7 +129,7 @@ void Store::decodeRun(Track& t, const Record* records, std::size_t count) {
   }
 }
 
-void Store::consume(ThreadState& s, bool retired, uint64_t maxTicks) {
+bool Store::consume(ThreadState& s, bool retired, uint64_t maxTicks, uint64_t maxRecords) {
   Track& t = track(s.trackId, s.tid, s.pthreadLow);  // first sight: the track keeps both thread ids
   auto& ring = s.ring;
   // Committed before the previous pass ended, so before this pass's anchor. (Decoding never
@@ -139,11 +139,17 @@ void Store::consume(ThreadState& s, bool retired, uint64_t maxTicks) {
   uint64_t i = ring.readBegin();
   const uint64_t end = ring.readEnd();
   bool carrying = false;
+  bool more = false;
+  uint64_t decoded = 0;
   while (i < end) {
     const Record r = ring.at(i);
     const uint64_t n = 1u + r.extra;
     if (i + n > end) break;  // cannot happen: a record and its text are committed together
     carrying = carrying || (r.type == RecordType::Api ? r.t1 : r.t0) > maxTicks;
+    if (!carrying && decoded++ == maxRecords) {
+      more = true;
+      break;
+    }
     if (carrying) {
       for (uint64_t b = 0; b < n; ++b) t.carried.push_back(ring.at(i + b));
     } else if (n == 1) {  // no text (every CUDA call)
@@ -170,6 +176,7 @@ void Store::consume(ThreadState& s, bool retired, uint64_t maxTicks) {
     const std::string_view last(s.name, strnlen(s.name, sizeof(s.name)));
     if (!last.empty()) thread.name = std::string(last);
   }
+  return more;
 }
 
 void Store::releaseEvents() {

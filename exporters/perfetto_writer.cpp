@@ -710,7 +710,7 @@ void PerfettoWriter::encodeMemoryCounters(const TraceData& data, std::string& ou
   memoryChanges_.clear();
 }
 
-void PerfettoWriter::encodePass(const TraceData& data, uint64_t nowNs, std::string& out) {
+void PerfettoWriter::encodePass(const TraceData& data, uint64_t nowNs, std::string& out, bool passEnd) {
   if (!processStarted_) startProcess(data, out);
   flows_ = data.cupti.state == "on";
   if (threads_.size() < data.threads.size()) threads_.resize(data.threads.size());
@@ -755,6 +755,7 @@ void PerfettoWriter::encodePass(const TraceData& data, uint64_t nowNs, std::stri
       mark.dropped = t.dropped;
     }
   }
+  if (!passEnd) return;
   encodeMemoryCounters(data, out);
   encodeDevice(data, out);
   if (!flowCalls_.empty() && nowNs >= flowPrunedNs_ + 1000000000) {

@@ -141,8 +141,10 @@ inline uint64_t launchFlowId(uint32_t pid, uint32_t tid, uint64_t seq) {
 
 class PerfettoWriter {
  public:
-  // Packets for what `data` gained since the last call; `ticks` maps its event times.
-  void encodePass(const TraceData& data, uint64_t nowNs, std::string& out);
+  // Packets for what `data` gained since the last call. A pass may come in pieces: the memory
+  // counters (time-ordered across the threads of a pass) and the device work are written with
+  // its last one (`passEnd`).
+  void encodePass(const TraceData& data, uint64_t nowNs, std::string& out, bool passEnd = true);
   // At the end: the remaining events (encodePass), the device work and the final metadata
   // (`metadataJson`: the Chrome trace's metadata object).
   void encodeEnd(const TraceData& data, uint64_t nowNs, std::string_view metadataJson,

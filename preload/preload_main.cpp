@@ -77,11 +77,11 @@ void appendStream(StreamOutput& s, const Config& config, const TraceData& data) 
 // at the first pass, so that later passes, the one at exit included, rarely need memory.
 constexpr std::size_t kStreamBufferBytes = std::size_t{4} << 20;
 
-bool streamPass(const TraceData& data, const Config& config, uint64_t nowNs) {
+bool streamPass(const TraceData& data, const Config& config, uint64_t nowNs, bool passEnd) {
   StreamOutput& s = stream();
   if (s.failed) return false;
   if (s.buffer.capacity() < kStreamBufferBytes) s.buffer.reserve(kStreamBufferBytes);
-  s.writer.encodePass(data, nowNs, s.buffer);
+  s.writer.encodePass(data, nowNs, s.buffer, passEnd);
   appendStream(s, config, data);
   if (s.failed) return false;
   if (!s.folded) s.folded = std::make_unique<FoldBuilder>(FoldOptions{config.foldedNvtx});

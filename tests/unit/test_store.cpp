@@ -278,3 +278,83 @@ TEST_CASE("a pass decodes what ended by its anchor, the rest in the next pass", 
   store.consume(s, false, 100);
   CHECK(seqs() == std::vector<uint64_t>{0, 1, 2, 3, 4});
 }
+
+// A busy thread's records are taken a batch at a time (the drain streams each batch before the
+// next, collector.cpp): a call stops after its budget of records with the rest still on the
+// ring, and says so; text blocks go with their record and do not count; past the anchor,
+// carrying takes the rest whatever the budget.
+TEST_CASE("consume decodes at most its budget of records and says when some are left", "[store]") {
+  TraceBuilder b;
+  Store& store = b.store();
+  static Record slots[64];
+  ThreadState s;
+  s.ring.attach(slots, 64);
+  s.trackId = 1;
+  s.tid = 7;
+  auto put = [&](Record r, const char* text) {
+    const std::size_t len = text ? strlen(text) : 0;
+    const uint64_t blocks = (len + kRecordSize - 1) / kRecordSize;
+    r.extra = static_cast<uint8_t>(blocks);
+    const uint64_t at = s.ring.reserve(1 + blocks);
+    REQUIRE(at != UINT64_MAX);
+    s.ring.at(at) = r;
+    for (uint64_t i = 0; i < blocks; ++i) {
+      Record block;
+      memset(&block, 0, sizeof(block));
+      memcpy(&block, text + i * kRecordSize, std::min<std::size_t>(kRecordSize, len - i * kRecordSize));
+      s.ring.at(at + 1 + i) = block;
+    }
+    s.ring.commit(1 + blocks);
+  };
+  for (uint64_t i = 0; i < 5; ++i) {
+    Record r;
+    memset(&r, 0, sizeof(r));
+    if (i == 1) {  // an NVTX mark with a text block
+      r.type = RecordType::NvtxMark;
+      r.nvtx.length = 4;
+      r.t0 = 10 * i + 1;
+      r.seq = i;
+      put(r, "mark");
+      continue;
+    }
+    r.type = RecordType::Api;
+    r.hook = test::kCudaDeviceSynchronize;
+    r.seq = i;
+    r.t0 = 10 * i;
+    r.t1 = 10 * i + 5;
+    put(r, nullptr);
+  }
+  auto seqs = [&] {
+    std::vector<uint64_t> out;
+    for (const ThreadTrack& t : store.data().threads)
+      for (const Event& e : t.events) out.push_back(e.seq);
+    return out;
+  };
+  CHECK(store.consume(s, false, UINT64_MAX, 2));  // two records (the mark's text block with it)
+  CHECK(seqs() == std::vector<uint64_t>{0, 1});
+  CHECK(s.ring.readEnd() - s.ring.readBegin() == 3);
+  CHECK(store.data().strings.get(store.data().threads[0].events[1].name) == "mark");
+  CHECK(store.consume(s, false, UINT64_MAX, 2));
+  CHECK(seqs() == std::vector<uint64_t>{0, 1, 2, 3});
+  CHECK_FALSE(store.consume(s, false, UINT64_MAX, 2));  // the last one: nothing left
+  CHECK(seqs() == std::vector<uint64_t>{0, 1, 2, 3, 4});
+  CHECK(s.ring.readBegin() == s.ring.readEnd());
+  CHECK_FALSE(store.consume(s, false, UINT64_MAX, 2));  // an empty ring
+
+  // Past the anchor everything is carried, over the budget too, and nothing is left.
+  for (uint64_t i = 5; i < 9; ++i) {
+    Record r;
+    memset(&r, 0, sizeof(r));
+    r.type = RecordType::Api;
+    r.hook = test::kCudaDeviceSynchronize;
+    r.seq = i;
+    r.t0 = 10 * i;
+    r.t1 = 10 * i + 5;
+    put(r, nullptr);
+  }
+  CHECK_FALSE(store.consume(s, false, 60, 1));  // seq 5 (ends at 55) decoded, 6..8 carried
+  CHECK(seqs() == std::vector<uint64_t>{0, 1, 2, 3, 4, 5});
+  CHECK(s.ring.readBegin() == s.ring.readEnd());
+  CHECK(store.consume(s, false, UINT64_MAX, 1) == false);  // the carried ones come first, whole
+  CHECK(seqs() == std::vector<uint64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8});
+}
