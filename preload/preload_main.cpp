@@ -73,9 +73,10 @@ void appendStream(StreamOutput& s, const Config& config, const TraceData& data) 
   s.buffer.clear();
 }
 
-// What one pass usually encodes (half of a 4 MiB ring, 32K records, is ~1 MB of packets): reserved
-// at the first pass, so that later passes, the one at exit included, rarely need memory.
-constexpr std::size_t kStreamBufferBytes = std::size_t{4} << 20;
+// What one piece of a pass usually encodes (a batch of 8K records is ~250 KB of packets; the pass's
+// end adds device work): reserved at the first pass, so that later ones, the one at exit
+// included, rarely need memory.
+constexpr std::size_t kStreamBufferBytes = std::size_t{1} << 20;
 
 bool streamPass(const TraceData& data, const Config& config, uint64_t nowNs, bool passEnd) {
   StreamOutput& s = stream();
