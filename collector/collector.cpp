@@ -289,7 +289,10 @@ void drainPass(bool final) {
     if (life != Life::Active && life != Life::Retired) continue;
     // A thread that ended is emptied whole: its state is freed below.
     const bool whole = final || life == Life::Retired;
-    while (gl.store->consume(*s, life == Life::Retired, whole ? UINT64_MAX : gl.lastAnchor.ticks, kBatchRecords))
+    // What the thread committed by now: what it adds while the batches are streamed waits for
+    // the next pass (taken now it would all be past the anchor, carried: copied, decoded later).
+    const uint64_t upTo = s->ring.readEnd();
+    while (gl.store->consume(*s, life == Life::Retired, whole ? UINT64_MAX : gl.lastAnchor.ticks, kBatchRecords, upTo))
       streamOut(false);
     if (life == Life::Retired) releaseState(s);
   }

@@ -123,13 +123,17 @@ void Store::decodeRun(Track& t, const Record* records, std::size_t count) {
   for (std::size_t i = 0; i < count;) {
     const Record& r = records[i];
     const std::size_t n = std::min<std::size_t>(1u + r.extra, count - i);
-    textBuffer_.assign(reinterpret_cast<const char*>(records + i + 1), (n - 1) * kRecordSize);
-    decodeInto(t, r, textBuffer_.data(), textBuffer_.size());
+    if (n == 1) {
+      decodeInto(t, r, "", 0);
+    } else {
+      textBuffer_.assign(reinterpret_cast<const char*>(records + i + 1), (n - 1) * kRecordSize);
+      decodeInto(t, r, textBuffer_.data(), textBuffer_.size());
+    }
     i += n;
   }
 }
 
-bool Store::consume(ThreadState& s, bool retired, uint64_t maxTicks, uint64_t maxRecords) {
+bool Store::consume(ThreadState& s, bool retired, uint64_t maxTicks, uint64_t maxRecords, uint64_t upTo) {
   Track& t = track(s.trackId, s.tid, s.pthreadLow);  // first sight: the track keeps both thread ids
   auto& ring = s.ring;
   // Committed before the previous pass ended, so before this pass's anchor. (Decoding never
@@ -137,7 +141,7 @@ bool Store::consume(ThreadState& s, bool retired, uint64_t maxTicks, uint64_t ma
   decodeRun(t, t.carried.data(), t.carried.size());
   t.carried.clear();
   uint64_t i = ring.readBegin();
-  const uint64_t end = ring.readEnd();
+  const uint64_t end = std::min(ring.readEnd(), upTo);
   bool carrying = false;
   bool more = false;
   uint64_t decoded = 0;

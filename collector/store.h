@@ -29,9 +29,12 @@ class Store {
   // caller saw the owner's exit (Life::Retired, acquire), so its final name can be read.
   // Records that end after `maxTicks` (the pass's clock anchor), and all after them, are decoded
   // in the next pass, so that every tick is mapped between two anchors, never past the last (see
-  // TickTimeline); the ring is emptied all the same. At most `maxRecords` records are decoded
-  // (text blocks not counted); true when that stopped it with records left: call again.
-  bool consume(ThreadState& s, bool retired, uint64_t maxTicks = UINT64_MAX, uint64_t maxRecords = UINT64_MAX);
+  // TickTimeline); the ring is emptied all the same, up to `upTo` (a ring index: the end the pass
+  // saw; records committed later wait for the next pass, never carried). At most `maxRecords`
+  // records are decoded (text blocks not counted); true when that stopped it with records left
+  // before `upTo`: call again.
+  bool consume(ThreadState& s, bool retired, uint64_t maxTicks = UINT64_MAX, uint64_t maxRecords = UINT64_MAX,
+               uint64_t upTo = UINT64_MAX);
   // Decodes one record with its text (exposed for unit tests).
   void decode(uint32_t trackId, uint32_t tid, const Record& r, const char* text, std::size_t textLen);
 
