@@ -4,10 +4,11 @@
 //
 //   bench_events --libtrace PATH [--runs N] [--calls N]      (driver: spawns the workers)
 //   bench_events --worker LOOP --calls N [--depth D]         (one timed loop; prints ns/call)
-//   bench_events --libtrace PATH --sustained N [--pace-ns P | --find-rate] [--ring SIZE]
+//   bench_events --libtrace PATH --sustained N [--pace-ns P | --find-rate] [--ring SIZE] [--sync]
 //                                  (N launches back to back at a pace, default settings but for
 //                                   CUTRACE_RING_SIZE=SIZE: drops, peak RSS, bytes/event, exit time;
-//                                   --find-rate: rising paces until a run drops nothing)
+//                                   --find-rate: rising paces until a run drops nothing; --sync:
+//                                   N cuCtxSynchronize calls instead, 1 event each)
 //
 // Cases: driver-sync (cuCtxSynchronize: 1 event), runtime-sync (cudaStreamSynchronize: the
 // runtime call and the driver call it makes, 2 events), launch (a kernel launch through the
@@ -145,7 +146,7 @@ int worker(const std::string& which, long calls, int depth) {
       }
     }
   };
-  if (which == "sustained") {
+  if (which == "sustained" || which == "sustained-sync") {
     // A launch-bound training loop: launches back to back, each at least `depth` ns apart (the
     // argument is reused as the pace), with no pause for the drain. Prints when the loop began
     // and ended (CLOCK_MONOTONIC ns), so the driver can time the loop and the exit, and the drain
@@ -154,8 +155,10 @@ int worker(const std::string& which, long calls, int depth) {
     timespec begin{};
     clock_gettime(CLOCK_MONOTONIC, &begin);
     auto next = std::chrono::steady_clock::now();
+    const bool sync = which == "sustained-sync";
     for (long i = 0; i < calls; ++i) {
-      cudaLaunchKernel(reinterpret_cast<const void*>(&benchKernelStub), dim3(1), dim3(32), nullptr, 0, stream);
+      if (sync) cuCtxSynchronize();
+      else cudaLaunchKernel(reinterpret_cast<const void*>(&benchKernelStub), dim3(1), dim3(32), nullptr, 0, stream);
       next += pace;
       while (std::chrono::steady_clock::now() < next) {
       }
@@ -270,12 +273,14 @@ struct SustainedResult {
 };
 
 // One traced run (and one bare, for the RSS) of the launch loop; prints its figures unless quiet.
-bool sustained(const char* self, const std::string& libtrace, long launches, long paceNs, const std::string& ring,
+// `sync`: the loop calls cuCtxSynchronize (1 event a call, the fastest call there is) instead
+// of launching (2 events: the runtime call and the driver call it makes).
+bool sustained(const char* self, const std::string& libtrace, long launches, long paceNs, const std::string& ring, bool sync,
                SustainedResult& result, bool quiet) {
   const std::string out = std::string(getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp") + "/cutrace-bench-sustained";
   const std::string errPath = out + ".stderr";
   std::string callsArg = std::to_string(launches), paceArg = std::to_string(paceNs);
-  const char* argv[] = {self, "--worker", "sustained", "--calls", callsArg.c_str(), "--depth", paceArg.c_str(), nullptr};
+  const char* argv[] = {self, "--worker", sync ? "sustained-sync" : "sustained", "--calls", callsArg.c_str(), "--depth", paceArg.c_str(), nullptr};
   long rssKb[2] = {0, 0};
   double exitSeconds = 0, loopSeconds = 0, drainSeconds = 0;
   for (int traced = 0; traced < 2; ++traced) {
@@ -354,7 +359,7 @@ bool sustained(const char* self, const std::string& libtrace, long launches, lon
   const std::string stem(stream, strlen(stream) > 8 ? strlen(stream) - 8 : 0);
   for (const char* suffix : {".pftrace", ".trace.json", ".folded", ".calls.folded", ".gpu.folded"}) unlink((stem + suffix).c_str());
   if (quiet) return true;
-  printf("sustained launch loop: %ld launches, %ld ns pace, %s%s\n", launches, paceNs,
+  printf("sustained %s loop: %ld calls, %ld ns pace, %s%s\n", sync ? "cuCtxSynchronize" : "launch", launches, paceNs,
          ring.empty() ? "default settings" : "CUTRACE_RING_SIZE=", ring.c_str());
   printf("  events recorded %lu, dropped %lu (%.1f%%), %.2f M events/s offered\n", events, dropped,
          100.0 * static_cast<double>(dropped) / std::max(1.0, recorded + static_cast<double>(dropped)),
@@ -371,12 +376,15 @@ bool sustained(const char* self, const std::string& libtrace, long launches, lon
 
 // --find-rate: the launch loop at rising paces (falling rates), one traced run each, until one
 // keeps every event: the highest rate with no drop on this machine, this time.
-int findRate(const char* self, const std::string& libtrace, long launches, const std::string& ring) {
-  printf("highest sustained rate with no drop: %ld launches (2 events each) per run, %s%s\n", launches,
+int findRate(const char* self, const std::string& libtrace, long launches, const std::string& ring, bool sync) {
+  printf("highest sustained rate with no drop: %ld %s per run, %s%s\n", launches,
+         sync ? "cuCtxSynchronize calls (1 event each)" : "launches (2 events each)",
          ring.empty() ? "default settings" : "CUTRACE_RING_SIZE=", ring.c_str());
-  for (long pace : {100L, 125L, 167L, 200L, 250L, 333L, 400L, 500L, 667L, 1000L, 2000L}) {
+  const std::vector<long> paces = {25L, 40L, 50L, 67L, 100L, 125L, 167L, 200L, 250L, 333L, 400L, 500L, 667L, 1000L, 2000L};
+  for (long pace : paces) {
+    if (!sync && pace < 100) continue;  // a traced launch takes longer: these would all run flat out
     SustainedResult r;
-    if (!sustained(self, libtrace, launches, pace, ring, r, true)) return 1;
+    if (!sustained(self, libtrace, launches, pace, ring, sync, r, true)) return 1;
     const double all = static_cast<double>(r.events + r.dropped);
     printf("  pace %4ld ns: %6.2f M events/s offered, %.2f%% dropped\n", pace, r.offeredPerSecond * 1e-6,
            100.0 * static_cast<double>(r.dropped) / std::max(1.0, all));
@@ -400,7 +408,7 @@ int main(int argc, char** argv) {
   std::string libtrace, workerCase;
   long calls = 100000;
   long sustainedLaunches = 0, paceNs = 0;
-  bool findRateMode = false;
+  bool findRateMode = false, syncLoop = false;
   std::string ring;
   int runs = 7;
   int depth = 0;
@@ -415,8 +423,9 @@ int main(int argc, char** argv) {
     else if (a == "--pace-ns" && i + 1 < argc) paceNs = atol(argv[++i]);
     else if (a == "--ring" && i + 1 < argc) ring = argv[++i];
     else if (a == "--find-rate") findRateMode = true;
+    else if (a == "--sync") syncLoop = true;
     else {
-      fprintf(stderr, "usage: bench_events --libtrace PATH [--runs N] [--calls N] | [--sustained LAUNCHES [--pace-ns NS | --find-rate] [--ring SIZE]]\n");
+      fprintf(stderr, "usage: bench_events --libtrace PATH [--runs N] [--calls N] | [--sustained CALLS [--pace-ns NS | --find-rate] [--ring SIZE] [--sync]]\n");
       return 2;
     }
   }
@@ -429,10 +438,10 @@ int main(int argc, char** argv) {
   const ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
   if (len <= 0) return 1;
   self[len] = '\0';
-  if (sustainedLaunches > 0 && findRateMode) return findRate(self, libtrace, sustainedLaunches, ring);
+  if (sustainedLaunches > 0 && findRateMode) return findRate(self, libtrace, sustainedLaunches, ring, syncLoop);
   if (sustainedLaunches > 0) {
     SustainedResult r;
-    return sustained(self, libtrace, sustainedLaunches, paceNs, ring, r, false) ? 0 : 1;
+    return sustained(self, libtrace, sustainedLaunches, paceNs, ring, syncLoop, r, false) ? 0 : 1;
   }
 
   printf("cutrace bench_events: %d runs x %ld calls per case, medians, stand-in CUDA libraries\n", runs, calls);
