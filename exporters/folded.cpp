@@ -294,6 +294,19 @@ class Folder {
     stack.push_back(Open{end, node, 0, ns, api, start, 0});
     return stack.back();
   }
+  // A call that nothing ran inside and nothing recorded later can be inside (FoldBuilder: a call
+  // recorded while no call of its thread ran, nothing held for it): counted as push() and
+  // close() would, without entering the stack.
+  void leaf(Stack& stack, uint64_t start, uint64_t end, uint32_t node) {
+    if (!stack.empty() && stack.back().end < end) end = stack.back().end;
+    const uint64_t ns = end - start;
+    if (!stack.empty()) stack.back().childNs += ns;
+    if (f_.depth_[node] > f_.maxFrames_) ++f_.depthCapped_;
+    f_.ends_[node] = true;
+    FoldWeights& w = f_.weights_[node];
+    ++w.calls;
+    w.hostNs += ns;
+  }
   // The open range `o` (on `stack`, frames above it already closed) ends: its event spans
   // [start, end] (the start it opened with: the drain maps a range's start once, at its push).
   void end(Stack& stack, Open& o, uint64_t start, uint64_t end) {
@@ -465,6 +478,13 @@ struct FoldBuilder::Impl {
     folder.push(t.stack, start, static_cast<uint64_t>(data.toTraceNs(e.end)), folder.nodeOf(data, t.stack, e, label),
                 e.kind == EventKind::Api, 0);
   }
+  // complete() for a call nothing is recorded inside: later records of the thread began after
+  // it ended (any call or range made while it ran was marked inside a call, and held first).
+  void completeLeaf(const TraceData& data, Thread& t, const Event& e) {
+    const uint64_t start = static_cast<uint64_t>(data.toTraceNs(e.start));
+    folder.closeBefore(t.stack, start);
+    folder.leaf(t.stack, start, static_cast<uint64_t>(data.toTraceNs(e.end)), folder.nodeOf(data, t.stack, e));
+  }
   void hold(const TraceData& data, Thread& t, const Event& e) {
     t.held.emplace_back(e, e.kind == EventKind::NvtxRange ? folder.rangeLabel(data, e.name) : Folder::kNone);
   }
@@ -485,7 +505,11 @@ struct FoldBuilder::Impl {
     std::size_t reversed = 1;
     while (reversed < t.held.size() && before(t.held[reversed].first, t.held[reversed - 1].first)) ++reversed;
     if (reversed == t.held.size()) {
-      for (std::size_t i = t.held.size(); i-- > 0;) complete(data, t, t.held[i].first, t.held[i].second);
+      // Nested each in the next: the innermost, recorded first, holds nothing.
+      for (std::size_t i = t.held.size(); i-- > 1;) complete(data, t, t.held[i].first, t.held[i].second);
+      const auto& [innermost, label] = t.held.front();
+      if (innermost.kind == EventKind::Api) completeLeaf(data, t, innermost);
+      else complete(data, t, innermost, label);
       t.held.clear();
       return;
     }
@@ -520,6 +544,7 @@ struct FoldBuilder::Impl {
       }
     }
     if (t.held.empty()) {  // nothing ran inside it (most calls): no need to hold it
+      if (e.kind == EventKind::Api) return completeLeaf(data, t, e);
       complete(data, t, e, e.kind == EventKind::NvtxRange ? folder.rangeLabel(data, e.name) : Folder::kNone);
       return;
     }
