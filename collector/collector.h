@@ -225,7 +225,8 @@ class Collector {
   using Writer = void (*)(TraceData& data, const Config& config);
   // The stream (exporters/perfetto_writer.h): fed by the drain thread after every pass, so a
   // killed process leaves its events on disk. `pass` runs under the drain mutex and returns
-  // whether every event of `data` is on disk now (then the collector drops them from memory);
+  // whether every event of `data` is encoded (on disk, or at the latest with the pass's last
+  // piece): then the collector drops them from memory;
   // `forget` runs in a forked child. The Writer above ends the stream. A pass may feed it in
   // several pieces (a busy thread's records a batch at a time); `passEnd` marks the last one.
   struct Stream {

@@ -73,9 +73,11 @@ void appendStream(StreamOutput& s, const Config& config, const TraceData& data) 
   s.buffer.clear();
 }
 
-// What one piece of a pass usually encodes (a batch of 8K records is ~250 KB of packets; the pass's
-// end adds device work): reserved at the first pass, so that later ones, the one at exit
-// included, rarely need memory.
+// The packets of a pass go to the file at its end, or sooner once this many bytes wait (a busy
+// thread's batches, ~250 KB each): one open/check/write/close (OwnFile::append) per pass or per
+// few batches, not per batch. The buffer is reserved at the first pass, so that later ones, the
+// one at exit included, rarely need memory.
+constexpr std::size_t kAppendBytes = std::size_t{512} << 10;
 constexpr std::size_t kStreamBufferBytes = std::size_t{1} << 20;
 
 bool streamPass(const TraceData& data, const Config& config, uint64_t nowNs, bool passEnd) {
@@ -83,7 +85,7 @@ bool streamPass(const TraceData& data, const Config& config, uint64_t nowNs, boo
   if (s.failed) return false;
   if (s.buffer.capacity() < kStreamBufferBytes) s.buffer.reserve(kStreamBufferBytes);
   s.writer.encodePass(data, nowNs, s.buffer, passEnd);
-  appendStream(s, config, data);
+  if (passEnd || s.buffer.size() >= kAppendBytes) appendStream(s, config, data);
   if (s.failed) return false;
   if (!s.folded) s.folded = std::make_unique<FoldBuilder>(FoldOptions{config.foldedNvtx});
   s.folded->pass(data);
