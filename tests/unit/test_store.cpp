@@ -241,57 +241,19 @@ TEST_CASE("tick timeline: a tick maps the same in every later pass", "[clock]") 
   CHECK(TickTimeline().toMonotonicNs(42) == 42);
 }
 
-// A pass decodes the records that ended by its clock anchor; those that end later (and all after
-// them) leave the ring with it but are decoded first in the next pass, in ring order, so no tick
-// is mapped past the anchors the timeline has.
-TEST_CASE("a pass decodes what ended by its anchor, the rest in the next pass", "[store]") {
-  TraceBuilder b;
-  Store& store = b.store();
-  static Record slots[64];
-  ThreadState s;
-  s.ring.attach(slots, 64);
-  s.trackId = 1;
-  s.tid = 7;
-  const uint64_t ends[] = {10, 20, 30, 25, 40};  // the fourth ended before the third was committed
-  for (uint64_t i = 0; i < 5; ++i) {
-    Record r;
-    memset(&r, 0, sizeof(r));
-    r.type = RecordType::Api;
-    r.hook = test::kCudaDeviceSynchronize;
-    r.seq = i;
-    r.t0 = ends[i] - 5;
-    r.t1 = ends[i];
-    const uint64_t at = s.ring.reserve(1);
-    REQUIRE(at != UINT64_MAX);
-    s.ring.at(at) = r;
-    s.ring.commit(1);
-  }
-  auto seqs = [&] {
-    std::vector<uint64_t> out;
-    for (const ThreadTrack& t : store.data().threads)
-      for (const Event& e : t.events) out.push_back(e.seq);
-    return out;
-  };
-  store.consume(s, false, 27);
-  CHECK(seqs() == std::vector<uint64_t>{0, 1});
-  CHECK(s.ring.readBegin() == s.ring.readEnd());  // taken off the ring all the same
-  store.consume(s, false, 100);
-  CHECK(seqs() == std::vector<uint64_t>{0, 1, 2, 3, 4});
-}
+namespace {
 
-// A busy thread's records are taken a batch at a time (the drain streams each batch before the
-// next, collector.cpp): a call stops after its budget of records with the rest still on the
-// ring, and says so; text blocks go with their record and do not count; past the anchor,
-// carrying takes the rest whatever the budget.
-TEST_CASE("consume decodes at most its budget of records and says when some are left", "[store]") {
-  TraceBuilder b;
-  Store& store = b.store();
-  static Record slots[64];
+// A thread's state with a small ring, and records put on it as the hooks put them (a record, then
+// its text in whole blocks).
+struct TestThread {
+  Record slots[64];
   ThreadState s;
-  s.ring.attach(slots, 64);
-  s.trackId = 1;
-  s.tid = 7;
-  auto put = [&](Record r, const char* text) {
+  TestThread() {
+    s.ring.attach(slots, 64);
+    s.trackId = 1;
+    s.tid = 7;
+  }
+  void put(Record r, const char* text = nullptr) {
     const std::size_t len = text ? strlen(text) : 0;
     const uint64_t blocks = (len + kRecordSize - 1) / kRecordSize;
     r.extra = static_cast<uint8_t>(blocks);
@@ -305,59 +267,87 @@ TEST_CASE("consume decodes at most its budget of records and says when some are 
       s.ring.at(at + 1 + i) = block;
     }
     s.ring.commit(1 + blocks);
-  };
-  for (uint64_t i = 0; i < 5; ++i) {
+  }
+  void putCall(uint64_t seq, uint64_t t0, uint64_t t1) {
     Record r;
     memset(&r, 0, sizeof(r));
+    r.type = RecordType::Api;
+    r.hook = test::kCudaDeviceSynchronize;
+    r.seq = seq;
+    r.t0 = t0;
+    r.t1 = t1;
+    put(r);
+  }
+};
+
+// The seq of every event the store holds, thread by thread.
+std::vector<uint64_t> storedSeqs(Store& store) {
+  std::vector<uint64_t> out;
+  for (const ThreadTrack& t : store.data().threads)
+    for (const Event& e : t.events) out.push_back(e.seq);
+  return out;
+}
+
+}  // namespace
+
+// A pass decodes the records that ended by its clock anchor; those that end later (and all after
+// them) leave the ring with it but are decoded first in the next pass, in ring order, so no tick
+// is mapped past the anchors the timeline has.
+TEST_CASE("a pass decodes what ended by its anchor, the rest in the next pass", "[store]") {
+  TraceBuilder b;
+  Store& store = b.store();
+  TestThread thread;
+  ThreadState& s = thread.s;
+  const uint64_t ends[] = {10, 20, 30, 25, 40};  // the fourth ended before the third was committed
+  for (uint64_t i = 0; i < 5; ++i) thread.putCall(i, ends[i] - 5, ends[i]);
+  store.consume(s, false, 27);
+  CHECK(storedSeqs(store) == std::vector<uint64_t>{0, 1});
+  CHECK(s.ring.readBegin() == s.ring.readEnd());  // taken off the ring all the same
+  store.consume(s, false, 100);
+  CHECK(storedSeqs(store) == std::vector<uint64_t>{0, 1, 2, 3, 4});
+}
+
+// A busy thread's records are taken a batch at a time (the drain streams each batch before the
+// next, collector.cpp): a call stops after its budget of records with the rest still on the
+// ring, and says so; text blocks go with their record and do not count; past the anchor,
+// carrying takes the rest whatever the budget.
+TEST_CASE("consume decodes at most its budget of records and says when some are left", "[store]") {
+  TraceBuilder b;
+  Store& store = b.store();
+  TestThread thread;
+  ThreadState& s = thread.s;
+  for (uint64_t i = 0; i < 5; ++i) {
     if (i == 1) {  // an NVTX mark with a text block
+      Record r;
+      memset(&r, 0, sizeof(r));
       r.type = RecordType::NvtxMark;
       r.nvtx.length = 4;
       r.t0 = 10 * i + 1;
       r.seq = i;
-      put(r, "mark");
+      thread.put(r, "mark");
       continue;
     }
-    r.type = RecordType::Api;
-    r.hook = test::kCudaDeviceSynchronize;
-    r.seq = i;
-    r.t0 = 10 * i;
-    r.t1 = 10 * i + 5;
-    put(r, nullptr);
+    thread.putCall(i, 10 * i, 10 * i + 5);
   }
-  auto seqs = [&] {
-    std::vector<uint64_t> out;
-    for (const ThreadTrack& t : store.data().threads)
-      for (const Event& e : t.events) out.push_back(e.seq);
-    return out;
-  };
   CHECK(store.consume(s, false, UINT64_MAX, 2));  // two records (the mark's text block with it)
-  CHECK(seqs() == std::vector<uint64_t>{0, 1});
+  CHECK(storedSeqs(store) == std::vector<uint64_t>{0, 1});
   CHECK(s.ring.readEnd() - s.ring.readBegin() == 3);
   CHECK(store.data().strings.get(store.data().threads[0].events[1].name) == "mark");
   CHECK(store.consume(s, false, UINT64_MAX, 2));
-  CHECK(seqs() == std::vector<uint64_t>{0, 1, 2, 3});
+  CHECK(storedSeqs(store) == std::vector<uint64_t>{0, 1, 2, 3});
   CHECK_FALSE(store.consume(s, false, UINT64_MAX, 2));  // the last one: nothing left
-  CHECK(seqs() == std::vector<uint64_t>{0, 1, 2, 3, 4});
+  CHECK(storedSeqs(store) == std::vector<uint64_t>{0, 1, 2, 3, 4});
   CHECK(s.ring.readBegin() == s.ring.readEnd());
   CHECK_FALSE(store.consume(s, false, UINT64_MAX, 2));  // an empty ring
 
   // Past the anchor everything is carried, over the budget too, and nothing is left.
-  for (uint64_t i = 5; i < 9; ++i) {
-    Record r;
-    memset(&r, 0, sizeof(r));
-    r.type = RecordType::Api;
-    r.hook = test::kCudaDeviceSynchronize;
-    r.seq = i;
-    r.t0 = 10 * i;
-    r.t1 = 10 * i + 5;
-    put(r, nullptr);
-  }
+  for (uint64_t i = 5; i < 9; ++i) thread.putCall(i, 10 * i, 10 * i + 5);
   // Only what was committed up to `upTo` (the end the pass saw) is taken: the last record stays
   // on the ring, neither decoded nor carried.
   const uint64_t upTo = s.ring.readEnd() - 1;
   CHECK_FALSE(store.consume(s, false, 60, 1, upTo));  // seq 5 (ends at 55) decoded, 6 and 7 carried
-  CHECK(seqs() == std::vector<uint64_t>{0, 1, 2, 3, 4, 5});
+  CHECK(storedSeqs(store) == std::vector<uint64_t>{0, 1, 2, 3, 4, 5});
   CHECK(s.ring.readBegin() == upTo);
   CHECK(store.consume(s, false, UINT64_MAX, 1) == false);  // the carried ones come first, whole
-  CHECK(seqs() == std::vector<uint64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8});
+  CHECK(storedSeqs(store) == std::vector<uint64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8});
 }
