@@ -172,6 +172,14 @@ MemoryMap& memory() {
   return *map;
 }
 
+// Both made when the library is loaded, not by the first call that needs them: a fork while
+// another thread constructs one leaves its guard held in the child for good (see the runtime's
+// makeRuntimeAtLoad).
+[[gnu::constructor]] void makeTablesAtLoad() {
+  handles();
+  memory();
+}
+
 // ------------------------------------------------------------------ device and contexts
 constexpr int kDriverVersion = 13000;
 constexpr char kDeviceName[] = "cutrace stand-in GPU";

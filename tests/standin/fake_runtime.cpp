@@ -170,6 +170,11 @@ Runtime& rt() {
   static Runtime* runtime = new Runtime();
   return *runtime;
 }
+// Made when the library is loaded, not by the first call: a child forked while another thread
+// was inside that first construction waited forever on the static's guard, which no thread of
+// the child would release (fork_storm hung so, 1 run in ~12 under load). The rest of the first
+// call is std::call_once, which glibc restarts in a fork child.
+[[gnu::constructor]] void makeRuntimeAtLoad() { rt(); }
 
 thread_local cudaError_t lastError = cudaSuccess;
 thread_local bool contextBound = false;
@@ -276,8 +281,23 @@ bool fetchTable(GetProcV2 getProc, cuuint64_t flags, DriverTable& table) {
   return ok;
 }
 
+// STANDIN_DRIVER_AT_LOAD=1 (fork_storm): libcuda.so.1 is loaded with this library, and only the
+// rest of the initialisation waits for the first call. A dlopen that adds an object holds the
+// loader's write lock (dl_load_write_lock, which glibc does not reset in a fork child): a child
+// forked while a thread of its parent added libcuda waited for that lock forever (caught with
+// gdb: the child's own dlopen and its drain thread's dl_iterate_phdr both blocked). That is the
+// program's race with glibc, traced or not (the tracer's slower first calls only widen the
+// window); the test is about the tracer's own locks. The first call then uses the handle and
+// calls no dlopen: one in a child forked during another thread's dlopen fails ld.so's
+// consistency assertion (the child exits with 127).
+void* g_driverAtLoad = nullptr;
+[[gnu::constructor]] void loadDriverAtLoad() {
+  const char* v = getenv("STANDIN_DRIVER_AT_LOAD");
+  if (v != nullptr && strcmp(v, "1") == 0) g_driverAtLoad = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+}
+
 cudaError_t initialise(Runtime& r) {
-  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  void* lib = g_driverAtLoad != nullptr ? g_driverAtLoad : dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (lib == nullptr) return cudaErrorInsufficientDriver;
   auto bootstrap = reinterpret_cast<GetProcV2>(dlsym(lib, "cuGetProcAddress_v2"));
   if (bootstrap == nullptr) return cudaErrorInsufficientDriver;
@@ -308,6 +328,7 @@ cudaError_t initialise(Runtime& r) {
   if (CUresult e = r.legacy.cuDevicePrimaryCtxRetain(&r.context, device)) return fromDriver(e);
   return cudaSuccess;
 }
+
 
 // The driver table for a call, after lazy initialisation and binding the primary context to
 // the calling thread (as the runtime does on each thread's first call). Errors are recorded.
