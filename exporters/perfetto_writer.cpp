@@ -556,7 +556,7 @@ uint64_t PerfettoWriter::beginEvent(const TraceData& data, std::size_t thread, c
 }
 
 void PerfettoWriter::flowOut(const TraceData& data, std::size_t thread, const Event& e, uint64_t start) {
-  if (!flows_ || e.kind != EventKind::Api || (e.flags & kEventInsideCall) || e.hook >= data.hooks.size()) return;
+  if (e.kind != EventKind::Api || (e.flags & kEventInsideCall) || e.hook >= data.hooks.size()) return;
   const ApiKind kind = data.hooks[e.hook].kind;
   if (kind != ApiKind::Launch && kind != ApiKind::Graph && kind != ApiKind::Memcpy && kind != ApiKind::Memset) return;
   const uint32_t tid = data.threads[thread].tid;

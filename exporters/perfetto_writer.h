@@ -215,7 +215,8 @@ class PerfettoWriter {
   // first when it is new; returns the track (0: the thread's).
   uint64_t beginEvent(const TraceData& data, std::size_t thread, const Event& e);
   void endEvent(Sequence& seq, uint64_t ns, uint64_t track);
-  // A call's flow id (see Flows above), where it has one, after the rest of its BEGIN.
+  // A call's flow id (see Flows above), where it has one, after the rest of its BEGIN. Called
+  // only with flows on (flows_): the caller checks, so a run without CUPTI makes no call.
   void flowOut(const TraceData& data, std::size_t thread, const Event& e, uint64_t start);
   // The device work `data` gained since the last call, on the process sequence.
   void encodeDevice(const TraceData& data, std::string& out);
