@@ -146,28 +146,36 @@ constexpr std::size_t kHeaderBytes = (sizeof(ThreadState) + kPage - 1) & ~(kPage
 
 char* ringMemory(ThreadState* s) { return reinterpret_cast<char*>(s) + kHeaderBytes; }
 
-// The ring size a new thread asks for: the configured one, or by default kAutoRingBytes while
-// rings hold less than half of the memory cap, then kAutoRingSmallBytes (the threads that start
-// first, a program's main and worker threads, are the busy ones as a rule; a program of
-// thousands of threads still gets a ring for each under the cap).
-uint64_t wantedRingBytes() {
+// The ring size for a new owner when rings already hold `used` bytes: the configured one, or by
+// default kAutoRingBytes while rings hold less than half of the memory cap, then
+// kAutoRingSmallBytes (the threads that start first, a program's main and worker threads, are
+// the busy ones as a rule; a program of thousands of threads still gets a ring for each under
+// the cap).
+uint64_t ringBytesFor(uint64_t used) {
   const Globals& gl = g();
   if (gl.config.ringBytes != 0) return gl.config.ringBytes;
   const uint64_t cap = gl.config.maxMemory;
-  const uint64_t used = gl.ringBytesInUse.load(std::memory_order_relaxed);
   return cap == 0 || used + kAutoRingBytes <= cap / 2 ? kAutoRingBytes : kAutoRingSmallBytes;
 }
 
-// A ring of `bytes` (or less) for a new owner whose mapping holds `mappedBytes` of ring, counted
-// against the memory cap (config.maxMemory counts ring bytes too). Past the cap the owner gets
-// none: every event of the thread is dropped and counted (its state still carries the
-// counters), with one warning for the process.
-uint64_t reserveRing(uint64_t bytes, uint64_t mappedBytes) {
+// The mapping size of a new state: a hint only, since the ring's size is chosen when its bytes
+// are charged (reserveRing).
+uint64_t wantedRingBytes() { return ringBytesFor(g().ringBytesInUse.load(std::memory_order_relaxed)); }
+
+// A ring for a new owner whose mapping holds `mappedBytes` of ring, counted against the memory
+// cap (config.maxMemory counts ring bytes too). The size is chosen from the total the
+// compare-exchange charges against: threads attaching at one moment must not all see room for a
+// large ring and together pass the cap. Past the cap the owner gets none: every event of the
+// thread is dropped and counted (its state still carries the counters), with one warning for
+// the process.
+uint64_t reserveRing(uint64_t mappedBytes) {
   Globals& gl = g();
-  bytes = bytes < mappedBytes ? bytes : mappedBytes;
   const uint64_t cap = gl.config.maxMemory;
   uint64_t used = gl.ringBytesInUse.load(std::memory_order_relaxed);
+  uint64_t bytes;
   do {
+    bytes = ringBytesFor(used);
+    bytes = bytes < mappedBytes ? bytes : mappedBytes;
     if (cap != 0 && used + bytes > cap) {
       Collector::warnOnce("cutrace: the memory cap (CUTRACE_MAX_MEMORY) is reached by per-thread rings; threads "
                           "that start now record nothing (their events are counted as dropped)\n");
@@ -196,8 +204,8 @@ void releaseState(ThreadState* s) {
 // 1,000 threads), so the commitment follows use instead.
 constexpr std::size_t kPrefaultBytes = 2 * kPage;
 
-void resetState(ThreadState* s, uint64_t wantedBytes) {
-  s->ringBytes = reserveRing(wantedBytes, s->mappingBytes - kHeaderBytes);
+void resetState(ThreadState* s) {
+  s->ringBytes = reserveRing(s->mappingBytes - kHeaderBytes);
   const uint64_t records = s->ringBytes / kRecordSize;
   auto* ring = ringMemory(s);
   for (std::size_t at = 0; at < kPrefaultBytes && at < s->ringBytes; at += kPage)
@@ -520,15 +528,14 @@ ThreadState* attachThread() {
   }
   // A state left by a thread that ended keeps its mapping: its owner may get a smaller ring in
   // it than a new mapping would hold (never a larger one).
-  const uint64_t wanted = wantedRingBytes();
   ThreadState* s = claimFreeState();
-  if (s == nullptr) s = newState(wanted);
+  if (s == nullptr) s = newState(wantedRingBytes());
   if (s == nullptr) {
     errno = savedErrno;
     Collector::disable("cutrace: out of memory for a thread ring");
     return nullptr;
   }
-  resetState(s, wanted);
+  resetState(s);
   s->life.store(Life::Active, std::memory_order_release);
   tls::state = s;
   pthread_setspecific(g().exitKey, s);

@@ -3,6 +3,8 @@
  *   many_threads live N RSS_FILE ISSUED_FILE   N threads alive at once, each makes its call and
  *                                              waits until all have made theirs
  *   many_threads churn N RSS_FILE ISSUED_FILE  N short-lived threads, 4 alive at a time
+ *   many_threads gate N RSS_FILE ISSUED_FILE   N threads alive at once, all released together
+ *                                              to make their call (they attach at one moment)
  * RSS_FILE gets the peak resident set (VmHWM, KiB) at the end of main, ISSUED_FILE the number
  * of CUDA calls made. */
 #include <cuda.h>
@@ -12,10 +14,13 @@
 #include <string.h>
 
 static pthread_barrier_t allCalled;
+static pthread_barrier_t allStarted;
 static int live = 0;
+static int gate = 0;
 
 static void* worker(void* arg) {
   (void)arg;
+  if (gate) pthread_barrier_wait(&allStarted);
   cuCtxSynchronize();
   if (live) pthread_barrier_wait(&allCalled);
   return NULL;
@@ -42,7 +47,8 @@ static int start(pthread_t* t, const pthread_attr_t* attr) {
 
 int main(int argc, char** argv) {
   if (argc < 5) return 2;
-  live = strcmp(argv[1], "live") == 0;
+  gate = strcmp(argv[1], "gate") == 0;
+  live = gate || strcmp(argv[1], "live") == 0;
   const int n = atoi(argv[2]);
   long issued = 0;
   cuInit(0);
@@ -53,6 +59,7 @@ int main(int argc, char** argv) {
   if (live) {
     pthread_t* threads = calloc((size_t)n, sizeof *threads);
     pthread_barrier_init(&allCalled, NULL, (unsigned)n);
+    pthread_barrier_init(&allStarted, NULL, (unsigned)n);
     for (int i = 0; i < n; ++i)
       if (!start(&threads[i], &attr)) return 2;
     for (int i = 0; i < n; ++i) pthread_join(threads[i], NULL);
