@@ -56,7 +56,7 @@ struct ThreadState {
   uint16_t launchDepth = 0;    // owner only: launch hooks active on this thread
   uint16_t apiDepth = 0;       // owner only: recorded API calls active (stacks: outermost only)
   uintptr_t stackHi = 0;       // top of the thread's stack, bounds the frame-pointer walk
-  dwarf::ThreadMemo unwindMemo{};  // owner, inside a RecordSection: the .eh_frame walk's rules by depth
+  dwarf::ThreadMemo unwindMemo{};  // owner, inside a RecordSection: the .eh_frame walk's frames by depth
   uint16_t nvtxDepth[kMaxNvtxDomains] = {};  // owner, atomic RMW only: push/pop level per domain
   // Owner, inside a RecordSection: bit L set while the push open at level L (< 32) of a domain
   // is not in the ring (dropped, or not captured), so its pop is not recorded either.

@@ -493,32 +493,56 @@ __attribute__((noinline, no_sanitize_address)) int backtrace(uint64_t* out, int 
   auto inStack = [&](uint64_t addr) { return addr >= lo && addr <= stackHi - 8 && (addr & 7) == 0; };
   int n = 0;
   while (n < max) {
-    uint64_t rule;
-    if (n < ThreadMemo::kDepth && memo.pc[n] == pc) {
-      rule = memo.rule[n];
-    } else {
-      // A return address is looked up one byte back: the call may be the function's last
-      // instruction, and pc itself then belongs to the next function. Frame 0 is no return
-      // address (and the memo keeps depths apart, so it never lends its rule to one).
-      rule = ruleFor(pc, n == 0 ? pc : pc - 1);
-      if (n < ThreadMemo::kDepth && rule != kNoObject) memo.pc[n] = pc, memo.rule[n] = rule;
+    if (n < ThreadMemo::kDepth) {
+      const ThreadMemo::Frame& f = memo.frame[n];
+      if (f.pc == pc && f.sp == sp && f.bp == bp) {
+        out[n++] = pc;
+        uint64_t cfa = f.cfa;
+        if (__builtin_expect(f.cfaAt != 0, 0)) {
+          // Read afresh, so checked as the full walk checks it (cfa - 8 is then inside the stack).
+          cfa = *reinterpret_cast<const volatile uint64_t*>(f.cfaAt);
+          if (cfa <= sp || cfa > stackHi || (cfa & 7) != 0) return -1;
+        } else if (cfa == 0) {
+          return n;
+        }
+        const uint64_t ra = *reinterpret_cast<const volatile uint64_t*>(cfa - 8);
+        if (f.bpAt != 0) bp = *reinterpret_cast<const volatile uint64_t*>(f.bpAt);
+        sp = cfa;
+        if (ra == 0) return n;
+        pc = ra;
+        continue;
+      }
     }
-    out[n++] = pc;
+    // A return address is looked up one byte back: the call may be the function's last
+    // instruction, and pc itself then belongs to the next function. Frame 0 is no return
+    // address (and the memo keeps depths apart, so it never lends its rule to one).
+    const uint64_t rule = ruleFor(pc, n == 0 ? pc : pc - 1);
     const uint64_t kind = rule & 3;
-    if (kind == kOutermost) return n;
+    out[n] = pc;
+    if (kind == kOutermost) {
+      if (n < ThreadMemo::kDepth) memo.frame[n] = {pc, sp, bp, 0, 0, 0};
+      return n + 1;
+    }
     if (kind != kFrame) return -1;
     uint64_t cfa = ((rule & kCfaRbp) ? bp : sp) + static_cast<uint64_t>(cfaOffsetOf(rule));
+    uint64_t cfaAt = 0;
     if (rule & kCfaDeref) {
       if (!inStack(cfa)) return -1;
+      cfaAt = cfa;
       cfa = *reinterpret_cast<const volatile uint64_t*>(cfa);
     }
     if (cfa <= sp || cfa > stackHi || !inStack(cfa - 8)) return -1;
     const uint64_t ra = *reinterpret_cast<const volatile uint64_t*>(cfa - 8);
+    uint64_t bpAt = 0;
     if (rule & kRbpSaved) {
-      const uint64_t at = ((rule & kRbpAtRbp) ? bp : cfa) + static_cast<uint64_t>(rbpOffsetOf(rule));
-      if (!inStack(at)) return -1;
-      bp = *reinterpret_cast<const volatile uint64_t*>(at);
+      bpAt = ((rule & kRbpAtRbp) ? bp : cfa) + static_cast<uint64_t>(rbpOffsetOf(rule));
+      if (!inStack(bpAt)) return -1;
     }
+    // A CFA read from the stack may differ next time, and so would an rbp saved relative to it.
+    if (n < ThreadMemo::kDepth && !(cfaAt != 0 && (rule & kRbpSaved) && !(rule & kRbpAtRbp)))
+      memo.frame[n] = {pc, sp, bp, cfa, cfaAt, bpAt};
+    ++n;
+    if (bpAt != 0) bp = *reinterpret_cast<const volatile uint64_t*>(bpAt);
     sp = cfa;
     if (ra == 0) return n;  // some thread entry points end the chain with a null return address
     pc = ra;

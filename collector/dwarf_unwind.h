@@ -27,15 +27,25 @@ namespace cutrace::dwarf {
 // before 2.35) or the cache cannot be mapped; backtrace() must not be called then.
 bool initialize();
 
-// One thread's last walk, by depth: a walk that meets the same code address at the same depth
-// takes its rule from here instead of the shared table. Calls made from one place again and
-// again then cost about what a frame-pointer walk costs, since the table lookup no longer sits
-// in the chain of dependent loads from one frame to the next. Owned by its thread; zeroed
-// memory is an empty memo.
+// One thread's last walks, by depth: for frame n, the code address, rsp and rbp it was entered
+// with and what its rule made of them (the caller's rsp, where rbp was saved). A frame met again
+// at the same depth with the same three values is stepped from here: the rule is a function of
+// the code address alone, and the addresses it gives of rsp and rbp, so the result is what the
+// rule would give, with its bounds checks already passed, and the walk costs a compare and a
+// load or two per frame. The words read from the stack are read afresh every time: only how to
+// find them is remembered (a CFA read from the stack, GCC's realignment form, is checked again
+// as it is read). Owned by its thread, used inside a RecordSection (a signal handler never
+// walks with it while the thread does); zeroed memory is an empty memo, and a new owner of the
+// memory (another thread, other stack bounds) must zero it.
 struct ThreadMemo {
   static constexpr int kDepth = 64;
-  uint64_t pc[kDepth];
-  uint64_t rule[kDepth];
+  struct Frame {
+    uint64_t pc, sp, bp;
+    uint64_t cfa;    // the caller's rsp; 0 (and cfaAt 0): the outermost frame
+    uint64_t cfaAt;  // non-zero: the caller's rsp is read from here instead
+    uint64_t bpAt;   // where rbp was saved; 0: rbp kept
+  };
+  Frame frame[kDepth];
 };
 
 // Return addresses of the calling thread, innermost first, starting with an address inside

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstring>
 
 #include "collector/collector.h"
 #include "collector/dwarf_unwind.h"
@@ -162,6 +163,8 @@ void attachThread(ThreadState* s) {
     }
   }
   s->stackHi = hi;
+  // The memo's frames were checked against the previous owner's stack bounds.
+  memset(&s->unwindMemo, 0, sizeof s->unwindMemo);
 }
 
 // Not inline in the hook: keeps the shim small; the stack buffers live only here.

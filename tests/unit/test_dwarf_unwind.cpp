@@ -125,6 +125,30 @@ __attribute__((noinline)) void inCatch(Walks& w) {
   }
 }
 
+// The same frames reached through different callers at the same stack depth: frame by frame
+// the code address, rsp and rbp of the walk before, until the callers differ.
+// (Bodies that differ, so the compiler does not fold them into one function.)
+volatile int g_caller = 0;
+__attribute__((noipa)) void callerA(Walks& w) {
+  g_caller = 1;
+  recurse(3, w);
+  asm volatile("");
+}
+__attribute__((noipa)) void callerB(Walks& w) {
+  g_caller = 2;
+  recurse(3, w);
+  asm volatile("");
+}
+
+// A realigned frame at the same aligned rsp and rbp as before, called with a different rsp:
+// its CFA, read from the stack, differs from the walk before.
+__attribute__((noinline)) void paddedRealigned(std::size_t pad, Walks& w) {
+  volatile char* buf = static_cast<char*>(alloca(pad));
+  buf[0] = 1;
+  realignedWithStackArgs(w);
+  buf[pad - 1] = 2;
+}
+
 volatile int g_signalWalk = 0;
 uintptr_t g_signalStackHi = 0;  // found before the signal: pthread_getattr_np is not signal-safe
 void onSignal(int) {
@@ -171,6 +195,34 @@ TEST_CASE("dwarf unwind: same return addresses as libunwind, through every kind 
     dlclose(lib);
   }
   REQUIRE(dwarf::rulesCached() > 10);
+}
+
+TEST_CASE("dwarf unwind: a frame met again is stepped from the thread's memo, its callers read afresh",
+          "[stacks][dwarf]") {
+  REQUIRE(dwarf::initialize());
+  Walks a, b, again;
+  callerA(a);
+  callerB(b);
+  callerA(again);
+  requireSameAsLibunwind(a, 6);
+  requireSameAsLibunwind(b, 6);
+  requireSameAsLibunwind(again, 6);
+  // From the leaf's caller: recurse x4, then callerA or callerB.
+  const auto fa = fromCaller(a.dwarf, a.callerReturn), fb = fromCaller(b.dwarf, b.callerReturn),
+             fagain = fromCaller(again.dwarf, again.callerReturn);
+  REQUIRE(fa.size() > 5);
+  REQUIRE(std::vector<uint64_t>(fa.begin(), fa.begin() + 4) == std::vector<uint64_t>(fb.begin(), fb.begin() + 4));
+  REQUIRE(fa[4] != fb[4]);
+  REQUIRE(std::vector<uint64_t>(fa.begin(), fa.begin() + 5) == std::vector<uint64_t>(fagain.begin(), fagain.begin() + 5));
+  // Pads 16 bytes apart: 64-byte realignment puts two of every four at the same aligned rsp.
+  std::vector<std::vector<uint64_t>> walks;
+  for (std::size_t pad = 16; pad <= 16 * 8; pad += 16) {
+    Walks w;
+    paddedRealigned(pad, w);
+    requireSameAsLibunwind(w, 8);
+    walks.push_back(fromCaller(w.dwarf, w.callerReturn));
+  }
+  REQUIRE(walks.front() == walks.back());
 }
 
 TEST_CASE("dwarf unwind: gives up on what it cannot follow", "[stacks][dwarf]") {
