@@ -104,6 +104,9 @@ struct IdentityMap {
   std::size_t size = 0;
   std::atomic<bool> ready{false};
   const void* handle = nullptr;  // the library the layer was resolved from
+  // `handle` is the link map of an object in the global scope, whose functions are looked up
+  // there (see resolveLayerFrom). Set before `ready`.
+  bool global = false;
 };
 IdentityMap identity[2];  // by ApiLayer
 
@@ -149,21 +152,46 @@ bool isOwnWrapper(const void* p) {
   return false;
 }
 
-// Fills the layer's real pointers from `handle` (a dlopen handle or link map) and builds its
-// identity map. Caller holds resolveMutex.
+// `symbol` as the global scope defines it after this library, when that definition is in the
+// object of link map `lm`.
+void* globalSymbolIn(void* lm, const char* symbol) {
+  void* p = realDlsym(RTLD_NEXT, symbol);
+  Dl_info info{};
+  struct link_map* found = nullptr;
+  if (p == nullptr || dladdr1(p, &info, reinterpret_cast<void**>(&found), RTLD_DL_LINKMAP) == 0) return nullptr;
+  return found == lm ? p : nullptr;
+}
+
+// A function of the layer's library, as resolveLayerFrom decided to look them up.
+void* symbolOf(const IdentityMap& map, const char* symbol) {
+  void* handle = const_cast<void*>(map.handle);
+  return map.global ? globalSymbolIn(handle, symbol) : realDlsym(handle, symbol);
+}
+
+// Fills the layer's real pointers from `handle` (a dlopen handle, or in a child whose loader is
+// stuck a link map: see loadedLibrary) and builds its identity map. Caller holds resolveMutex.
+//
+// A link map is no dlsym handle for an object loaded at start-up (glibc crashes on it: such an
+// object has no search list of its own, a dlopen'ed one has). An object loaded at start-up is in
+// the global scope, where dlsym(RTLD_NEXT) from this library finds its functions: they are
+// looked up there first, and only an object none of whose functions is found there (one
+// dlopen'ed with RTLD_LOCAL) is searched through its link map.
 void resolveLayerFrom(ApiLayer layer, void* handle) {
   IdentityMap& map = mapOf(layer);
-  map.size = 0;
-  for (std::size_t i = 0; i < kHookCount; ++i) {
-    if (kHookDescriptors[i].layer != layer) continue;
-    void* p = realDlsym(handle, kHookSymbols[i]);
-    if (p == nullptr || isOwnWrapper(p)) continue;
-    g_realFunctions[i].store(p, std::memory_order_release);
-    map.entries[map.size++] = {reinterpret_cast<uintptr_t>(p), static_cast<uint16_t>(i)};
+  map.handle = handle;
+  for (map.global = g_loaderStuck;; map.global = false) {
+    map.size = 0;
+    for (std::size_t i = 0; i < kHookCount; ++i) {
+      if (kHookDescriptors[i].layer != layer) continue;
+      void* p = symbolOf(map, kHookSymbols[i]);
+      if (p == nullptr || isOwnWrapper(p)) continue;
+      g_realFunctions[i].store(p, std::memory_order_release);
+      map.entries[map.size++] = {reinterpret_cast<uintptr_t>(p), static_cast<uint16_t>(i)};
+    }
+    if (!map.global || map.size != 0) break;
   }
   dlerror();  // symbols missing from older libraries are expected; leave no error behind
   std::sort(map.entries.begin(), map.entries.begin() + static_cast<std::ptrdiff_t>(map.size));
-  map.handle = handle;
   map.ready.store(true, std::memory_order_release);
 }
 
@@ -378,7 +406,7 @@ int currentDeviceOrdinal() {
     const IdentityMap& map = mapOf(ApiLayer::Driver);
     if (!map.ready.load(std::memory_order_acquire)) return -1;
     ReentrancyGuard guard;
-    p = realDlsym(const_cast<void*>(map.handle), "cuCtxGetDevice");
+    p = symbolOf(map, "cuCtxGetDevice");
     dlerror();
     if (p == nullptr) return -1;
     fn.store(p, std::memory_order_release);
@@ -409,7 +437,7 @@ void* resolvedOnce(std::atomic<void*>& slot, ApiLayer layer, const char* name) {
   if (p == nullptr) {
     const IdentityMap& map = mapOf(layer);
     if (!map.ready.load(std::memory_order_acquire)) return nullptr;
-    p = realDlsym(const_cast<void*>(map.handle), name);
+    p = symbolOf(map, name);
     dlerror();
     if (p == nullptr) p = kMissing;
     slot.store(p, std::memory_order_release);
