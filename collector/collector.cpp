@@ -4,6 +4,7 @@
 #include <linux/futex.h>
 #include <errno.h>
 #include <limits.h>
+#include <link.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -632,6 +633,15 @@ std::atomic<uint64_t>& Collector::counter(const char* name) {
 
 bool Collector::initialized() { return g().init.load() == InitState::Done; }
 bool Collector::ownsProcess() { return g().init.load() == InitState::Done && ownProcess(); }
+
+namespace {
+bool g_loaderStuck = false;
+void noteLoaderState() { g_loaderStuck = _r_debug.r_state != r_debug::RT_CONSISTENT; }
+// Registered when the library is loaded, before the program can fork from a thread.
+[[maybe_unused]] const int kLoaderForkHandler = pthread_atfork(nullptr, nullptr, noteLoaderState);
+}  // namespace
+
+bool Collector::loaderStuckSinceFork() { return g_loaderStuck; }
 const Config& Collector::config() { return g().config; }
 NameTable& Collector::names() { return g().names; }
 const char* Collector::libraryPath() { return g().libraryPath; }

@@ -239,6 +239,11 @@ class Collector {
   // Initialised, and this process is the one the collector's state belongs to (not a child
   // made by a raw clone system call, which no fork handler saw, nor a vfork child).
   static bool ownsProcess();
+  // A fork child whose parent had a thread inside dlopen (adding an object) at the fork: glibc's
+  // loader state stays "being changed" there for good, and any dlopen the child makes fails
+  // ld.so's consistency assertion (the process exits with 127). Noted by a child handler
+  // registered when the library is loaded, from the state the child inherited.
+  static bool loaderStuckSinceFork();
   static const Config& config();
   static NameTable& names();
 

@@ -2,7 +2,6 @@
 
 #include <cupti.h>
 #include <dlfcn.h>
-#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,10 +65,6 @@ struct State {
   uint64_t kernels = 0;
   const char* stateName = "off";
   std::string reason;
-  // A fork child whose parent had a thread inside dlopen at the fork: glibc's loader state stays
-  // "being changed" there, and a dlopen fails ld.so's consistency assertion (exit 127). Set in
-  // the child handler; CUPTI is then not loaded.
-  bool loaderStuck = false;
   bool reasonSet = false;  // before: "no CUDA call was made" (a constant initialiser cannot allocate)
 };
 
@@ -328,7 +323,7 @@ void startOnce(CuptiMode mode, const CuptiApiFilter& filter) {
     unavailable(std::string("another CUDA tool is injected (CUDA_INJECTION64_PATH=") + injected + ")", true);
     return;
   }
-  if (s.loaderStuck) {
+  if (Collector::loaderStuckSinceFork()) {
     unavailable("forked while another thread of the parent was loading a library, so no library can be loaded "
                 "here: CUPTI not loaded", false);
     return;
@@ -423,7 +418,6 @@ void Cupti::forgetAfterFork() {
     s.reason = "forked child: CUPTI does not survive fork";
     s.reasonSet = true;
   }
-  s.loaderStuck = _r_debug.r_state != r_debug::RT_CONSISTENT;
   s.mutex.unlock();
 }
 

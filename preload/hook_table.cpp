@@ -83,18 +83,11 @@ namespace {
 std::mutex resolveMutex;
 std::mutex unmappedMutex;  // noteUnmapped's names
 
-// A fork child whose parent had a thread inside dlopen (adding an object) at the fork: glibc's
-// loader state stays "being changed" there for good, and any dlopen the child makes fails ld.so's
-// consistency assertion (the process exits with 127). Set in the child handler below, from the
-// state the child inherited; the only thread of the child is the one running it.
-bool g_loaderStuck = false;
-
 // In a fork child, only the forking thread exists; a lock another thread held is rebuilt (what
 // it guarded is redone as needed, see above).
 void rebuildLocksInChild() {
   new (&resolveMutex) std::mutex();
   new (&unmappedMutex) std::mutex();
-  g_loaderStuck = _r_debug.r_state != r_debug::RT_CONSISTENT;
 }
 // Registered when the library is loaded, before the program can fork from a thread.
 [[maybe_unused]] const int kForkHandlerRegistered = pthread_atfork(nullptr, nullptr, rebuildLocksInChild);
@@ -179,7 +172,7 @@ void* symbolOf(const IdentityMap& map, const char* symbol) {
 void resolveLayerFrom(ApiLayer layer, void* handle) {
   IdentityMap& map = mapOf(layer);
   map.handle = handle;
-  for (map.global = g_loaderStuck;; map.global = false) {
+  for (map.global = Collector::loaderStuckSinceFork();; map.global = false) {
     map.size = 0;
     for (std::size_t i = 0; i < kHookCount; ++i) {
       if (kHookDescriptors[i].layer != layer) continue;
@@ -199,10 +192,11 @@ constexpr const char* kDriverNames[] = {"libcuda.so.1", "libcuda.so"};
 constexpr const char* kRuntimeNames[] = {"libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0", "libcudart.so"};
 
 // A loaded library by name: dlopen(RTLD_NOLOAD), which also keeps it loaded for the functions
-// taken from it. Where no dlopen may be made (g_loaderStuck), the loaded objects are searched by
-// file name instead, and the object itself is the handle (glibc's handles are its link maps).
+// taken from it. Where no dlopen may be made (Collector::loaderStuckSinceFork), the loaded
+// objects are searched by file name instead, and the object's link map stands for the handle
+// (resolveLayerFrom says how its functions are then found).
 void* loadedLibrary(const char* const* names, std::size_t count) {
-  if (g_loaderStuck) {
+  if (Collector::loaderStuckSinceFork()) {
     for (std::size_t i = 0; i < count; ++i) {
       for (struct link_map* lm = _r_debug.r_map; lm != nullptr; lm = lm->l_next) {
         const char* slash = lm->l_name != nullptr ? strrchr(lm->l_name, '/') : nullptr;
