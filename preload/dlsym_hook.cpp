@@ -4,6 +4,7 @@
 #include <link.h>
 
 #include "collector/collector.h"
+#include "collector/loaded_symbols.h"
 
 extern "C" {
 
@@ -31,6 +32,7 @@ struct link_map* linkMapAt(const void* address) {
 // `name` as defined by `lm` itself (not by one of its dependencies), or nullptr.
 void* definedIn(struct link_map* lm, const char* name) {
   if (lm->l_name == nullptr || lm->l_name[0] == '\0') return nullptr;  // main program, vdso
+  if (cutrace::Collector::loaderStuckSinceFork()) return cutrace::definedSymbol(lm, name);
   void* handle = dlopen(lm->l_name, RTLD_LAZY | RTLD_NOLOAD);
   if (handle == nullptr) return nullptr;
   void* p = cutrace::realDlsym(handle, name);
@@ -59,7 +61,17 @@ namespace cutrace {
 void* libraryHandleOf(const void* address) {
   struct link_map* lm = linkMapAt(address);
   if (lm == nullptr || lm->l_prev == nullptr || lm->l_name == nullptr || lm->l_name[0] == '\0') return nullptr;
+  if (Collector::loaderStuckSinceFork()) return lm;
   return dlopen(lm->l_name, RTLD_LAZY | RTLD_NOLOAD);
+}
+
+void* symbolIn(void* handle, const char* name) {
+  if (Collector::loaderStuckSinceFork()) return definedSymbol(static_cast<const struct link_map*>(handle), name);
+  return realDlsym(handle, name);
+}
+
+void releaseLibraryHandle(void* handle) {
+  if (!Collector::loaderStuckSinceFork()) dlclose(handle);
 }
 
 }  // namespace cutrace
@@ -80,8 +92,8 @@ extern "C" void* cutraceDlsymHook(void* handle, const char* name, void* caller) 
       // glibc also searches the caller's own scope for RTLD_DEFAULT (an RTLD_LOCAL object
       // sees its dependencies); our call came from libtrace.so, so search it explicitly.
       if (void* callerObject = cutrace::libraryHandleOf(caller)) {
-        void* local = cutrace::realDlsym(callerObject, name);
-        dlclose(callerObject);
+        void* local = cutrace::symbolIn(callerObject, name);
+        cutrace::releaseLibraryHandle(callerObject);
         if (local != nullptr) {
           dlerror();
           result = local;

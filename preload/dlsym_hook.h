@@ -26,8 +26,15 @@ inline void* realDlsym(void* handle, const char* name) {
 // A dlsym handle for the shared object containing `address` (dlopen with RTLD_NOLOAD, which
 // also prepares the search list of an object loaded as a dependency), or nullptr for the main
 // program or an address in no object. Link-map pointers are not valid handles for objects
-// that were not dlopen'ed: glibc crashes on them.
+// that were not dlopen'ed: glibc crashes on them. In a fork child where no dlopen may be made
+// (Collector::loaderStuckSinceFork) it is the object's link map: give it only to symbolIn and
+// releaseLibraryHandle, which take either.
 void* libraryHandleOf(const void* address);
+// `name` looked up in `handle` (libraryHandleOf's, or loadedLibrary's): dlsym, or where the
+// handle is a link map, the object's own definition (definedSymbol).
+void* symbolIn(void* handle, const char* name);
+// Gives back a handle libraryHandleOf opened (nothing to give back for a link map).
+void releaseLibraryHandle(void* handle);
 
 // Maps the result of a lookup of `name` to the shim with the same ABI, when there is one.
 void* redirectDlsymResult(const char* name, void* result);

@@ -96,10 +96,7 @@ struct IdentityMap {
   std::array<std::pair<uintptr_t, uint16_t>, kHookCount> entries{};
   std::size_t size = 0;
   std::atomic<bool> ready{false};
-  const void* handle = nullptr;  // the library the layer was resolved from
-  // `handle` is the link map of an object in the global scope, whose functions are looked up
-  // there (see resolveLayerFrom). Set before `ready`.
-  bool global = false;
+  const void* handle = nullptr;  // the library the layer was resolved from (see symbolIn)
 };
 IdentityMap identity[2];  // by ApiLayer
 
@@ -145,43 +142,21 @@ bool isOwnWrapper(const void* p) {
   return false;
 }
 
-// `symbol` as the global scope defines it after this library, when that definition is in the
-// object of link map `lm`.
-void* globalSymbolIn(void* lm, const char* symbol) {
-  void* p = realDlsym(RTLD_NEXT, symbol);
-  Dl_info info{};
-  struct link_map* found = nullptr;
-  if (p == nullptr || dladdr1(p, &info, reinterpret_cast<void**>(&found), RTLD_DL_LINKMAP) == 0) return nullptr;
-  return found == lm ? p : nullptr;
-}
-
-// A function of the layer's library, as resolveLayerFrom decided to look them up.
-void* symbolOf(const IdentityMap& map, const char* symbol) {
-  void* handle = const_cast<void*>(map.handle);
-  return map.global ? globalSymbolIn(handle, symbol) : realDlsym(handle, symbol);
-}
+// A function of the layer's library.
+void* symbolOf(const IdentityMap& map, const char* symbol) { return symbolIn(const_cast<void*>(map.handle), symbol); }
 
 // Fills the layer's real pointers from `handle` (a dlopen handle, or in a child whose loader is
 // stuck a link map: see loadedLibrary) and builds its identity map. Caller holds resolveMutex.
-//
-// A link map is no dlsym handle for an object loaded at start-up (glibc crashes on it: such an
-// object has no search list of its own, a dlopen'ed one has). An object loaded at start-up is in
-// the global scope, where dlsym(RTLD_NEXT) from this library finds its functions: they are
-// looked up there first, and only an object none of whose functions is found there (one
-// dlopen'ed with RTLD_LOCAL) is searched through its link map.
 void resolveLayerFrom(ApiLayer layer, void* handle) {
   IdentityMap& map = mapOf(layer);
   map.handle = handle;
-  for (map.global = Collector::loaderStuckSinceFork();; map.global = false) {
-    map.size = 0;
-    for (std::size_t i = 0; i < kHookCount; ++i) {
-      if (kHookDescriptors[i].layer != layer) continue;
-      void* p = symbolOf(map, kHookSymbols[i]);
-      if (p == nullptr || isOwnWrapper(p)) continue;
-      g_realFunctions[i].store(p, std::memory_order_release);
-      map.entries[map.size++] = {reinterpret_cast<uintptr_t>(p), static_cast<uint16_t>(i)};
-    }
-    if (!map.global || map.size != 0) break;
+  map.size = 0;
+  for (std::size_t i = 0; i < kHookCount; ++i) {
+    if (kHookDescriptors[i].layer != layer) continue;
+    void* p = symbolOf(map, kHookSymbols[i]);
+    if (p == nullptr || isOwnWrapper(p)) continue;
+    g_realFunctions[i].store(p, std::memory_order_release);
+    map.entries[map.size++] = {reinterpret_cast<uintptr_t>(p), static_cast<uint16_t>(i)};
   }
   dlerror();  // symbols missing from older libraries are expected; leave no error behind
   std::sort(map.entries.begin(), map.entries.begin() + static_cast<std::ptrdiff_t>(map.size));
@@ -194,7 +169,7 @@ constexpr const char* kRuntimeNames[] = {"libcudart.so.13", "libcudart.so.12", "
 // A loaded library by name: dlopen(RTLD_NOLOAD), which also keeps it loaded for the functions
 // taken from it. Where no dlopen may be made (Collector::loaderStuckSinceFork), the loaded
 // objects are searched by file name instead, and the object's link map stands for the handle
-// (resolveLayerFrom says how its functions are then found).
+// (symbolIn looks its functions up then).
 void* loadedLibrary(const char* const* names, std::size_t count) {
   if (Collector::loaderStuckSinceFork()) {
     for (std::size_t i = 0; i < count; ++i) {
@@ -231,7 +206,7 @@ bool resolveLayer(ApiLayer layer, const void* caller) {
       if (handle == nullptr) handle = loadedLibrary(kRuntimeNames, std::size(kRuntimeNames));
       if (handle == nullptr && caller != nullptr) {
         if (void* callerObject = libraryHandleOf(caller)) {
-          void* p = realDlsym(callerObject, "cudaGetDeviceCount");
+          void* p = symbolIn(callerObject, "cudaGetDeviceCount");
           if (p != nullptr && !isOwnWrapper(p)) handle = libraryHandleOf(p);
         }
       }

@@ -1,15 +1,17 @@
 /* fork while another thread is inside dlopen with the loader's state "being changed" (held
  * there by an audit module, see stall_audit.c), before the process made any CUDA call: the
  * child makes the process's first driver call (the tracer finds the driver, and would start
- * CUPTI), then ends with exit() (the tracer's last pass names the stacks' frames). No dlopen can
- * be made in such a child (ld.so's consistency assertion ends it with 127), and a link map is no
- * dlsym handle for an object loaded at start-up (glibc crashes on it).
+ * CUPTI), looks a driver function up with dlsym(RTLD_NEXT) (which the tracer answers), then ends
+ * with exit() (the tracer's last pass names the stacks' frames). No dlopen can be made in such a
+ * child (ld.so's consistency assertion ends it with 127), and a link map is no dlsym handle for
+ * an object loaded at start-up (glibc crashes on it).
  *   fork_during_dlopen AUDIT PLUGIN   (re-executes itself with LD_AUDIT=AUDIT) */
 #include <cuda.h>
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -42,7 +44,11 @@ int main(int argc, char** argv) {
   if (pid == 0) {
     alarm(10);
     const CUresult rc = cuCtxSynchronize();
-    printf("child: cuCtxSynchronize %d\n", (int)rc);
+    CUresult (*init)(unsigned) = NULL;
+    void* found = dlsym(RTLD_NEXT, "cuInit");
+    memcpy(&init, &found, sizeof init); /* (ISO C has no cast from void* to a function pointer) */
+    printf("child: cuCtxSynchronize %d, cuInit through dlsym(RTLD_NEXT) %d\n", (int)rc,
+           init != NULL ? (int)init(0) : -1);
     exit(0);
   }
   int status = 0;

@@ -1,0 +1,58 @@
+#include <catch2/catch.hpp>
+
+#include <dlfcn.h>
+#include <link.h>
+#include <stdlib.h>
+
+#include "collector/loaded_symbols.h"
+
+using namespace cutrace;
+
+// definedSymbol against the loader's own answers, on objects loaded at start-up (whose link maps
+// glibc's dlsym does not accept) and on a dlopen'ed one.
+
+namespace {
+
+const struct link_map* linkMapOf(const void* address) {
+  Dl_info info{};
+  struct link_map* lm = nullptr;
+  if (dladdr1(address, &info, reinterpret_cast<void**>(&lm), RTLD_DL_LINKMAP) == 0) return nullptr;
+  return lm;
+}
+
+}  // namespace
+
+TEST_CASE("loaded symbols: an object's own default-version definitions, as dlsym finds them", "[loader]") {
+  void* realpathNow = dlsym(RTLD_DEFAULT, "realpath");
+  REQUIRE(realpathNow != nullptr);
+  const struct link_map* libc = linkMapOf(realpathNow);
+  REQUIRE(libc != nullptr);
+  // realpath has two versions in glibc: the default one, and a hidden GLIBC_2.2.5 one.
+  void* old = dlvsym(RTLD_DEFAULT, "realpath", "GLIBC_2.2.5");
+  REQUIRE(old != nullptr);
+  REQUIRE(old != realpathNow);
+  CHECK(definedSymbol(libc, "realpath") == realpathNow);
+  CHECK(definedSymbol(libc, "getenv") == dlsym(RTLD_DEFAULT, "getenv"));
+  CHECK(definedSymbol(libc, "environ") == dlsym(RTLD_DEFAULT, "environ"));  // an object
+  CHECK(definedSymbol(libc, "cutrace_no_such_symbol") == nullptr);
+  CHECK(definedSymbol(libc, "") == nullptr);
+  // A name the object only uses (defined by another object): not its own.
+  void* catchMain = dlsym(RTLD_DEFAULT, "__libc_start_main");
+  REQUIRE(catchMain != nullptr);
+  const struct link_map* self = linkMapOf(reinterpret_cast<void*>(&linkMapOf));
+  REQUIRE(self != nullptr);
+  CHECK(definedSymbol(self, "__libc_start_main") == nullptr);
+  CHECK(definedSymbol(nullptr, "getenv") == nullptr);
+}
+
+TEST_CASE("loaded symbols: a dlopen'ed object", "[loader]") {
+  void* lib = dlopen(CUTRACE_DLOPEN_TARGET, RTLD_NOW | RTLD_LOCAL);
+  REQUIRE(lib != nullptr);
+  struct link_map* lm = nullptr;
+  REQUIRE(dlinfo(lib, RTLD_DI_LINKMAP, &lm) == 0);
+  void* call = dlsym(lib, "cutraceDlopenCall");
+  REQUIRE(call != nullptr);
+  CHECK(definedSymbol(lm, "cutraceDlopenCall") == call);
+  CHECK(definedSymbol(lm, "getenv") == nullptr);  // its dependency's, not its own
+  dlclose(lib);
+}
