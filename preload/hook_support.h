@@ -94,7 +94,7 @@ R missingLibraryResult(ApiLayer layer) {
 // which the destructor gives back after cutrace's bookkeeping.
 class HookCall {
  public:
-  HookCall(HookId id, ApiKind kind) : errno_(errno) {
+  HookCall(HookId id, ApiKind kind) : errnoAt_(&errno), errno_(*errnoAt_) {
     if (kind == ApiKind::Lookup || kind == ApiKind::Register) return;  // bookkeeping, not events
     if (!hookRecording()) return;
     if (kind == ApiKind::Profiler) capture::onProfilerCall(static_cast<uint16_t>(id));
@@ -131,7 +131,7 @@ class HookCall {
         else if (!appendRecord(s_, r_)) countDrop(s_);
       }
     }
-    errno = errno_;
+    *errnoAt_ = errno_;
   }
   HookCall(const HookCall&) = delete;
   HookCall& operator=(const HookCall&) = delete;
@@ -151,9 +151,9 @@ class HookCall {
         r_.t0 = Clock::now();
       }
     }
-    errno = errno_;
+    *errnoAt_ = errno_;
   }
-  void returned() { errno_ = errno; }
+  void returned() { errno_ = *errnoAt_; }
   template <typename R>
   void setResult(const R& rc) {
     if constexpr (std::is_enum_v<R> || std::is_integral_v<R>) r_.result = static_cast<int32_t>(rc);
@@ -214,6 +214,8 @@ class HookCall {
 
  private:
   ThreadState* s_ = nullptr;
+  // The thread's errno, found once per call (errno is a function call away from a shared object).
+  int* const errnoAt_;
   int errno_;
   bool lost_ = false;
   bool wantStack_ = false;
