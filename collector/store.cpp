@@ -98,10 +98,10 @@ Store::Track& Store::track(uint32_t trackId, uint32_t tid, uint32_t pthreadLow) 
 
 uint32_t Store::nameFromTable(uint32_t id) {
   if (id == 0) return 0;
-  auto it = tableToPool_.find(id);
-  if (it != tableToPool_.end()) return it->second;
+  if (id < tableToPool_.size() && tableToPool_[id] != 0) return tableToPool_[id] - 1;
   const uint32_t pooled = data_.strings.intern(names_.get(id));
-  tableToPool_.emplace(id, pooled);
+  if (id >= tableToPool_.size()) tableToPool_.resize(std::size_t{id} + 1, 0);
+  tableToPool_[id] = pooled + 1;
   return pooled;
 }
 

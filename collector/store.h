@@ -152,7 +152,9 @@ class Store {
   TickTimeline clock_;
   TraceData data_;
   std::unordered_map<uint32_t, Track> tracks_;
-  std::unordered_map<uint32_t, uint32_t> tableToPool_;
+  // NameTable id -> StringPool id + 1 (0: not interned yet). NameTable ids are dense and
+  // bounded by its capacity; one is looked up for every launch and every named NVTX domain.
+  std::vector<uint32_t> tableToPool_;
   std::unordered_map<uint64_t, OpenSpan> openSpans_;
   std::unordered_map<uint64_t, uint64_t> earlyEnds_;  // rangeId -> end ticks, start not yet seen
   std::unordered_map<uint32_t, std::string> threadNames_;  // tid -> NVTX name
