@@ -477,18 +477,15 @@ bool initialize() {
 
 uint64_t rulesCached() { return g_cached.load(std::memory_order_relaxed); }
 
-// Reads other frames of the thread's stack: not instrumented, since those words lie in frames
-// (and, under ASan, redzones) that this function does not own.
-__attribute__((noinline, no_sanitize_address)) int backtrace(uint64_t* out, int max, uintptr_t stackHi,
-                                                            ThreadMemo& memo) {
-  uint64_t pc, sp, bp;
-  asm volatile(
-      "lea 0(%%rip), %0\n\t"
-      "mov %%rsp, %1\n\t"
-      "mov %%rbp, %2"
-      : "=r"(pc), "=r"(sp), "=r"(bp));
-  const uint64_t lo = sp;
-  if (stackHi <= lo || max <= 0) return -1;
+namespace {
+
+// The walk from frame (pc, sp, bp); `lo`: the walking function's own rsp, below which nothing
+// is read. Reads other frames of the thread's stack: not instrumented, since those words lie in
+// frames (and, under ASan, redzones) that the walking function does not own.
+__attribute__((always_inline, no_sanitize_address)) inline int walk(uint64_t pc, uint64_t sp, uint64_t bp, uint64_t lo,
+                                                                   uint64_t* out, int max, uintptr_t stackHi,
+                                                                   ThreadMemo& memo) {
+  if (stackHi <= lo || sp < lo || max <= 0) return -1;
   // Every word read is an aligned word of this thread's stack: a wrong rule ends the walk.
   auto inStack = [&](uint64_t addr) { return addr >= lo && addr <= stackHi - 8 && (addr & 7) == 0; };
   int n = 0;
@@ -548,6 +545,26 @@ __attribute__((noinline, no_sanitize_address)) int backtrace(uint64_t* out, int 
     pc = ra;
   }
   return n;
+}
+
+}  // namespace
+
+__attribute__((noinline, no_sanitize_address)) int backtrace(uint64_t* out, int max, uintptr_t stackHi,
+                                                            ThreadMemo& memo) {
+  uint64_t pc, sp, bp;
+  asm volatile(
+      "lea 0(%%rip), %0\n\t"
+      "mov %%rsp, %1\n\t"
+      "mov %%rbp, %2"
+      : "=r"(pc), "=r"(sp), "=r"(bp));
+  return walk(pc, sp, bp, sp, out, max, stackHi, memo);
+}
+
+__attribute__((noinline, no_sanitize_address)) int backtraceFrom(uint64_t pc, uint64_t sp, uint64_t bp, uint64_t* out,
+                                                                int max, uintptr_t stackHi, ThreadMemo& memo) {
+  uint64_t lo;
+  asm volatile("mov %%rsp, %0" : "=r"(lo));
+  return walk(pc, sp, bp, lo, out, max, stackHi, memo);
 }
 
 }  // namespace cutrace::dwarf

@@ -55,6 +55,12 @@ struct ThreadMemo {
 // before the outermost frame.
 int backtrace(uint64_t* out, int max, uintptr_t stackHi, ThreadMemo& memo);
 
+// The same walk from another frame of the calling thread, further up its stack: `pc` an
+// address in that function (not a return address), `sp` and `bp` its rsp and rbp there (see
+// stacks::shimFrame). The frames between it and this call are not walked. -1 as backtrace(),
+// and when `sp` lies below the walking function's frame.
+int backtraceFrom(uint64_t pc, uint64_t sp, uint64_t bp, uint64_t* out, int max, uintptr_t stackHi, ThreadMemo& memo);
+
 // Rules computed so far and stacks given up on, for the trace's metadata.
 uint64_t rulesCached();
 

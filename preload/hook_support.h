@@ -94,7 +94,8 @@ R missingLibraryResult(ApiLayer layer) {
 // which the destructor gives back after cutrace's bookkeeping.
 class HookCall {
  public:
-  HookCall(HookId id, ApiKind kind) : errnoAt_(&errno), errno_(*errnoAt_) {
+  HookCall(HookId id, ApiKind kind, const stacks::ShimFrame& shim)
+      : errnoAt_(&errno), errno_(*errnoAt_), shim_(shim) {
     if (kind == ApiKind::Lookup || kind == ApiKind::Register) return;  // bookkeeping, not events
     if (!hookRecording()) return;
     if (kind == ApiKind::Profiler) capture::onProfilerCall(static_cast<uint16_t>(id));
@@ -146,7 +147,7 @@ class HookCall {
         lost_ = true;
       } else {
         // Inside the section: the unwinder's per-thread memo is the thread's own.
-        if (wantStack_) r_.mem.stack = stacks::capture(s_);
+        if (wantStack_) r_.mem.stack = stacks::capture(s_, shim_);
         r_.seq = takeSeq(s_);
         r_.t0 = Clock::now();
       }
@@ -217,6 +218,7 @@ class HookCall {
   // The thread's errno, found once per call (errno is a function call away from a shared object).
   int* const errnoAt_;
   int errno_;
+  stacks::ShimFrame shim_;  // where the stack walk starts
   bool lost_ = false;
   bool wantStack_ = false;
   bool launch_ = false;

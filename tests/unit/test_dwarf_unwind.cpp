@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "collector/dwarf_unwind.h"
+#include "collector/stack_capture.h"
 
 using namespace cutrace;
 
@@ -74,6 +75,12 @@ void requireSameAsLibunwind(const Walks& w, std::size_t minFrames) {
   const auto theirs = fromCaller(w.libunwind, w.callerReturn);
   REQUIRE(theirs.size() >= minFrames);
   REQUIRE(ours == theirs);
+}
+
+__attribute__((noinline)) void recurseInto(const std::function<void()>& f, int depth) {
+  if (depth == 0) f();
+  else recurseInto(f, depth - 1);
+  asm volatile("");
 }
 
 __attribute__((noinline)) void recurse(int depth, Walks& w) {
@@ -147,6 +154,50 @@ __attribute__((noinline)) void paddedRealigned(std::size_t pad, Walks& w) {
   buf[0] = 1;
   realignedWithStackArgs(w);
   buf[pad - 1] = 2;
+}
+
+// Shims as the preload's hooks are: they note where they are (stacks::shimFrame) and the walk
+// starts there. The second is realigned and passes arguments on the stack, which makes GCC keep
+// its incoming stack pointer in a DRAP register (CFA = *(rbp - N)), as the launch shims do.
+struct FromWalk {
+  int ours = 0;
+  std::vector<uint64_t> dwarf, libunwind;
+  uint64_t shimReturn = 0;  // the shim's return address
+};
+
+__attribute__((noinline)) void walkFrom(const stacks::ShimFrame& from, FromWalk& w) {
+  uint64_t frames[256];
+  w.ours = dwarf::backtraceFrom(from.pc, from.sp, from.bp, frames, 256, stackHi(), memo);
+  if (w.ours > 0) w.dwarf.assign(frames, frames + w.ours);
+  void* theirs[256];
+  const int n = unwBacktrace()(theirs, 256);
+  for (int i = 0; i < n; ++i) w.libunwind.push_back(reinterpret_cast<uint64_t>(theirs[i]));
+}
+
+__attribute__((noinline)) void plainShim(FromWalk& w) {
+  w.shimReturn = reinterpret_cast<uint64_t>(__builtin_return_address(0));
+  walkFrom(stacks::shimFrame(), w);
+  asm volatile("");
+}
+
+__attribute__((noipa)) void walkFromWithStackArgs(const stacks::ShimFrame& from, FromWalk& w, long a, long b, long c,
+                                                  long d, long e, long f) {
+  walkFrom(from, w);
+  asm volatile("" : : "r"(a + b + c + d + e + f));
+}
+
+__attribute__((noipa)) void realignedShim(FromWalk& w) {
+  alignas(64) volatile long buf[8];
+  buf[0] = 1;
+  w.shimReturn = reinterpret_cast<uint64_t>(__builtin_return_address(0));
+  walkFromWithStackArgs(stacks::shimFrame(), w, buf[0], 2, 3, 4, 5, 6);
+  buf[7] = buf[0];
+}
+
+__attribute__((noinline)) void callShims(FromWalk& plain, FromWalk& realigned) {
+  plainShim(plain);
+  realignedShim(realigned);
+  asm volatile("");
 }
 
 volatile int g_signalWalk = 0;
@@ -223,6 +274,24 @@ TEST_CASE("dwarf unwind: a frame met again is stepped from the thread's memo, it
     walks.push_back(fromCaller(w.dwarf, w.callerReturn));
   }
   REQUIRE(walks.front() == walks.back());
+}
+
+TEST_CASE("dwarf unwind: a walk from a shim's own frame", "[stacks][dwarf]") {
+  REQUIRE(dwarf::initialize());
+  for (int round = 0; round < 2; ++round) {  // the second from the thread's memo
+    FromWalk plain, realigned;
+    recurseInto([&] { callShims(plain, realigned); }, 3);
+    for (const FromWalk* w : {&plain, &realigned}) {
+      // Frame 0 is in the shim; from frame 1 on, the frames libunwind finds from the shim's
+      // return address, walking from inside walkFrom.
+      REQUIRE(w->ours > 6);
+      const std::vector<uint64_t> ours(w->dwarf.begin() + 1, w->dwarf.end());
+      REQUIRE(ours.front() == w->shimReturn);
+      const auto theirs = fromCaller(w->libunwind, w->shimReturn);
+      REQUIRE(theirs.size() >= 6);
+      REQUIRE(ours == theirs);
+    }
+  }
 }
 
 TEST_CASE("dwarf unwind: gives up on what it cannot follow", "[stacks][dwarf]") {
