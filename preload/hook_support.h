@@ -94,7 +94,9 @@ R missingLibraryResult(ApiLayer layer) {
 // which the destructor gives back after cutrace's bookkeeping.
 class HookCall {
  public:
-  HookCall(HookId id, ApiKind kind, const stacks::ShimFrame& shim)
+  // The constructor, start() and the destructor are inlined into every shim: as calls they
+  // cost ~29 instructions per hook (callgrind); each shim grows by ~350 bytes.
+  __attribute__((always_inline)) HookCall(HookId id, ApiKind kind, const stacks::ShimFrame& shim)
       : errnoAt_(&errno), errno_(*errnoAt_), shim_(shim) {
     if (kind == ApiKind::Lookup || kind == ApiKind::Register) return;  // bookkeeping, not events
     if (!hookRecording()) return;
@@ -116,7 +118,7 @@ class HookCall {
       outermostLaunch_ = s->launchDepth++ == 0;
     }
   }
-  ~HookCall() {
+  __attribute__((always_inline)) ~HookCall() {
     if (s_ != nullptr) {
       if (launch_) --s_->launchDepth;
       if (lost_) {
@@ -139,7 +141,7 @@ class HookCall {
 
   bool recording() const { return s_ != nullptr; }
   bool outermostLaunch() const { return outermostLaunch_; }
-  void start() {
+  __attribute__((always_inline)) void start() {
     if (s_ != nullptr) {
       RecordSection section(s_);
       if (!section.owned()) {  // a signal handler's call while this thread records another event
