@@ -57,6 +57,7 @@ struct ThreadState {
   uint16_t apiDepth = 0;       // owner only: recorded API calls active (stacks: outermost only)
   uintptr_t stackHi = 0;       // top of the thread's stack, bounds the frame-pointer walk
   dwarf::ThreadMemo unwindMemo{};  // owner, inside a RecordSection: the .eh_frame walk's frames by depth
+  uint32_t lastStackId = 0;        // owner, inside a RecordSection: the last stack captured, if native only
   uint16_t nvtxDepth[kMaxNvtxDomains] = {};  // owner, atomic RMW only: push/pop level per domain
   // Owner, inside a RecordSection: bit L set while the push open at level L (< 32) of a domain
   // is not in the ring (dropped, or not captured), so its pop is not recorded either.

@@ -485,27 +485,38 @@ namespace {
 __attribute__((always_inline, no_sanitize_address)) inline int walk(uint64_t pc, uint64_t sp, uint64_t bp, uint64_t lo,
                                                                    uint64_t* out, int max, uintptr_t stackHi,
                                                                    ThreadMemo& memo) {
+  const int before = memo.lastCount;
+  memo.lastCount = 0;
+  memo.repeated = false;
   if (stackHi <= lo || sp < lo || max <= 0) return -1;
   // Every word read is an aligned word of this thread's stack: a wrong rule ends the walk.
   auto inStack = [&](uint64_t addr) { return addr >= lo && addr <= stackHi - 8 && (addr & 7) == 0; };
+  // The frames walked from the memo: all of them, and as many as the walk before, repeat it.
+  int hits = 0;
+  auto done = [&](int count) {
+    memo.lastCount = count;
+    memo.repeated = count == before && hits == count;
+    return count;
+  };
   int n = 0;
   while (n < max) {
     if (n < ThreadMemo::kDepth) {
       const ThreadMemo::Frame& f = memo.frame[n];
       if (f.pc == pc && f.sp == sp && f.bp == bp) {
         out[n++] = pc;
+        ++hits;
         uint64_t cfa = f.cfa;
         if (__builtin_expect(f.cfaAt != 0, 0)) {
           // Read afresh, so checked as the full walk checks it (cfa - 8 is then inside the stack).
           cfa = *reinterpret_cast<const volatile uint64_t*>(f.cfaAt);
           if (cfa <= sp || cfa > stackHi || (cfa & 7) != 0) return -1;
         } else if (cfa == 0) {
-          return n;
+          return done(n);
         }
         const uint64_t ra = *reinterpret_cast<const volatile uint64_t*>(cfa - 8);
         if (f.bpAt != 0) bp = *reinterpret_cast<const volatile uint64_t*>(f.bpAt);
         sp = cfa;
-        if (ra == 0) return n;
+        if (ra == 0) return done(n);
         pc = ra;
         continue;
       }
@@ -518,7 +529,7 @@ __attribute__((always_inline, no_sanitize_address)) inline int walk(uint64_t pc,
     out[n] = pc;
     if (kind == kOutermost) {
       if (n < ThreadMemo::kDepth) memo.frame[n] = {pc, sp, bp, 0, 0, 0};
-      return n + 1;
+      return done(n + 1);
     }
     if (kind != kFrame) return -1;
     uint64_t cfa = ((rule & kCfaRbp) ? bp : sp) + static_cast<uint64_t>(cfaOffsetOf(rule));
@@ -541,10 +552,10 @@ __attribute__((always_inline, no_sanitize_address)) inline int walk(uint64_t pc,
     ++n;
     if (bpAt != 0) bp = *reinterpret_cast<const volatile uint64_t*>(bpAt);
     sp = cfa;
-    if (ra == 0) return n;  // some thread entry points end the chain with a null return address
+    if (ra == 0) return done(n);  // some thread entry points end the chain with a null return address
     pc = ra;
   }
-  return n;
+  return done(n);
 }
 
 }  // namespace

@@ -46,6 +46,11 @@ struct ThreadMemo {
     uint64_t bpAt;   // where rbp was saved; 0: rbp kept
   };
   Frame frame[kDepth];
+  // How many frames the last walk returned (0 after a walk that gave up), and whether that walk
+  // returned the same frames as the walk before it: as many, each found in the memo, so each
+  // equal to the memo's frame at its depth, which the walk before it left there.
+  int lastCount;
+  bool repeated;
 };
 
 // Return addresses of the calling thread, innermost first, starting with an address inside

@@ -165,6 +165,7 @@ void attachThread(ThreadState* s) {
   s->stackHi = hi;
   // The memo's frames were checked against the previous owner's stack bounds.
   memset(&s->unwindMemo, 0, sizeof s->unwindMemo);
+  s->lastStackId = 0;
 }
 
 // Not inline in the hook: keeps the shim small; the stack buffers live only here.
@@ -176,8 +177,11 @@ uint32_t capture(ThreadState* s, const ShimFrame& from) {
   uint64_t raw[kMaxStackDepth + 16 + 2 * kMaxPythonFrames];
   const int max = static_cast<int>(g_state.depth) + 16;  // room for our own frames on top
   int n = -1;
+  bool repeated = false;
   if (g_state.dwarf) {
     n = dwarf::backtraceFrom(from.pc, from.sp, from.bp, raw, max, s->stackHi, s->unwindMemo);
+    // The same frames as the thread's last walk: its stack id, when it had no Python frames.
+    repeated = s->unwindMemo.repeated && !g_state.verify;
     if (__builtin_expect(n < 0, 0)) g_state.fallbacks.fetch_add(1, std::memory_order_relaxed);
   }
   if (__builtin_expect(g_state.verify, 0)) {
@@ -198,6 +202,10 @@ uint32_t capture(ThreadState* s, const ShimFrame& from) {
   uint64_t* frames = raw + skip;
   python::RawFrame py[kMaxPythonFrames];
   const int pyCount = g_state.python ? python::captureRaw(py, kMaxPythonFrames) : 0;
+  if (repeated && pyCount == 0 && s->lastStackId != 0) {
+    errno = savedErrno;
+    return s->lastStackId;
+  }
   uint32_t hashed = depth;
   for (int i = 0; i < pyCount; ++i) {
     frames[hashed++] = py[i].code;
@@ -215,6 +223,7 @@ uint32_t capture(ThreadState* s, const ShimFrame& from) {
       id = g_state.table.insert(hash, frames, depth + static_cast<uint32_t>(pyCount));
     }
   }
+  s->lastStackId = pyCount == 0 ? id : 0;
   errno = savedErrno;
   return id;
 }

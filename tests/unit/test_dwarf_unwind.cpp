@@ -46,6 +46,7 @@ uintptr_t stackHi() {
 struct Walks {
   uint64_t callerReturn = 0;  // the leaf's return address: where both walks are aligned
   int ours = 0;
+  bool repeated = false;  // the memo's verdict: the same frames as the thread's walk before
   std::vector<uint64_t> dwarf, libunwind;
 };
 
@@ -56,6 +57,7 @@ __attribute__((noinline)) void leaf(Walks& w) {
   const uintptr_t hi = stackHi();
   uint64_t frames[256];
   w.ours = dwarf::backtrace(frames, 256, hi, memo);
+  w.repeated = memo.repeated;
   if (w.ours > 0) w.dwarf.assign(frames, frames + w.ours);
   void* theirs[256];
   const int n = unwBacktrace()(theirs, 256);
@@ -265,6 +267,25 @@ TEST_CASE("dwarf unwind: a frame met again is stepped from the thread's memo, it
   REQUIRE(std::vector<uint64_t>(fa.begin(), fa.begin() + 4) == std::vector<uint64_t>(fb.begin(), fb.begin() + 4));
   REQUIRE(fa[4] != fb[4]);
   REQUIRE(std::vector<uint64_t>(fa.begin(), fa.begin() + 5) == std::vector<uint64_t>(fagain.begin(), fagain.begin() + 5));
+  // Each of those three differs from the walk before it; the same call made twice does not.
+  CHECK_FALSE(a.repeated);
+  CHECK_FALSE(b.repeated);
+  CHECK_FALSE(again.repeated);
+  // One call site for both calls, the same argument (a register holding a different pointer
+  // in a frame that keeps rbp for data would make the frames differ to the memo).
+  Walks same;
+  bool repeated[2] = {true, false};
+  std::vector<uint64_t> first;
+  const volatile int times = 2;  // a loop the compiler keeps
+  for (int i = 0; i < times; ++i) {
+    same = Walks{};
+    callerA(same);
+    repeated[i] = same.repeated;
+    if (i == 0) first = same.dwarf;
+  }
+  CHECK_FALSE(repeated[0]);  // the call site in this loop is not the one above
+  CHECK(repeated[1]);
+  CHECK(same.dwarf == first);
   // Pads 16 bytes apart: 64-byte realignment puts two of every four at the same aligned rsp.
   std::vector<std::vector<uint64_t>> walks;
   for (std::size_t pad = 16; pad <= 16 * 8; pad += 16) {
