@@ -562,20 +562,13 @@ __attribute__((always_inline, no_sanitize_address)) inline int walk(uint64_t pc,
 
 __attribute__((noinline, no_sanitize_address)) int backtrace(uint64_t* out, int max, uintptr_t stackHi,
                                                             ThreadMemo& memo) {
-  uint64_t pc, sp, bp;
-  asm volatile(
-      "lea 0(%%rip), %0\n\t"
-      "mov %%rsp, %1\n\t"
-      "mov %%rbp, %2"
-      : "=r"(pc), "=r"(sp), "=r"(bp));
-  return walk(pc, sp, bp, sp, out, max, stackHi, memo);
+  const WalkStart here = walkStart();
+  return walk(here.pc, here.sp, here.bp, here.sp, out, max, stackHi, memo);
 }
 
-__attribute__((noinline, no_sanitize_address)) int backtraceFrom(uint64_t pc, uint64_t sp, uint64_t bp, uint64_t* out,
-                                                                int max, uintptr_t stackHi, ThreadMemo& memo) {
-  uint64_t lo;
-  asm volatile("mov %%rsp, %0" : "=r"(lo));
-  return walk(pc, sp, bp, lo, out, max, stackHi, memo);
+__attribute__((noinline, no_sanitize_address)) int backtraceFrom(const WalkStart& from, uint64_t* out, int max,
+                                                                uintptr_t stackHi, ThreadMemo& memo) {
+  return walk(from.pc, from.sp, from.bp, walkStart().sp, out, max, stackHi, memo);
 }
 
 }  // namespace cutrace::dwarf

@@ -53,6 +53,25 @@ struct ThreadMemo {
   bool repeated;
 };
 
+// Where a walk starts: an address in a function of the calling thread and its rsp and rbp
+// there, taken by walkStart().
+struct WalkStart {
+  uint64_t pc, sp, bp;
+};
+// Inlined (always) into the function it describes: the registers must be that function's own,
+// at an instruction whose call frame information the walk reads. (__builtin_dwarf_cfa() would
+// name a caller's frame directly, but GCC computes it as rbp + 16, which is wrong in a realigned
+// frame using a DRAP register, as the launch shims are.)
+__attribute__((always_inline)) inline WalkStart walkStart() {
+  WalkStart f;
+  asm volatile(
+      "lea 0(%%rip), %0\n\t"
+      "mov %%rsp, %1\n\t"
+      "mov %%rbp, %2"
+      : "=r"(f.pc), "=r"(f.sp), "=r"(f.bp));
+  return f;
+}
+
 // Return addresses of the calling thread, innermost first, starting with an address inside
 // backtrace() itself (as unw_backtrace starts inside itself). Returns how many were written
 // (the walk ends at the outermost frame, where the return address is undefined, or at `max`),
@@ -60,11 +79,10 @@ struct ThreadMemo {
 // before the outermost frame.
 int backtrace(uint64_t* out, int max, uintptr_t stackHi, ThreadMemo& memo);
 
-// The same walk from another frame of the calling thread, further up its stack: `pc` an
-// address in that function (not a return address), `sp` and `bp` its rsp and rbp there (see
-// stacks::shimFrame). The frames between it and this call are not walked. -1 as backtrace(),
-// and when `sp` lies below the walking function's frame.
-int backtraceFrom(uint64_t pc, uint64_t sp, uint64_t bp, uint64_t* out, int max, uintptr_t stackHi, ThreadMemo& memo);
+// The same walk from another frame of the calling thread, further up its stack (walkStart()
+// taken there). The frames between it and this call are not walked. -1 as backtrace(), and
+// when the start lies below the walking function's frame.
+int backtraceFrom(const WalkStart& from, uint64_t* out, int max, uintptr_t stackHi, ThreadMemo& memo);
 
 // Rules computed so far and stacks given up on, for the trace's metadata.
 uint64_t rulesCached();

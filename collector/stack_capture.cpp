@@ -172,14 +172,14 @@ void attachThread(ThreadState* s) {
 // A stack is native return addresses (innermost first) followed by the thread's Python frames
 // (innermost first). The hash covers the Python frames as captured (code object, instruction,
 // entry flag); only a stack seen for the first time pays for interning its Python frames.
-uint32_t capture(ThreadState* s, const ShimFrame& from) {
+uint32_t capture(ThreadState* s, const dwarf::WalkStart& from) {
   const int savedErrno = errno;  // libunwind probes memory with syscalls that may fail
   uint64_t raw[kMaxStackDepth + 16 + 2 * kMaxPythonFrames];
   const int max = static_cast<int>(g_state.depth) + 16;  // room for our own frames on top
   int n = -1;
   bool repeated = false;
   if (g_state.dwarf) {
-    n = dwarf::backtraceFrom(from.pc, from.sp, from.bp, raw, max, s->stackHi, s->unwindMemo);
+    n = dwarf::backtraceFrom(from, raw, max, s->stackHi, s->unwindMemo);
     // The same frames as the thread's last walk: its stack id, when it had no Python frames.
     repeated = s->unwindMemo.repeated && !g_state.verify;
     if (__builtin_expect(n < 0, 0)) g_state.fallbacks.fetch_add(1, std::memory_order_relaxed);

@@ -18,6 +18,7 @@
 #include <cstdint>
 
 #include "collector/config.h"
+#include "collector/dwarf_unwind.h"
 #include "collector/stack_table.h"
 #include "collector/trace_data.h"
 
@@ -37,29 +38,11 @@ void initialize(const Config& config);
 // Whether a call of this kind captures a stack (when it is the outermost recorded call).
 inline bool wanted(ApiKind kind) { return detail::g_wanted[static_cast<unsigned>(kind) & 15]; }
 
-// Where a shim is, for the DWARF walk to start there instead of in capture() (the frames in
-// between are not walked, then skipped): an address in the shim and its rsp and rbp there.
-struct ShimFrame {
-  uint64_t pc, sp, bp;
-};
-// Inlined into the shim (always: the registers must be the shim's own, at an instruction whose
-// call frame information the walk reads). __builtin_dwarf_cfa() would name the caller's frame
-// directly, but GCC computes it as rbp + 16, which is wrong in a realigned frame using a DRAP
-// register (the launch shims).
-__attribute__((always_inline)) inline ShimFrame shimFrame() {
-  ShimFrame f;
-  asm volatile(
-      "lea 0(%%rip), %0\n\t"
-      "mov %%rsp, %1\n\t"
-      "mov %%rbp, %2"
-      : "=r"(f.pc), "=r"(f.sp), "=r"(f.bp));
-  return f;
-}
-
 // Hot path: the interned id of the calling thread's stack below the preload, 0 when none or
-// when the table is full. `from`: the shim, where the DWARF walk starts (the other unwinders
-// walk from here); the preload's own frames are skipped.
-uint32_t capture(ThreadState* s, const ShimFrame& from);
+// when the table is full. `from`: the shim (dwarf::walkStart() inlined in it), where the DWARF
+// walk starts, so the frames in between are not walked (the other unwinders walk from here);
+// the preload's own frames are skipped.
+uint32_t capture(ThreadState* s, const dwarf::WalkStart& from);
 
 // The thread's stack bounds for the frame-pointer walk (slow path, at thread attach).
 void attachThread(ThreadState* s);

@@ -96,7 +96,7 @@ class HookCall {
  public:
   // The constructor, start() and the destructor are inlined into every shim: as calls they
   // cost ~29 instructions per hook (callgrind); each shim grows by ~350 bytes.
-  __attribute__((always_inline)) HookCall(HookId id, ApiKind kind, const stacks::ShimFrame& shim)
+  __attribute__((always_inline)) HookCall(HookId id, ApiKind kind, const dwarf::WalkStart& shim)
       : errnoAt_(&errno), errno_(*errnoAt_), shim_(shim) {
     if (kind == ApiKind::Lookup || kind == ApiKind::Register) return;  // bookkeeping, not events
     if (!hookRecording()) return;
@@ -220,7 +220,7 @@ class HookCall {
   // The thread's errno, found once per call (errno is a function call away from a shared object).
   int* const errnoAt_;
   int errno_;
-  stacks::ShimFrame shim_;  // where the stack walk starts
+  dwarf::WalkStart shim_;  // where the stack walk starts
   bool lost_ = false;
   bool wantStack_ = false;
   bool launch_ = false;

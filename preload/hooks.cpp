@@ -36,7 +36,7 @@ inline R invokeReal(HookCall& call, Real&& real, Post&& post) {
         cutrace::realFunction(cutrace::HookId::k##name, __builtin_return_address(0)));                   \
     if (__builtin_expect(real == nullptr, 0))                                                            \
       return cutrace::missingLibraryResult<ret>(cutrace::ApiLayer::layer);                               \
-    cutrace::HookCall c(cutrace::HookId::k##name, cutrace::ApiKind::kind, cutrace::stacks::shimFrame());  \
+    cutrace::HookCall c(cutrace::HookId::k##name, cutrace::ApiKind::kind, cutrace::dwarf::walkStart());  \
     if (c.recording()) {                                                                                 \
       pre;                                                                                               \
     }                                                                                                    \

@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "collector/dwarf_unwind.h"
-#include "collector/stack_capture.h"
 
 using namespace cutrace;
 
@@ -158,7 +157,7 @@ __attribute__((noinline)) void paddedRealigned(std::size_t pad, Walks& w) {
   buf[pad - 1] = 2;
 }
 
-// Shims as the preload's hooks are: they note where they are (stacks::shimFrame) and the walk
+// Shims as the preload's hooks are: they note where they are (dwarf::walkStart) and the walk
 // starts there. The second is realigned and passes arguments on the stack, which makes GCC keep
 // its incoming stack pointer in a DRAP register (CFA = *(rbp - N)), as the launch shims do.
 struct FromWalk {
@@ -167,9 +166,9 @@ struct FromWalk {
   uint64_t shimReturn = 0;  // the shim's return address
 };
 
-__attribute__((noinline)) void walkFrom(const stacks::ShimFrame& from, FromWalk& w) {
+__attribute__((noinline)) void walkFrom(const dwarf::WalkStart& from, FromWalk& w) {
   uint64_t frames[256];
-  w.ours = dwarf::backtraceFrom(from.pc, from.sp, from.bp, frames, 256, stackHi(), memo);
+  w.ours = dwarf::backtraceFrom(from, frames, 256, stackHi(), memo);
   if (w.ours > 0) w.dwarf.assign(frames, frames + w.ours);
   void* theirs[256];
   const int n = unwBacktrace()(theirs, 256);
@@ -178,11 +177,11 @@ __attribute__((noinline)) void walkFrom(const stacks::ShimFrame& from, FromWalk&
 
 __attribute__((noinline)) void plainShim(FromWalk& w) {
   w.shimReturn = reinterpret_cast<uint64_t>(__builtin_return_address(0));
-  walkFrom(stacks::shimFrame(), w);
+  walkFrom(dwarf::walkStart(), w);
   asm volatile("");
 }
 
-__attribute__((noipa)) void walkFromWithStackArgs(const stacks::ShimFrame& from, FromWalk& w, long a, long b, long c,
+__attribute__((noipa)) void walkFromWithStackArgs(const dwarf::WalkStart& from, FromWalk& w, long a, long b, long c,
                                                   long d, long e, long f) {
   walkFrom(from, w);
   asm volatile("" : : "r"(a + b + c + d + e + f));
@@ -192,7 +191,7 @@ __attribute__((noipa)) void realignedShim(FromWalk& w) {
   alignas(64) volatile long buf[8];
   buf[0] = 1;
   w.shimReturn = reinterpret_cast<uint64_t>(__builtin_return_address(0));
-  walkFromWithStackArgs(stacks::shimFrame(), w, buf[0], 2, 3, 4, 5, 6);
+  walkFromWithStackArgs(dwarf::walkStart(), w, buf[0], 2, 3, 4, 5, 6);
   buf[7] = buf[0];
 }
 
