@@ -317,17 +317,24 @@ class Folder {
 
   // The node of an event entering above `stack`'s top.
   // `label`: a range's label when already known (kNone: from its name).
-  uint32_t nodeOf(const TraceData& data, const Stack& stack, const Event& e, uint32_t label = kNone) {
+  // Inlined where it is called: the repeat of the last call is a few compares, and the whole
+  // lookup, out of line, cost as much again in its prologue alone.
+  [[gnu::always_inline]] uint32_t nodeOf(const TraceData& data, const Stack& stack, const Event& e, uint32_t label = kNone) {
     const bool insideApi = !stack.empty() && stack.back().api;
-    uint32_t node = stack.empty() ? FoldedStacks::kRoot : stack.back().node;
+    const uint32_t node = stack.empty() ? FoldedStacks::kRoot : stack.back().node;
+    if (e.kind != EventKind::NvtxRange) {
+      // The call before it, in most programs the same call from the same place (a loop of
+      // launches): checked on the raw event first, before any lookup.
+      const LastCall& last = last_[insideApi];
+      if (last.parent == node && last.hook == e.hook && last.stack == stackIdOf(e) &&
+          (!last.launch || last.kernel == e.launch.kernelName))
+        return last.node;
+    }
+    return nodeLookup(data, node, insideApi, e, label);
+  }
+  [[gnu::noinline]] uint32_t nodeLookup(const TraceData& data, uint32_t node, bool insideApi, const Event& e, uint32_t label) {
     if (e.kind == EventKind::NvtxRange) return f_.descend(node, label != kNone ? label : rangeLabel(data, e.name));
     const uint32_t rawStack = stackIdOf(e);
-    // The call before it, in most programs the same call from the same place (a loop of
-    // launches): checked on the raw event first, before any lookup.
-    const LastCall& last = last_[insideApi];
-    if (last.parent == node && last.hook == e.hook && last.stack == rawStack &&
-        (!last.launch || last.kernel == e.launch.kernelName))
-      return last.node;
     uint32_t stackId = rawStack;
     if (insideApi || stackId == 0 || stackId >= data.stacks.size() || data.stacks[stackId].empty()) stackId = 0;
     const bool launch = data.hooks[e.hook].kind == ApiKind::Launch;
@@ -488,6 +495,12 @@ struct FoldBuilder::Impl {
   void hold(const TraceData& data, Thread& t, const Event& e) {
     t.held.emplace_back(e, e.kind == EventKind::NvtxRange ? folder.rangeLabel(data, e.name) : Folder::kNone);
   }
+  // Timeline order (as timelineOrder sorts): by start, the longer first, then as recorded.
+  static bool heldBefore(const Event& x, const Event& y) {
+    if (x.start != y.start) return x.start < y.start;
+    if (x.end != y.end) return x.end > y.end;
+    return x.seq < y.seq;
+  }
   // Calls and ranges held for the call they were recorded in: in timeline order (as
   // timelineOrder sorts) before `next`.
   void flushHeld(const TraceData& data, Thread& t) {
@@ -495,11 +508,7 @@ struct FoldBuilder::Impl {
     // A group is a call and what ran inside it, a few events, mostly in reverse order (children
     // are recorded first): an insertion sort, stable and without the temporary buffer
     // std::stable_sort allocates on every call (seen in the drain's profile).
-    const auto before = [](const Event& x, const Event& y) {
-      if (x.start != y.start) return x.start < y.start;
-      if (x.end != y.end) return x.end > y.end;
-      return x.seq < y.seq;
-    };
+    const auto before = heldBefore;
     // Most often a chain (a runtime call, the driver call inside it, ...), recorded innermost
     // first: exactly the reverse of the order wanted, taken backwards with no moves.
     std::size_t reversed = 1;
@@ -546,6 +555,15 @@ struct FoldBuilder::Impl {
     if (t.held.empty()) {  // nothing ran inside it (most calls): no need to hold it
       if (e.kind == EventKind::Api) return completeLeaf(data, t, e);
       complete(data, t, e, e.kind == EventKind::NvtxRange ? folder.rangeLabel(data, e.name) : Folder::kNone);
+      return;
+    }
+    // The call the one held call ran in (a runtime call and the driver call it made, the most
+    // common group): entered as flushHeld() would, without holding it too.
+    if (t.held.size() == 1 && e.kind == EventKind::Api && t.held.front().first.kind == EventKind::Api &&
+        heldBefore(e, t.held.front().first)) {
+      complete(data, t, e, Folder::kNone);
+      completeLeaf(data, t, t.held.front().first);
+      t.held.clear();
       return;
     }
     hold(data, t, e);

@@ -597,32 +597,33 @@ void PerfettoWriter::endEvent(Sequence& seq, uint64_t ns, uint64_t track) {
 void PerfettoWriter::encodeThreadEvents(const TraceData& data, std::size_t thread, std::string& out) {
   ThreadMark& mark = threads_[thread];
   const auto& events = data.threads[thread].events;
+  const std::size_t base = mark.events;
   nodes_.clear();
   roots_.clear();
-  for (; mark.events < events.size(); ++mark.events) {
+  for (std::size_t i = base; i < events.size(); ++i) {
     // Wraps the latest unwrapped events that began at or after it: they ended first, so they
     // are its children (or overlap it; the reader pairs by position, never by time).
-    const uint64_t start = events[mark.events].start;
-    Node n;
-    n.event = mark.events;
-    n.start = start;
+    const Event& e = events[i];
+    const uint64_t start = e.start;
+    if (e.kind == EventKind::Api && e.hook < memoryHooks_.size() && memoryHooks_[e.hook]) {
+      MemoryChange c;
+      if (memoryChangeOf(data, e, c)) memoryChanges_.push_back(c);
+    }
+    const auto self = static_cast<uint32_t>(i - base);
     std::size_t keep = roots_.size();
     uint32_t height = 0;
-    while (keep > 0 && nodes_[roots_[keep - 1]].start >= start &&
-           std::max(height, nodes_[roots_[keep - 1]].height) + 1 <= kMaxNesting) {
-      height = std::max(height, nodes_[roots_[keep - 1]].height);
+    while (keep > 0) {
+      const Node& r = nodes_[roots_[keep - 1]];
+      if (r.start < start || std::max(height, r.height) + 1 > kMaxNesting) break;
+      height = std::max(height, r.height);
       --keep;
     }
-    n.height = height + 1;
-    for (std::size_t i = keep; i < roots_.size(); ++i) {
-      if (n.firstChild == kNone) n.firstChild = roots_[i];
-      else nodes_[n.lastChild].next = roots_[i];
-      n.lastChild = roots_[i];
-    }
+    const uint32_t first = keep < roots_.size() ? nodes_[roots_[keep]].first : self;
     roots_.resize(keep);
-    roots_.push_back(static_cast<uint32_t>(nodes_.size()));
-    nodes_.push_back(n);
+    roots_.push_back(self);
+    nodes_.push_back(Node{start, 0, first, height + 1});
   }
+  mark.events = events.size();
   // Depth first: BEGIN, the children, END (instants have no END). A node without children (most
   // calls) ends at once, while its event is at hand.
   Sequence& seq = mark.seq;
@@ -636,42 +637,38 @@ void PerfettoWriter::encodeThreadEvents(const TraceData& data, std::size_t threa
       out += w_.buffer();
       w_.clear();
     }
-    if (nodes_[root].firstChild == kNone) {  // a call that nested nothing (most of them)
-      const Event& e = events[nodes_[root].event];
+    if (nodes_[root].first == root) {  // a call that nested nothing (most of them)
+      const Event& e = events[base + root];
       end(e, beginEvent(data, thread, e));
       continue;
     }
     walk_.assign(1, {root, false});
     while (!walk_.empty()) {
       auto& [index, begun] = walk_.back();
-      Node& n = nodes_[index];
-      if (!begun) {
-        begun = true;
-        n.track = beginEvent(data, thread, events[n.event]);
-        if (n.firstChild == kNone) {
-          end(events[n.event], n.track);
-          walk_.pop_back();
-          continue;
-        }
-        const std::size_t first = walk_.size();
-        for (uint32_t c = n.firstChild; c != kNone; c = nodes_[c].next) walk_.emplace_back(c, false);
-        std::reverse(walk_.begin() + static_cast<std::ptrdiff_t>(first), walk_.end());  // popped in order
+      const uint32_t at = index;
+      const Event& e = events[base + at];
+      if (begun) {
+        end(e, nodes_[at].track);
+        walk_.pop_back();
         continue;
       }
-      end(events[n.event], n.track);
-      walk_.pop_back();
+      begun = true;
+      nodes_[at].track = beginEvent(data, thread, e);
+      const uint32_t first = nodes_[at].first;
+      if (first == at) {
+        end(e, nodes_[at].track);
+        walk_.pop_back();
+        continue;
+      }
+      // Its children, last first: the first child is popped first.
+      for (uint32_t c = at - 1;; c = nodes_[c].first - 1) {
+        walk_.emplace_back(c, false);
+        if (nodes_[c].first == first) break;
+      }
     }
   }
   out += w_.buffer();
   w_.clear();
-}
-
-void PerfettoWriter::collectMemoryChanges(const TraceData& data, std::size_t thread) {
-  const auto& events = data.threads[thread].events;
-  MemoryChange c;
-  for (std::size_t i = threads_[thread].events; i < events.size(); ++i) {
-    if (memoryChangeOf(data, events[i], c)) memoryChanges_.push_back(c);
-  }
 }
 
 void PerfettoWriter::encodeMemoryCounters(const TraceData& data, std::string& out) {
@@ -714,7 +711,13 @@ void PerfettoWriter::encodePass(const TraceData& data, uint64_t nowNs, std::stri
   if (!processStarted_) startProcess(data, out);
   flows_ = data.cupti.state == "on";
   if (threads_.size() < data.threads.size()) threads_.resize(data.threads.size());
-  for (std::size_t i = 0; i < data.threads.size(); ++i) collectMemoryChanges(data, i);
+  if (memoryHooks_.size() != data.hooks.size()) {
+    memoryHooks_.resize(data.hooks.size());
+    for (std::size_t h = 0; h < data.hooks.size(); ++h) {
+      const HookDescriptor& d = data.hooks[h];
+      memoryHooks_[h] = d.layer == ApiLayer::Driver && (d.kind == ApiKind::Alloc || d.kind == ApiKind::Free);
+    }
+  }
   for (std::size_t i = 0; i < data.threads.size(); ++i) {
     const ThreadTrack& t = data.threads[i];
     ThreadMark& mark = threads_[i];

@@ -197,16 +197,16 @@ class PerfettoWriter {
   void startProcess(const TraceData& data, std::string& out);
   void startThread(const TraceData& data, std::size_t index, uint64_t ns, std::string& out);
   void describeThread(const TraceData& data, std::size_t index, std::string& out);
-  // A thread's events of this pass, nested (see above): each a node; a node's children are the
-  // events it wraps.
+  // A thread's events of this pass, nested (see above): node i is event mark.events + i. Events
+  // come in the order they ended, children before their parent, so the nodes are the forest in
+  // post-order: a node's subtree is the contiguous run [first, itself], and its children are
+  // found walking back from the node before it (child c, then the one ending at c.first - 1).
   struct Node {
-    std::size_t event = 0;
     uint64_t start = 0;  // the event's, kept here: the wrapping loop reads it for every event
-    uint32_t firstChild = kNone, lastChild = kNone, next = kNone;
-    uint32_t height = 1;  // nesting depth of the subtree, bounded by kMaxNesting
-    uint64_t track = 0;   // where its BEGIN went (0: the thread's), for its END
+    uint64_t track = 0;  // where its BEGIN went (0: the thread's), for its END
+    uint32_t first = 0;  // its subtree's first node (itself when it wraps nothing)
+    uint32_t height = 1; // nesting depth of the subtree, bounded by kMaxNesting
   };
-  static constexpr uint32_t kNone = UINT32_MAX;
   // Well under the reader's kMaxOpenSlices: deeper wraps are written flat (absolute times).
   static constexpr uint32_t kMaxNesting = 1024;
   static constexpr std::size_t kFlushBytes = std::size_t{64} << 10;
@@ -220,8 +220,7 @@ class PerfettoWriter {
   void flowOut(const TraceData& data, std::size_t thread, const Event& e, uint64_t start);
   // The device work `data` gained since the last call, on the process sequence.
   void encodeDevice(const TraceData& data, std::string& out);
-  // The memory counters' changes among a thread's events of this pass, before they are encoded.
-  void collectMemoryChanges(const TraceData& data, std::size_t thread);
+  // The memory counters of the changes gathered this pass, in time order.
   void encodeMemoryCounters(const TraceData& data, std::string& out);
 
   // Packet assembly. A packet is begun with its timestamp on `seq`, interned entries go into
@@ -292,7 +291,8 @@ class PerfettoWriter {
   uint64_t nextStringIid_ = 1;
   Demangler demangle_;
   MemoryCounters memory_;                    // across passes
-  std::vector<MemoryChange> memoryChanges_;  // this pass's
+  std::vector<MemoryChange> memoryChanges_;  // this pass's, gathered as each thread is encoded
+  std::vector<uint8_t> memoryHooks_;         // by hook: a driver allocation or free (memoryChangeOf)
 };
 
 // The stream's file: created once (O_EXCL, no symlink followed) under the first free numbered

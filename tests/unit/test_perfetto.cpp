@@ -502,6 +502,36 @@ TEST_CASE("pftrace writer: a launch-bound loop with stacks takes under 40 bytes 
   CHECK(folded(back, true) == folded(d, true));
 }
 
+TEST_CASE("pftrace writer: a range wrapping calls in one pass is written in time order", "[perfetto]") {
+  // The range ends (is recorded) after the calls inside it, and the runtime call after the driver
+  // call it made: the writer nests them back, BEGINs in the order they began, children in order.
+  TraceBuilder b;
+  TraceData& d = b.store().data();
+  b.push(11, 1, 1000, 0, "step");
+  b.api(11, test::kCudaFree, 2, 1100, 1200);
+  b.launch(11, test::kCuLaunchKernel, 4, 1310, 1390, nullptr);
+  b.launch(11, test::kCudaLaunchKernel, 3, 1300, 1400, "_Z1kv");
+  b.api(11, test::kCudaGraphLaunch, 5, 1500, 1600);
+  b.pop(11, 2000, 0);
+  b.api(11, test::kCudaDeviceSynchronize, 6, 2100, 2200);
+  PerfettoWriter writer;
+  std::string bytes;
+  writer.encodePass(d, 3000, bytes);
+  b.finish(3000);
+  writer.encodeEnd(d, 3000, chromeTraceMetadata(d), bytes);
+  struct Order : PerfettoVisitor {
+    std::vector<std::string> ended;  // slices as their END is read: file order
+    void slice(const PfSlice& s) override { ended.emplace_back(s.name); }
+  } order;
+  std::string error;
+  REQUIRE(readPerfettoBytes(bytes, order, error));
+  CHECK(order.ended == std::vector<std::string>{"cudaFree", "cuLaunchKernel", "cudaLaunchKernel", "cudaGraphLaunch",
+                                                "step", "cudaDeviceSynchronize"});
+  TraceData back;
+  REQUIRE(readPerfettoTraceBytes(bytes, back, error));
+  CHECK(chrome(back) == chrome(d));
+}
+
 namespace {
 
 // Driver allocations and frees from two threads over two passes (the first pass's events
