@@ -107,6 +107,7 @@ class Store {
     return stack;
   }
   void decodeInto(Track& t, const Record& r, const char* text, std::size_t textLen);
+  void decodeApi(Track& t, const Record& r);
   uint32_t nameFromTable(uint32_t id);
   uint32_t nvtxName(const Record& r, const char* text, std::size_t textLen, uint8_t& flags);
   void closeLost(Track& t, std::vector<OpenRange>& stack, uint32_t minDepth, uint64_t at, bool defaultDomain);

@@ -487,7 +487,7 @@ struct FoldBuilder::Impl {
   }
   // complete() for a call nothing is recorded inside: later records of the thread began after
   // it ended (any call or range made while it ran was marked inside a call, and held first).
-  void completeLeaf(const TraceData& data, Thread& t, const Event& e) {
+  [[gnu::always_inline]] void completeLeaf(const TraceData& data, Thread& t, const Event& e) {
     const uint64_t start = static_cast<uint64_t>(data.toTraceNs(e.start));
     folder.closeBefore(t.stack, start);
     folder.leaf(t.stack, start, static_cast<uint64_t>(data.toTraceNs(e.end)), folder.nodeOf(data, t.stack, e));
@@ -534,7 +534,7 @@ struct FoldBuilder::Impl {
     Folder::Open& frame = folder.push(t.stack, start, Folder::kOpenEnd, folder.rangeNode(data, t.stack, o.name), false, 0);
     if (frame.end == Folder::kOpenEnd) frame.seq = o.seq + 1;  // 0: no open range
   }
-  void event(const TraceData& data, Thread& t, const Event& e) {
+  [[gnu::always_inline]] void event(const TraceData& data, Thread& t, const Event& e) {
     if (!folder.folds(data, e)) return;
     if (e.flags & kEventInsideCall) {
       hold(data, t, e);

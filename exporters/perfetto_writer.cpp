@@ -566,22 +566,61 @@ void PerfettoWriter::flowOut(const TraceData& data, std::size_t thread, const Ev
   if (calls.size() > kMaxFlowCalls) calls.pop_front();
 }
 
+// Every call's END on its thread's track, the most frequent packet: its length is known before
+// its body is written (at most 11 + 6 + 4 bytes, one length byte), so it is written at a cursor
+// with room for kEndBytes, with no length to patch. `ns` is at or after seq.lastNs.
+[[gnu::always_inline]] inline char* PerfettoWriter::putThreadEnd(char* c, Sequence& seq, uint64_t ns) {
+  char* p = Writer::putField(c + 2, pf::TracePacket::kTimestamp, ns - seq.lastNs);
+  seq.lastNs = ns;
+  p = Writer::putField(p, pf::TracePacket::kTrustedPacketSequenceId, seq.id);
+  p = Writer::putVarint(p, pf::TracePacket::kTrackEvent << 3 | proto::kLengthDelimited);
+  *p++ = 2;  // the type field below
+  p = Writer::putField(p, pf::TrackEvent::kType, pf::TrackEvent::kTypeSliceEnd);
+  static_assert((pf::Trace::kPacket << 3 | proto::kLengthDelimited) < 0x80);
+  c[0] = static_cast<char>(pf::Trace::kPacket << 3 | proto::kLengthDelimited);
+  c[1] = static_cast<char>(p - (c + 2));
+  return p;
+}
+
+// Inlined into encodeThreadEvents: most events of a loop take it.
+[[gnu::always_inline]] inline bool PerfettoWriter::fromTemplate(const TraceData& data, Sequence& seq, const Event& e, bool leaf) {
+  // What beginEvent() would write as it is, from the template, with no seq (the previous BEGIN's
+  // + 1), no flow, no interned entry pending, on the thread's track with a later timestamp.
+  if (e.kind != EventKind::Api || flows_ || interned_.size() != 0 || !seq.templates || !seq.seqWritten ||
+      seq.lastSeq + 1 != e.seq || e.start < seq.lastNs || e.end < e.start || seq.id == kProcessSequence)
+    return false;
+  const Sequence::ApiTemplate* cached = nullptr;
+  for (std::size_t i = 0; i < Sequence::kTemplates && cached == nullptr; ++i)
+    if (seq.templates[i].hook == e.hook) cached = &seq.templates[i];
+  if (cached == nullptr || cached->result != e.result || memcmp(cached->raw, e.raw, sizeof(e.raw)) != 0) return false;
+  const uint32_t stack = stackIdOf(e);
+  const bool withStack = stack != 0 && stack < data.stacks.size() && !data.stacks[stack].empty();
+  if (cached->withStack != withStack) return false;
+  const uint64_t dt = e.start - seq.lastNs;
+  // The BEGIN packet's body: timestamp, sequence id, the TrackEvent (tag, one length byte, body).
+  const std::size_t body = 1 + proto::varintSize(dt) + 1 + proto::varintSize(seq.id) + 2 + cached->size;
+  if (body >= 0x80 || cached->size >= 0x80) return false;
+  // Room for a whole 32-byte copy of a short body (most are): a fixed-size copy is a few moves.
+  char* c = w_.open(2 + body + 32 + (leaf ? kEndBytes : 0));
+  c[0] = static_cast<char>(pf::Trace::kPacket << 3 | proto::kLengthDelimited);
+  c[1] = static_cast<char>(body);
+  char* p = Writer::putField(c + 2, pf::TracePacket::kTimestamp, dt);
+  p = Writer::putField(p, pf::TracePacket::kTrustedPacketSequenceId, seq.id);
+  static_assert((pf::TracePacket::kTrackEvent << 3 | proto::kLengthDelimited) < 0x80);
+  *p++ = static_cast<char>(pf::TracePacket::kTrackEvent << 3 | proto::kLengthDelimited);
+  *p++ = static_cast<char>(cached->size);
+  if (cached->size <= 32) memcpy(p, cached->body, 32);
+  else memcpy(p, cached->body, cached->size);
+  p += cached->size;
+  seq.lastNs = e.start;
+  seq.lastSeq = e.seq;
+  w_.close(leaf ? putThreadEnd(p, seq, e.end) : p);
+  return true;
+}
+
 void PerfettoWriter::endEvent(Sequence& seq, uint64_t ns, uint64_t track) {
   if (track == 0 && seq.id != kProcessSequence && ns >= seq.lastNs) {
-    // Every call's END on its thread's track, the most frequent packet: its length is known
-    // before its body is written (at most 11 + 6 + 4 bytes, one length byte), so it is one
-    // cursor with no length to patch.
-    char* c = w_.open(2 + 11 + 6 + 4);
-    char* p = Writer::putField(c + 2, pf::TracePacket::kTimestamp, ns - seq.lastNs);
-    seq.lastNs = ns;
-    p = Writer::putField(p, pf::TracePacket::kTrustedPacketSequenceId, seq.id);
-    p = Writer::putVarint(p, pf::TracePacket::kTrackEvent << 3 | proto::kLengthDelimited);
-    *p++ = 2;  // the type field below
-    p = Writer::putField(p, pf::TrackEvent::kType, pf::TrackEvent::kTypeSliceEnd);
-    static_assert((pf::Trace::kPacket << 3 | proto::kLengthDelimited) < 0x80);
-    c[0] = static_cast<char>(pf::Trace::kPacket << 3 | proto::kLengthDelimited);
-    c[1] = static_cast<char>(p - (c + 2));
-    w_.close(p);
+    w_.close(putThreadEnd(w_.open(kEndBytes), seq, ns));
     return;
   }
   Writer::Nested p, te;
@@ -628,7 +667,9 @@ void PerfettoWriter::encodeThreadEvents(const TraceData& data, std::size_t threa
   // calls) ends at once, while its event is at hand.
   Sequence& seq = mark.seq;
   const auto end = [&](const Event& e, uint64_t track) {
-    if (e.kind != EventKind::NvtxMark) endEvent(seq, e.end, track);
+    if (e.kind == EventKind::NvtxMark) return;
+    if (track == 0 && e.end >= seq.lastNs) w_.close(putThreadEnd(w_.open(kEndBytes), seq, e.end));  // endEvent's common case
+    else endEvent(seq, e.end, track);
   };
   for (uint32_t root : roots_) {
     // The packets leave in pieces: the buffer stays small (in cache, its pages touched once)
@@ -639,7 +680,7 @@ void PerfettoWriter::encodeThreadEvents(const TraceData& data, std::size_t threa
     }
     if (nodes_[root].first == root) {  // a call that nested nothing (most of them)
       const Event& e = events[base + root];
-      end(e, beginEvent(data, thread, e));
+      if (!fromTemplate(data, seq, e, true)) end(e, beginEvent(data, thread, e));
       continue;
     }
     walk_.assign(1, {root, false});
@@ -653,13 +694,13 @@ void PerfettoWriter::encodeThreadEvents(const TraceData& data, std::size_t threa
         continue;
       }
       begun = true;
-      nodes_[at].track = beginEvent(data, thread, e);
       const uint32_t first = nodes_[at].first;
       if (first == at) {
-        end(e, nodes_[at].track);
+        if (!fromTemplate(data, seq, e, true)) end(e, beginEvent(data, thread, e));
         walk_.pop_back();
         continue;
       }
+      nodes_[at].track = fromTemplate(data, seq, e, false) ? 0 : beginEvent(data, thread, e);
       // Its children, last first: the first child is popped first.
       for (uint32_t c = at - 1;; c = nodes_[c].first - 1) {
         walk_.emplace_back(c, false);

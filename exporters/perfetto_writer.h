@@ -215,6 +215,12 @@ class PerfettoWriter {
   // first when it is new; returns the track (0: the thread's).
   uint64_t beginEvent(const TraceData& data, std::size_t thread, const Event& e);
   void endEvent(Sequence& seq, uint64_t ns, uint64_t track);
+  // A call that repeats a template of its thread (a loop's calls): its BEGIN, and its END when
+  // it nested nothing (`leaf`), at one cursor, every length known before it is written. False
+  // (nothing written) where beginEvent() (and endEvent()) must write it.
+  bool fromTemplate(const TraceData& data, Sequence& seq, const Event& e, bool leaf);
+  static constexpr std::size_t kEndBytes = 2 + 11 + 6 + 4;
+  static char* putThreadEnd(char* c, Sequence& seq, uint64_t ns);
   // A call's flow id (see Flows above), where it has one, after the rest of its BEGIN. Called
   // only with flows on (flows_): the caller checks, so a run without CUPTI makes no call.
   void flowOut(const TraceData& data, std::size_t thread, const Event& e, uint64_t start);
