@@ -379,18 +379,12 @@ uint64_t PerfettoWriter::beginEvent(const TraceData& data, std::size_t thread, c
   const uint32_t hookCount = static_cast<uint32_t>(data.hooks.size());
   const uint32_t stack = stackIdOf(e);
   const bool withStack = stack != 0 && stack < data.stacks.size() && !data.stacks[stack].empty();
-  Sequence::ApiTemplate* cached = nullptr;
-  if (e.kind == EventKind::Api && e.hook < hookCount) {
-    if (!seq.templates) seq.templates = std::make_unique<Sequence::ApiTemplate[]>(Sequence::kTemplates);
-    for (std::size_t i = 0; i < Sequence::kTemplates && cached == nullptr; ++i)
-      if (seq.templates[i].hook == e.hook) cached = &seq.templates[i];
-    if (cached == nullptr) {
-      cached = &seq.templates[seq.nextTemplate];
-      seq.nextTemplate = (seq.nextTemplate + 1) % Sequence::kTemplates;
-      cached->hook = UINT16_MAX;  // refilled below
-    }
-    if (cached->hook == e.hook && cached->result == e.result && cached->withStack == withStack &&
-        memcmp(cached->raw, e.raw, sizeof(e.raw)) == 0) {
+  Sequence::EventTemplate* cached = nullptr;
+  const uint16_t key = templateKey(data, e);
+  if (key != UINT16_MAX) {
+    bool matched = false;
+    cached = templateSlot(seq, e, key, matched);
+    if (matched && cached->withStack == withStack) {
       if (withSeq) needAnnotation(seq, Ann::Seq);
       Writer::Nested p, te;
       if (interned_.size() == 0) {
@@ -541,8 +535,10 @@ uint64_t PerfettoWriter::beginEvent(const TraceData& data, std::size_t thread, c
   // What a repeat of this call writes as it is: everything but seq and flow.
   const std::size_t bodySize = w_.size() - bodyAt;
   if (cached != nullptr && track == 0 && bodySize <= sizeof(cached->body)) {
-    cached->hook = e.hook;
+    cached->hook = key;
     cached->result = e.result;
+    cached->name = e.name;
+    cached->flags = e.flags;
     cached->withStack = withStack;
     memcpy(cached->raw, e.raw, sizeof(e.raw));
     cached->size = static_cast<uint8_t>(bodySize);
@@ -582,17 +578,64 @@ void PerfettoWriter::flowOut(const TraceData& data, std::size_t thread, const Ev
   return p;
 }
 
+[[gnu::always_inline]] inline uint16_t PerfettoWriter::templateKey(const TraceData& data, const Event& e) {
+  if (e.kind == EventKind::Api) return e.hook < data.hooks.size() ? e.hook : UINT16_MAX;
+  // A one-off (transient) name is written inline and never repeats; a named domain's range goes
+  // on a track of its own; a category may be named later (its name is looked up every time).
+  if (e.kind == EventKind::NvtxRange && e.domain == 0 && e.category == 0 && !StringPool::isTransient(e.name))
+    return Sequence::EventTemplate::kRange;
+  return UINT16_MAX;
+}
+
+[[gnu::always_inline]] inline PerfettoWriter::Sequence::EventTemplate* PerfettoWriter::templateSlot(
+    Sequence& seq, const Event& e, uint16_t key, bool& matched) {
+  if (!seq.templates)
+    seq.templates = std::make_unique<Sequence::EventTemplate[]>(Sequence::kTemplates + Sequence::kRangeTemplates);
+  Sequence::EventTemplate* slot = nullptr;
+  if (key != Sequence::EventTemplate::kRange) {
+    // An API template is found by hook alone: a call's other fields (its payload) change the body.
+    for (std::size_t i = 0; i < Sequence::kTemplates && slot == nullptr; ++i)
+      if (seq.templates[i].hook == key) slot = &seq.templates[i];
+    if (slot != nullptr) {
+      matched = slot->result == e.result && slot->flags == e.flags && memcmp(slot->raw, e.raw, sizeof(e.raw)) == 0;
+      return slot;
+    }
+    slot = &seq.templates[seq.nextTemplate];
+    seq.nextTemplate = (seq.nextTemplate + 1) % Sequence::kTemplates;
+  } else {
+    Sequence::EventTemplate* ranges = seq.templates.get() + Sequence::kTemplates;
+    for (std::size_t i = 0; i < Sequence::kRangeTemplates; ++i) {
+      if (ranges[i].hook == key && ranges[i].name == e.name) {
+        matched = ranges[i].flags == e.flags && memcmp(ranges[i].raw, e.raw, sizeof(e.raw)) == 0;
+        return &ranges[i];
+      }
+    }
+    slot = &ranges[seq.nextRangeTemplate];
+    seq.nextRangeTemplate = (seq.nextRangeTemplate + 1) % Sequence::kRangeTemplates;
+  }
+  slot->hook = UINT16_MAX;  // refilled by beginEvent
+  matched = false;
+  return slot;
+}
+
 // Inlined into encodeThreadEvents: most events of a loop take it.
 [[gnu::always_inline]] inline bool PerfettoWriter::fromTemplate(const TraceData& data, Sequence& seq, const Event& e, bool leaf) {
   // What beginEvent() would write as it is, from the template, with no seq (the previous BEGIN's
   // + 1), no flow, no interned entry pending, on the thread's track with a later timestamp.
-  if (e.kind != EventKind::Api || flows_ || interned_.size() != 0 || !seq.templates || !seq.seqWritten ||
-      seq.lastSeq + 1 != e.seq || e.start < seq.lastNs || e.end < e.start || seq.id == kProcessSequence)
+  if (flows_ || interned_.size() != 0 || !seq.templates || !seq.seqWritten || seq.lastSeq + 1 != e.seq ||
+      e.start < seq.lastNs || e.end < e.start || seq.id == kProcessSequence)
     return false;
-  const Sequence::ApiTemplate* cached = nullptr;
-  for (std::size_t i = 0; i < Sequence::kTemplates && cached == nullptr; ++i)
-    if (seq.templates[i].hook == e.hook) cached = &seq.templates[i];
-  if (cached == nullptr || cached->result != e.result || memcmp(cached->raw, e.raw, sizeof(e.raw)) != 0) return false;
+  const Sequence::EventTemplate* cached = nullptr;
+  if (e.kind == EventKind::Api) {  // as templateSlot() finds it, without making room
+    for (std::size_t i = 0; i < Sequence::kTemplates && cached == nullptr; ++i)
+      if (seq.templates[i].hook == e.hook) cached = &seq.templates[i];
+  } else if (templateKey(data, e) == Sequence::EventTemplate::kRange) {
+    for (std::size_t i = Sequence::kTemplates; i < Sequence::kTemplates + Sequence::kRangeTemplates; ++i)
+      if (seq.templates[i].hook == Sequence::EventTemplate::kRange && seq.templates[i].name == e.name) cached = &seq.templates[i];
+  }
+  if (cached == nullptr || cached->result != e.result || cached->flags != e.flags ||
+      memcmp(cached->raw, e.raw, sizeof(e.raw)) != 0)
+    return false;
   const uint32_t stack = stackIdOf(e);
   const bool withStack = stack != 0 && stack < data.stacks.size() && !data.stacks[stack].empty();
   if (cached->withStack != withStack) return false;

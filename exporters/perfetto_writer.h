@@ -170,22 +170,27 @@ class PerfettoWriter {
     uint64_t spans = 0;
     uint64_t lastSeq = 0;  // of the last BEGIN or INSTANT
     bool seqWritten = false;
-    // The last BEGINs of kTemplates different hooks, for calls that repeat (a loop of launches): its
+    // The last BEGINs of events that repeat (a loop of launches, a range pushed every step): its
     // TrackEvent body but for seq and flow, valid on this sequence as long as its interned
-    // entries are (the sequence's lifetime). A call with the same hook, result, stack and payload
-    // bytes is written as that body. Allocated at the first call (a program of 30,000 short
-    // threads keeps 30,000 sequences).
-    struct ApiTemplate {
-      uint16_t hook = UINT16_MAX;
+    // entries are (the sequence's lifetime). An event with the same key, result, flags, stack
+    // and payload bytes (a range: the same name) is written as that body. API calls take the first kTemplates slots (by hook; a new hook
+    // replaces the oldest), default-domain NVTX ranges the last kRangeTemplates (by name), so
+    // ranges of ever new names (PyTorch's op ranges) never push out the calls'. Allocated at the
+    // first such event (a program of 30,000 short threads keeps 30,000 sequences).
+    struct EventTemplate {
+      static constexpr uint16_t kRange = UINT16_MAX - 1;  // `hook` of a range's template
+      uint16_t hook = UINT16_MAX;  // UINT16_MAX: empty
       int32_t result = 0;
+      uint32_t name = 0;  // a range's
+      uint8_t flags = 0;
       bool withStack = false;
       uint8_t size = 0;
       unsigned char raw[sizeof(Event::raw)] = {};
       char body[128];
     };
-    std::unique_ptr<ApiTemplate[]> templates;
-    static constexpr std::size_t kTemplates = 4;  // searched by hook; a new hook replaces the oldest
-    std::size_t nextTemplate = 0;
+    std::unique_ptr<EventTemplate[]> templates;
+    static constexpr std::size_t kTemplates = 4, kRangeTemplates = 2;
+    std::size_t nextTemplate = 0, nextRangeTemplate = 0;
   };
   struct ThreadMark {
     std::size_t events = 0;
@@ -219,6 +224,12 @@ class PerfettoWriter {
   // it nested nothing (`leaf`), at one cursor, every length known before it is written. False
   // (nothing written) where beginEvent() (and endEvent()) must write it.
   bool fromTemplate(const TraceData& data, Sequence& seq, const Event& e, bool leaf);
+  // The template key of `e` (EventTemplate::hook), or UINT16_MAX where its kind has none: an API
+  // call of a known hook, or a default-domain NVTX range with a name kept for the run.
+  static uint16_t templateKey(const TraceData& data, const Event& e);
+  // The template slot of `e` with that key: the one it matches, else (`matched` false) the one
+  // to refill.
+  static Sequence::EventTemplate* templateSlot(Sequence& seq, const Event& e, uint16_t key, bool& matched);
   static constexpr std::size_t kEndBytes = 2 + 11 + 6 + 4;
   static char* putThreadEnd(char* c, Sequence& seq, uint64_t ns);
   // A call's flow id (see Flows above), where it has one, after the rest of its BEGIN. Called

@@ -532,6 +532,37 @@ TEST_CASE("pftrace writer: a range wrapping calls in one pass is written in time
   CHECK(chrome(back) == chrome(d));
 }
 
+TEST_CASE("pftrace writer: repeated ranges of several names keep their names and fields", "[perfetto]") {
+  // Default-domain ranges are written from per-name templates (as calls are, per hook): three
+  // names in turn, more than the sequence keeps range templates for.
+  TraceBuilder b;
+  TraceData& d = b.store().data();
+  const char* names[] = {"forward", "backward", "optimizer"};
+  std::vector<std::string> expected;
+  uint64_t t = 1000, seq = 1;
+  for (int i = 0; i < 12; ++i) {
+    b.push(11, seq++, t, 0, names[i % 3]);
+    b.pop(11, t + 100, 0);
+    expected.emplace_back(names[i % 3]);
+    t += 200;
+  }
+  PerfettoWriter writer;
+  std::string bytes;
+  writer.encodePass(d, t, bytes);
+  b.finish(t);
+  writer.encodeEnd(d, t, chromeTraceMetadata(d), bytes);
+  struct Names : PerfettoVisitor {
+    std::vector<std::string> seen;
+    void slice(const PfSlice& s) override { seen.emplace_back(s.name); }
+  } written;
+  std::string error;
+  REQUIRE(readPerfettoBytes(bytes, written, error));
+  CHECK(written.seen == expected);
+  TraceData back;
+  REQUIRE(readPerfettoTraceBytes(bytes, back, error));
+  CHECK(chrome(back) == chrome(d));
+}
+
 namespace {
 
 // Driver allocations and frees from two threads over two passes (the first pass's events
