@@ -190,6 +190,10 @@ bool Store::consume(ThreadState& s, bool retired, uint64_t maxTicks, uint64_t ma
       decodeApi(t, r);
     } else if (n == 1) {
       decodeInto(t, r, "", 0);
+    } else if (const Record* text = &ring.at(i + 1); &ring.at(i + n - 1) == text + (n - 2)) {
+      // Its text blocks lie in order in the ring (they do but where the ring wraps): read in
+      // place, valid until the release below.
+      decodeInto(t, r, reinterpret_cast<const char*>(text), (n - 1) * kRecordSize);
     } else {
       textBuffer_.clear();
       for (uint64_t b = 1; b < n; ++b) {

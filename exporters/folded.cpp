@@ -358,7 +358,13 @@ class Folder {
     return node;
   }
   uint32_t rangeNode(const TraceData& data, const Stack& stack, uint32_t name) {
-    return f_.descend(stack.empty() ? FoldedStacks::kRoot : stack.back().node, rangeLabel(data, name));
+    const uint32_t parent = stack.empty() ? FoldedStacks::kRoot : stack.back().node;
+    // The range before it, in most programs the same range at the same place (a step loop's):
+    // no lookup. A transient name id is reused for other text: never kept.
+    if (lastRange_.parent == parent && lastRange_.name == name && !StringPool::isTransient(name)) return lastRange_.node;
+    const uint32_t node = f_.descend(parent, rangeLabel(data, name));
+    if (!StringPool::isTransient(name)) lastRange_ = LastRange{parent, name, node};
+    return node;
   }
   static constexpr uint32_t kNone = UINT32_MAX;
   uint32_t rangeLabel(const TraceData& data, uint32_t name) {
@@ -426,6 +432,9 @@ class Folder {
     bool launch = false;
     uint32_t node = 0;
   } last_[2];
+  struct LastRange {
+    uint32_t parent = UINT32_MAX, name = 0, node = 0;
+  } lastRange_;
 };
 
 FoldedStacks foldStacks(const TraceData& data, const FoldOptions& options) {

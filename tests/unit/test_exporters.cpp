@@ -649,9 +649,11 @@ TEST_CASE("folded stacks built pass by pass equal the whole trace's", "[folded][
     b.launch(7, test::kCudaLaunchKernel, 6, 220, 260, "k1", 1);
     pass();
     b.pop(7, 270, 1);
+    b.push(7, 7, 275, 1, "eval");  // another range where "step" was
+    b.pop(7, 285, 1);
     b.pop(7, 300, 0);
-    b.push(7, 7, 310, 0, "tail");  // never popped: unclosed at the end
-    b.api(7, test::kCudaDeviceSynchronize, 8, 320, 330, 0, 1);
+    b.push(7, 8, 310, 0, "tail");  // never popped: unclosed at the end
+    b.api(7, test::kCudaDeviceSynchronize, 9, 320, 330, 0, 1);
   };
   TraceBuilder whole, parts;
   feed(whole, nullptr);
@@ -668,8 +670,10 @@ TEST_CASE("folded stacks built pass by pass equal the whole trace's", "[folded][
   CHECK(b.text() == a.text());
   std::map<std::string, FoldWeights> weights;
   for (const auto& [stack, w] : got) weights[stack] = w;
-  CHECK(weights["epoch"].hostNs == 200 - 95 - 60);
+  CHECK(weights["epoch"].hostNs == 200 - 95 - 60 - 10);
   CHECK(weights["epoch;step"].calls == 2);
+  CHECK(weights["epoch;eval"].calls == 1);
+  CHECK(weights["epoch;eval"].hostNs == 10);
   CHECK(weights["epoch;step"].hostNs == 95 - 30 - 40 + 60 - 40);
   CHECK(weights["epoch;step;main;launch_site;cudaLaunchKernel;k1;cuLaunchKernel"].calls == 1);
   CHECK(weights["epoch;step;main;launch_site;cudaLaunchKernel;k1"].hostNs == 30 - 10 + 40);
