@@ -721,9 +721,18 @@ void PerfettoWriter::encodeThreadEvents(const TraceData& data, std::size_t threa
       out += w_.buffer();
       w_.clear();
     }
-    if (nodes_[root].first == root) {  // a call that nested nothing (most of them)
+    const uint32_t first = nodes_[root].first;
+    if (first == root) {  // a call that nested nothing (most of them)
       const Event& e = events[base + root];
       if (!fromTemplate(data, seq, e, true)) end(e, beginEvent(data, thread, e));
+      continue;
+    }
+    if (first + 1 == root) {  // one child, which nested nothing: a runtime call and the driver call it made
+      const Event& outer = events[base + root];
+      const Event& inner = events[base + first];
+      const uint64_t track = fromTemplate(data, seq, outer, false) ? 0 : beginEvent(data, thread, outer);
+      if (!fromTemplate(data, seq, inner, true)) end(inner, beginEvent(data, thread, inner));
+      end(outer, track);
       continue;
     }
     walk_.assign(1, {root, false});
