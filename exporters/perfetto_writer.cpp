@@ -587,34 +587,40 @@ void PerfettoWriter::flowOut(const TraceData& data, std::size_t thread, const Ev
   return UINT16_MAX;
 }
 
+[[gnu::always_inline]] inline PerfettoWriter::Sequence::EventTemplate* PerfettoWriter::findTemplate(Sequence& seq,
+                                                                                                const Event& e) {
+  // An API template is found by hook alone (a call's payload changes its body), a range's by name.
+  Sequence::EventTemplate* found = nullptr;
+  if (e.kind == EventKind::Api) {
+    for (std::size_t i = 0; i < Sequence::kTemplates && found == nullptr; ++i)
+      if (seq.templates[i].hook == e.hook) found = &seq.templates[i];
+  } else {
+    for (std::size_t i = Sequence::kTemplates; i < Sequence::kTemplates + Sequence::kRangeTemplates; ++i)
+      if (seq.templates[i].hook == Sequence::EventTemplate::kRange && seq.templates[i].name == e.name)
+        found = &seq.templates[i];
+  }
+  return found;
+}
+
+[[gnu::always_inline]] inline bool PerfettoWriter::Sequence::EventTemplate::matches(const Event& e) const {
+  return result == e.result && flags == e.flags && memcmp(raw, e.raw, sizeof(e.raw)) == 0;
+}
+
 [[gnu::always_inline]] inline PerfettoWriter::Sequence::EventTemplate* PerfettoWriter::templateSlot(
     Sequence& seq, const Event& e, uint16_t key, bool& matched) {
   if (!seq.templates)
     seq.templates = std::make_unique<Sequence::EventTemplate[]>(Sequence::kTemplates + Sequence::kRangeTemplates);
-  Sequence::EventTemplate* slot = nullptr;
-  if (key != Sequence::EventTemplate::kRange) {
-    // An API template is found by hook alone: a call's other fields (its payload) change the body.
-    for (std::size_t i = 0; i < Sequence::kTemplates && slot == nullptr; ++i)
-      if (seq.templates[i].hook == key) slot = &seq.templates[i];
-    if (slot != nullptr) {
-      matched = slot->result == e.result && slot->flags == e.flags && memcmp(slot->raw, e.raw, sizeof(e.raw)) == 0;
-      return slot;
-    }
+  Sequence::EventTemplate* slot = findTemplate(seq, e);
+  matched = slot != nullptr && slot->matches(e);
+  if (slot != nullptr) return slot;
+  if (key == Sequence::EventTemplate::kRange) {
+    slot = &seq.templates[Sequence::kTemplates + seq.nextRangeTemplate];
+    seq.nextRangeTemplate = (seq.nextRangeTemplate + 1) % Sequence::kRangeTemplates;
+  } else {
     slot = &seq.templates[seq.nextTemplate];
     seq.nextTemplate = (seq.nextTemplate + 1) % Sequence::kTemplates;
-  } else {
-    Sequence::EventTemplate* ranges = seq.templates.get() + Sequence::kTemplates;
-    for (std::size_t i = 0; i < Sequence::kRangeTemplates; ++i) {
-      if (ranges[i].hook == key && ranges[i].name == e.name) {
-        matched = ranges[i].flags == e.flags && memcmp(ranges[i].raw, e.raw, sizeof(e.raw)) == 0;
-        return &ranges[i];
-      }
-    }
-    slot = &ranges[seq.nextRangeTemplate];
-    seq.nextRangeTemplate = (seq.nextRangeTemplate + 1) % Sequence::kRangeTemplates;
   }
   slot->hook = UINT16_MAX;  // refilled by beginEvent
-  matched = false;
   return slot;
 }
 
@@ -625,17 +631,9 @@ void PerfettoWriter::flowOut(const TraceData& data, std::size_t thread, const Ev
   if (flows_ || interned_.size() != 0 || !seq.templates || !seq.seqWritten || seq.lastSeq + 1 != e.seq ||
       e.start < seq.lastNs || e.end < e.start || seq.id == kProcessSequence)
     return false;
-  const Sequence::EventTemplate* cached = nullptr;
-  if (e.kind == EventKind::Api) {  // as templateSlot() finds it, without making room
-    for (std::size_t i = 0; i < Sequence::kTemplates && cached == nullptr; ++i)
-      if (seq.templates[i].hook == e.hook) cached = &seq.templates[i];
-  } else if (templateKey(data, e) == Sequence::EventTemplate::kRange) {
-    for (std::size_t i = Sequence::kTemplates; i < Sequence::kTemplates + Sequence::kRangeTemplates; ++i)
-      if (seq.templates[i].hook == Sequence::EventTemplate::kRange && seq.templates[i].name == e.name) cached = &seq.templates[i];
-  }
-  if (cached == nullptr || cached->result != e.result || cached->flags != e.flags ||
-      memcmp(cached->raw, e.raw, sizeof(e.raw)) != 0)
-    return false;
+  const Sequence::EventTemplate* cached =
+      e.kind == EventKind::Api || templateKey(data, e) == Sequence::EventTemplate::kRange ? findTemplate(seq, e) : nullptr;
+  if (cached == nullptr || !cached->matches(e)) return false;
   const uint32_t stack = stackIdOf(e);
   const bool withStack = stack != 0 && stack < data.stacks.size() && !data.stacks[stack].empty();
   if (cached->withStack != withStack) return false;

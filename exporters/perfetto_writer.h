@@ -187,6 +187,8 @@ class PerfettoWriter {
       uint8_t size = 0;
       unsigned char raw[sizeof(Event::raw)] = {};
       char body[128];
+      // The same result, flags and payload bytes (the stack id among them).
+      bool matches(const Event& e) const;
     };
     std::unique_ptr<EventTemplate[]> templates;
     static constexpr std::size_t kTemplates = 4, kRangeTemplates = 2;
@@ -227,8 +229,11 @@ class PerfettoWriter {
   // The template key of `e` (EventTemplate::hook), or UINT16_MAX where its kind has none: an API
   // call of a known hook, or a default-domain NVTX range with a name kept for the run.
   static uint16_t templateKey(const TraceData& data, const Event& e);
-  // The template slot of `e` with that key: the one it matches, else (`matched` false) the one
-  // to refill.
+  // The template kept for `e`'s key (an API call's hook, a range's name), or null; `e` has a key
+  // and seq.templates exists.
+  static Sequence::EventTemplate* findTemplate(Sequence& seq, const Event& e);
+  // The template slot of `e` with that key: the one kept for it (`matched`: `e` repeats it), else
+  // the one to refill.
   static Sequence::EventTemplate* templateSlot(Sequence& seq, const Event& e, uint16_t key, bool& matched);
   static constexpr std::size_t kEndBytes = 2 + 11 + 6 + 4;
   static char* putThreadEnd(char* c, Sequence& seq, uint64_t ns);
