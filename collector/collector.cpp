@@ -147,16 +147,15 @@ constexpr std::size_t kHeaderBytes = (sizeof(ThreadState) + kPage - 1) & ~(kPage
 
 char* ringMemory(ThreadState* s) { return reinterpret_cast<char*>(s) + kHeaderBytes; }
 
-// The ring size for a new owner when rings already hold `used` bytes: the configured one, or by
-// default kAutoRingBytes while rings hold less than half of the memory cap, then
-// kAutoRingSmallBytes (the threads that start first, a program's main and worker threads, are
-// the busy ones as a rule; a program of thousands of threads still gets a ring for each under
-// the cap).
+// The ring size for a new owner when rings already hold `used` bytes: the configured one, or the
+// default tiers (config.h): kAutoRingLargeBytes up to a quarter of the memory cap, kAutoRingBytes
+// up to half, then kAutoRingSmallBytes.
 uint64_t ringBytesFor(uint64_t used) {
   const Globals& gl = g();
   if (gl.config.ringBytes != 0) return gl.config.ringBytes;
   const uint64_t cap = gl.config.maxMemory;
-  return cap == 0 || used + kAutoRingBytes <= cap / 2 ? kAutoRingBytes : kAutoRingSmallBytes;
+  if (cap == 0 || used + kAutoRingLargeBytes <= cap / 4) return kAutoRingLargeBytes;
+  return used + kAutoRingBytes <= cap / 2 ? kAutoRingBytes : kAutoRingSmallBytes;
 }
 
 // The mapping size of a new state: a hint only, since the ring's size is chosen when its bytes

@@ -27,14 +27,18 @@ struct CaptureSpec {
   uint32_t wait = 0, warmup = 0, active = 0, repeat = 0;  // Schedule, as torch.profiler.schedule
 };
 
-// The default rings. A thread issuing calls back to back at 4 M events/s fills 1 MiB in about
-// 6 ms, less than the drain can be kept off its core on a loaded machine (0.7-1.4 % dropped
-// with 1 MiB, none with 4 MiB: bench_events --sustained, 2-core VM, 2026-11-24). Pages are
-// touched on use, so a ring costs what its thread writes; 1,000 threads still get rings under
-// the default cap, the later ones 1 MiB.
 // CUTRACE_JSON_LIMIT's default: about the largest JSON Perfetto UI opens in a browser.
 inline constexpr uint64_t kDefaultJsonLimit = uint64_t{1} << 30;
 
+// The default rings, by tier: kAutoRingLargeBytes while the rings hold at most a quarter of the
+// memory cap (the threads that start first, a program's main and worker threads, are the busy
+// ones as a rule), kAutoRingBytes up to half of it, then kAutoRingSmallBytes. A ring covers the
+// time the drain is kept from a core: at 20 M events/s a 4 MiB ring lasts 3.3 ms, and 3 runs in 6
+// lost 3.6-16.4 % of their events; a 16 MiB ring lasts 13 ms, and none in 6 lost any
+// (bench_events --sustained --sync, 2-core VM, 2026-11-24). Pages are touched on use, so a ring
+// costs what its thread writes (a busy thread's first lap of 16 MiB: ~4,100 page faults, a few
+// ms once); a thousand threads still get rings under the default cap.
+inline constexpr uint64_t kAutoRingLargeBytes = uint64_t{16} << 20;
 inline constexpr uint64_t kAutoRingBytes = uint64_t{4} << 20;
 inline constexpr uint64_t kAutoRingSmallBytes = uint64_t{1} << 20;
 
@@ -44,8 +48,8 @@ struct Config {
   uint8_t cupti = 0;  // CuptiMode: 0 auto, 1 on, 2 off
   LogLevel log = LogLevel::Info;
   ClockSource clock = ClockSource::Auto;
-  // Per-thread ring; 0 (the default): kAutoRingBytes for the first threads, kAutoRingSmallBytes
-  // once rings hold half of maxMemory (Collector's reserveRing).
+  // Per-thread ring; 0 (the default): the tiers above, by how much of maxMemory the rings
+  // already hold (Collector's reserveRing).
   uint64_t ringBytes = 0;
   uint32_t drainIntervalMs = 20;
   StackMode stacks = StackMode::Calls;

@@ -22,7 +22,7 @@ TEST_CASE("defaults apply when no CUTRACE_ variable is set", "[config]") {
   REQUIRE_FALSE(error.failed());
   REQUIRE(c.enabled);
   REQUIRE(c.nvtx);
-  REQUIRE(c.ringBytes == 0);  // automatic: kAutoRingBytes, then kAutoRingSmallBytes
+  REQUIRE(c.ringBytes == 0);  // automatic: the tiers of config.h
   REQUIRE(c.drainIntervalMs == 20);
   REQUIRE(std::string(c.outputDir) == "cutrace-out");
   REQUIRE(c.log == LogLevel::Info);
