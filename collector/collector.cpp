@@ -234,7 +234,7 @@ void resetState(ThreadState* s) {
 ThreadState* newState(uint64_t ringBytes) {
   // Header and ring address space, pages touched on use (resetState).
   const std::size_t bytes = kHeaderBytes + ringBytes;
-  if (!addressSpaceAllows(bytes)) return nullptr;  // tracing turns off (attachThread)
+  if (!addressSpaceAllows(bytes)) return nullptr;  // a smaller ring, or tracing turns off (attachThread)
   void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (mem == MAP_FAILED) return nullptr;
   auto* s = new (mem) ThreadState();
@@ -245,6 +245,17 @@ ThreadState* newState(uint64_t ringBytes) {
     s->next = head;
   } while (!g().registry.compare_exchange_weak(head, s, std::memory_order_release, std::memory_order_relaxed));
   return s;
+}
+
+// A new state whose mapping the address space allows: under RLIMIT_AS an automatic ring steps
+// down the tiers (config.h) before tracing turns off, so that a process that had room for the
+// 4 MiB or 1 MiB rings of the lower tiers is not left untraced by the 16 MiB one. A configured
+// size (CUTRACE_RING_SIZE) is taken as it is.
+ThreadState* newStateInAddressSpace() {
+  for (uint64_t bytes = wantedRingBytes();; bytes = bytes > kAutoRingBytes ? kAutoRingBytes : kAutoRingSmallBytes) {
+    if (ThreadState* s = newState(bytes)) return s;
+    if (g().config.ringBytes != 0 || bytes <= kAutoRingSmallBytes) return nullptr;
+  }
 }
 
 void fillProcessMeta(TraceMeta& meta);
@@ -533,7 +544,7 @@ ThreadState* attachThread() {
   // A state left by a thread that ended keeps its mapping: its owner may get a smaller ring in
   // it than a new mapping would hold (never a larger one).
   ThreadState* s = claimFreeState();
-  if (s == nullptr) s = newState(wantedRingBytes());
+  if (s == nullptr) s = newStateInAddressSpace();
   if (s == nullptr) {
     errno = savedErrno;
     Collector::disable("cutrace: out of memory for a thread ring");
