@@ -712,6 +712,10 @@ void PerfettoWriter::encodeThreadEvents(const TraceData& data, std::size_t threa
     if (track == 0 && e.end >= seq.lastNs) w_.close(putThreadEnd(w_.open(kEndBytes), seq, e.end));  // endEvent's common case
     else endEvent(seq, e.end, track);
   };
+  // An event that nested nothing: BEGIN and END.
+  const auto leaf = [&](const Event& e) {
+    if (!fromTemplate(data, seq, e, true)) end(e, beginEvent(data, thread, e));
+  };
   for (uint32_t root : roots_) {
     // The packets leave in pieces: the buffer stays small (in cache, its pages touched once)
     // however many events a pass has.
@@ -721,15 +725,13 @@ void PerfettoWriter::encodeThreadEvents(const TraceData& data, std::size_t threa
     }
     const uint32_t first = nodes_[root].first;
     if (first == root) {  // a call that nested nothing (most of them)
-      const Event& e = events[base + root];
-      if (!fromTemplate(data, seq, e, true)) end(e, beginEvent(data, thread, e));
+      leaf(events[base + root]);
       continue;
     }
     if (first + 1 == root) {  // one child, which nested nothing: a runtime call and the driver call it made
       const Event& outer = events[base + root];
-      const Event& inner = events[base + first];
       const uint64_t track = fromTemplate(data, seq, outer, false) ? 0 : beginEvent(data, thread, outer);
-      if (!fromTemplate(data, seq, inner, true)) end(inner, beginEvent(data, thread, inner));
+      leaf(events[base + first]);
       end(outer, track);
       continue;
     }
@@ -746,7 +748,7 @@ void PerfettoWriter::encodeThreadEvents(const TraceData& data, std::size_t threa
       begun = true;
       const uint32_t first = nodes_[at].first;
       if (first == at) {
-        if (!fromTemplate(data, seq, e, true)) end(e, beginEvent(data, thread, e));
+        leaf(e);
         walk_.pop_back();
         continue;
       }
@@ -804,10 +806,7 @@ void PerfettoWriter::encodePass(const TraceData& data, uint64_t nowNs, std::stri
   if (threads_.size() < data.threads.size()) threads_.resize(data.threads.size());
   if (memoryHooks_.size() != data.hooks.size()) {
     memoryHooks_.resize(data.hooks.size());
-    for (std::size_t h = 0; h < data.hooks.size(); ++h) {
-      const HookDescriptor& d = data.hooks[h];
-      memoryHooks_[h] = d.layer == ApiLayer::Driver && (d.kind == ApiKind::Alloc || d.kind == ApiKind::Free);
-    }
+    for (std::size_t h = 0; h < data.hooks.size(); ++h) memoryHooks_[h] = changesMemory(data.hooks[h]);
   }
   for (std::size_t i = 0; i < data.threads.size(); ++i) {
     const ThreadTrack& t = data.threads[i];

@@ -173,10 +173,11 @@ class PerfettoWriter {
     // The last BEGINs of events that repeat (a loop of launches, a range pushed every step): its
     // TrackEvent body but for seq and flow, valid on this sequence as long as its interned
     // entries are (the sequence's lifetime). An event with the same key, result, flags, stack
-    // and payload bytes (a range: the same name) is written as that body. API calls take the first kTemplates slots (by hook; a new hook
-    // replaces the oldest), default-domain NVTX ranges the last kRangeTemplates (by name), so
-    // ranges of ever new names (PyTorch's op ranges) never push out the calls'. Allocated at the
-    // first such event (a program of 30,000 short threads keeps 30,000 sequences).
+    // and payload bytes (a range: the same name) is written as that body. API calls take the
+    // first kTemplates slots (by hook; a new hook replaces the oldest), default-domain NVTX
+    // ranges the last kRangeTemplates (by name), so ranges of ever new names (PyTorch's op
+    // ranges) never push out the calls'. Allocated at the first such event (a program of 30,000
+    // short threads keeps 30,000 sequences).
     struct EventTemplate {
       static constexpr uint16_t kRange = UINT16_MAX - 1;  // `hook` of a range's template
       uint16_t hook = UINT16_MAX;  // UINT16_MAX: empty
@@ -314,7 +315,7 @@ class PerfettoWriter {
   Demangler demangle_;
   MemoryCounters memory_;                    // across passes
   std::vector<MemoryChange> memoryChanges_;  // this pass's, gathered as each thread is encoded
-  std::vector<uint8_t> memoryHooks_;         // by hook: a driver allocation or free (memoryChangeOf)
+  std::vector<uint8_t> memoryHooks_;         // by hook: changesMemory()
 };
 
 // The stream's file: created once (O_EXCL, no symlink followed) under the first free numbered

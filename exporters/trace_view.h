@@ -111,11 +111,16 @@ struct MemoryChange {
   int8_t device = -1;
   bool alloc = false;
 };
+// Whether a call of `h` can change the counters: a driver allocation or free (a runtime
+// allocation makes one, so counting only the driver's counts each once).
+inline bool changesMemory(const HookDescriptor& h) {
+  return h.layer == ApiLayer::Driver && (h.kind == ApiKind::Alloc || h.kind == ApiKind::Free);
+}
 // The change `e` makes, if any. Inline: the stream writer asks it of every event.
 inline bool memoryChangeOf(const TraceData& data, const Event& e, MemoryChange& out) {
   if (e.kind != EventKind::Api || e.hook >= data.hooks.size() || e.result != 0) return false;
   const HookDescriptor& h = data.hooks[e.hook];
-  if (h.layer != ApiLayer::Driver || (h.kind != ApiKind::Alloc && h.kind != ApiKind::Free) || e.mem.ptr == 0) return false;
+  if (!changesMemory(h) || e.mem.ptr == 0) return false;
   out.alloc = h.kind == ApiKind::Alloc;
   out.ns = out.alloc ? e.end : e.start;
   out.ptr = e.mem.ptr;
