@@ -485,10 +485,47 @@ namespace {
 __attribute__((always_inline, no_sanitize_address)) inline int walk(uint64_t pc, uint64_t sp, uint64_t bp, uint64_t lo,
                                                                    uint64_t* out, int max, uintptr_t stackHi,
                                                                    ThreadMemo& memo) {
+  if (memo.replayable && memo.pc == pc && memo.sp == sp && memo.bp == bp && memo.lo == lo && memo.hi == stackHi &&
+      memo.max == max) {
+    const int reads = memo.reads;
+    int i = 0;
+    while (i < reads && *reinterpret_cast<const volatile uint64_t*>(memo.read[i].at) == memo.read[i].value) ++i;
+    if (i == reads) {
+      const int count = memo.lastCount;
+      memcpy(out, memo.pcs, static_cast<std::size_t>(count) * sizeof(uint64_t));
+      memo.repeated = true;
+      return count;
+    }
+  }
   const int before = memo.lastCount;
   memo.lastCount = 0;
   memo.repeated = false;
+  memo.replayable = false;
   if (stackHi <= lo || sp < lo || max <= 0) return -1;
+  const uint64_t startPc = pc, startSp = sp, startBp = bp;
+  // The words the walk's result depends on, for the replay (past kReads, counted only: the walk
+  // is then not replayable). A saved rbp counts only once a rule uses rbp (useBp): compiled
+  // without frame pointers most frames save rbp and never use it, and the replay then compares
+  // one word per frame.
+  int reads = 0;
+  auto record = [&](uint64_t at, uint64_t value) {
+    if (reads < ThreadMemo::kReads) memo.read[reads] = {at, value};
+    ++reads;
+  };
+  auto load = [&](uint64_t at) {
+    const uint64_t value = *reinterpret_cast<const volatile uint64_t*>(at);
+    record(at, value);
+    return value;
+  };
+  uint64_t bpReadAt = 0;  // where the current rbp was read from, while no rule has used it
+  auto loadBp = [&](uint64_t at) {
+    bpReadAt = at;
+    return *reinterpret_cast<const volatile uint64_t*>(at);
+  };
+  auto useBp = [&] {
+    if (bpReadAt != 0) record(bpReadAt, bp);
+    bpReadAt = 0;
+  };
   // Every word read is an aligned word of this thread's stack: a wrong rule ends the walk.
   auto inStack = [&](uint64_t addr) { return addr >= lo && addr <= stackHi - 8 && (addr & 7) == 0; };
   // The frames walked from the memo: all of them, and as many as the walk before, repeat it.
@@ -496,6 +533,17 @@ __attribute__((always_inline, no_sanitize_address)) inline int walk(uint64_t pc,
   auto done = [&](int count) {
     memo.lastCount = count;
     memo.repeated = count == before && hits == count;
+    if (reads <= ThreadMemo::kReads && count <= ThreadMemo::kDepth) {
+      memo.replayable = true;
+      memo.max = max;
+      memo.reads = reads;
+      memo.pc = startPc;
+      memo.sp = startSp;
+      memo.bp = startBp;
+      memo.lo = lo;
+      memo.hi = stackHi;
+      for (int k = 0; k < count; ++k) memo.pcs[k] = out[k];
+    }
     return count;
   };
   int n = 0;
@@ -505,16 +553,17 @@ __attribute__((always_inline, no_sanitize_address)) inline int walk(uint64_t pc,
       if (f.pc == pc && f.sp == sp && f.bp == bp) {
         out[n++] = pc;
         ++hits;
+        if (f.usesBp) useBp();
         uint64_t cfa = f.cfa;
         if (__builtin_expect(f.cfaAt != 0, 0)) {
           // Read afresh, so checked as the full walk checks it (cfa - 8 is then inside the stack).
-          cfa = *reinterpret_cast<const volatile uint64_t*>(f.cfaAt);
+          cfa = load(f.cfaAt);
           if (cfa <= sp || cfa > stackHi || (cfa & 7) != 0) return -1;
         } else if (cfa == 0) {
           return done(n);
         }
-        const uint64_t ra = *reinterpret_cast<const volatile uint64_t*>(cfa - 8);
-        if (f.bpAt != 0) bp = *reinterpret_cast<const volatile uint64_t*>(f.bpAt);
+        const uint64_t ra = load(cfa - 8);
+        if (f.bpAt != 0) bp = loadBp(f.bpAt);
         sp = cfa;
         if (ra == 0) return done(n);
         pc = ra;
@@ -528,19 +577,21 @@ __attribute__((always_inline, no_sanitize_address)) inline int walk(uint64_t pc,
     const uint64_t kind = rule & 3;
     out[n] = pc;
     if (kind == kOutermost) {
-      if (n < ThreadMemo::kDepth) memo.frame[n] = {pc, sp, bp, 0, 0, 0};
+      if (n < ThreadMemo::kDepth) memo.frame[n] = {pc, sp, bp, 0, 0, 0, false};
       return done(n + 1);
     }
     if (kind != kFrame) return -1;
+    const bool usesBp = (rule & (kCfaRbp | kRbpAtRbp)) != 0;
+    if (usesBp) useBp();
     uint64_t cfa = ((rule & kCfaRbp) ? bp : sp) + static_cast<uint64_t>(cfaOffsetOf(rule));
     uint64_t cfaAt = 0;
     if (rule & kCfaDeref) {
       if (!inStack(cfa)) return -1;
       cfaAt = cfa;
-      cfa = *reinterpret_cast<const volatile uint64_t*>(cfa);
+      cfa = load(cfa);
     }
     if (cfa <= sp || cfa > stackHi || !inStack(cfa - 8)) return -1;
-    const uint64_t ra = *reinterpret_cast<const volatile uint64_t*>(cfa - 8);
+    const uint64_t ra = load(cfa - 8);
     uint64_t bpAt = 0;
     if (rule & kRbpSaved) {
       bpAt = ((rule & kRbpAtRbp) ? bp : cfa) + static_cast<uint64_t>(rbpOffsetOf(rule));
@@ -548,9 +599,9 @@ __attribute__((always_inline, no_sanitize_address)) inline int walk(uint64_t pc,
     }
     // A CFA read from the stack may differ next time, and so would an rbp saved relative to it.
     if (n < ThreadMemo::kDepth && !(cfaAt != 0 && (rule & kRbpSaved) && !(rule & kRbpAtRbp)))
-      memo.frame[n] = {pc, sp, bp, cfa, cfaAt, bpAt};
+      memo.frame[n] = {pc, sp, bp, cfa, cfaAt, bpAt, usesBp};
     ++n;
-    if (bpAt != 0) bp = *reinterpret_cast<const volatile uint64_t*>(bpAt);
+    if (bpAt != 0) bp = loadBp(bpAt);
     sp = cfa;
     if (ra == 0) return done(n);  // some thread entry points end the chain with a null return address
     pc = ra;

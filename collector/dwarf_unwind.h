@@ -44,6 +44,7 @@ struct ThreadMemo {
     uint64_t cfa;    // the caller's rsp; 0 (and cfaAt 0): the outermost frame
     uint64_t cfaAt;  // non-zero: the caller's rsp is read from here instead
     uint64_t bpAt;   // where rbp was saved; 0: rbp kept
+    bool usesBp;     // the rule reads rbp (the CFA or where rbp was saved is rbp + offset)
   };
   Frame frame[kDepth];
   // How many frames the last walk returned (0 after a walk that gave up), and whether that walk
@@ -51,6 +52,22 @@ struct ThreadMemo {
   // equal to the memo's frame at its depth, which the walk before it left there.
   int lastCount;
   bool repeated;
+  // The last walk as what decided it: its start (code address, rsp, rbp), its bounds and `max`,
+  // every stack word it read (address and value, in order) and the frames it returned. A walk is
+  // a function of exactly these (a rule, of the code address alone), so a walk with the same
+  // start and bounds that finds the same value at each of those addresses returns the same
+  // frames: it is replayed by comparing words, with no rule looked up or applied. The addresses
+  // passed the bounds checks then, with the same bounds. `replayable`: false after a walk that
+  // gave up, read more than kReads words or returned more than kDepth frames.
+  struct Read {
+    uint64_t at, value;
+  };
+  static constexpr int kReads = 2 * kDepth;
+  bool replayable;
+  int max, reads;
+  uint64_t pc, sp, bp, lo, hi;
+  Read read[kReads];
+  uint64_t pcs[kDepth];
 };
 
 // Where a walk starts: an address in a function of the calling thread and its rsp and rbp

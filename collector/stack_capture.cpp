@@ -183,6 +183,11 @@ uint32_t capture(ThreadState* s, const dwarf::WalkStart& from) {
     // The same frames as the thread's last walk: its stack id, when it had no Python frames.
     repeated = s->unwindMemo.repeated && !g_state.verify;
     if (__builtin_expect(n < 0, 0)) g_state.fallbacks.fetch_add(1, std::memory_order_relaxed);
+    // Without Python frames to add, the same frames are the same stack.
+    if (repeated && !g_state.python && s->lastStackId != 0) {
+      errno = savedErrno;
+      return s->lastStackId;
+    }
   }
   if (__builtin_expect(g_state.verify, 0)) {
     // Both walks from this frame: below the library's own frames they must agree.

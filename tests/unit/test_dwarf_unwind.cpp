@@ -285,6 +285,15 @@ TEST_CASE("dwarf unwind: a frame met again is stepped from the thread's memo, it
   CHECK_FALSE(repeated[0]);  // the call site in this loop is not the one above
   CHECK(repeated[1]);
   CHECK(same.dwarf == first);
+  // The second of those walks was replayed from the first: the same start, every word read the
+  // same. From the same start through the other caller, the words differ four frames down.
+  Walks other;
+  callerB(other);
+  requireSameAsLibunwind(other, 6);
+  const auto fother = fromCaller(other.dwarf, other.callerReturn);
+  CHECK_FALSE(other.repeated);
+  REQUIRE(fother.size() > 5);
+  CHECK(fother[4] == fb[4]);
   // Pads 16 bytes apart: 64-byte realignment puts two of every four at the same aligned rsp.
   std::vector<std::vector<uint64_t>> walks;
   for (std::size_t pad = 16; pad <= 16 * 8; pad += 16) {
