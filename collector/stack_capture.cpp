@@ -1,7 +1,6 @@
 #include "collector/stack_capture.h"
 
 #include <dlfcn.h>
-#include <errno.h>
 #include <link.h>
 #include <pthread.h>
 #include <sys/syscall.h>
@@ -173,7 +172,6 @@ void attachThread(ThreadState* s) {
 // (innermost first). The hash covers the Python frames as captured (code object, instruction,
 // entry flag); only a stack seen for the first time pays for interning its Python frames.
 uint32_t capture(ThreadState* s, const dwarf::WalkStart& from) {
-  const int savedErrno = errno;  // libunwind probes memory with syscalls that may fail
   uint64_t raw[kMaxStackDepth + 16 + 2 * kMaxPythonFrames];
   const int max = static_cast<int>(g_state.depth) + 16;  // room for our own frames on top
   int n = -1;
@@ -184,10 +182,7 @@ uint32_t capture(ThreadState* s, const dwarf::WalkStart& from) {
     repeated = s->unwindMemo.repeated && !g_state.verify;
     if (__builtin_expect(n < 0, 0)) g_state.fallbacks.fetch_add(1, std::memory_order_relaxed);
     // Without Python frames to add, the same frames are the same stack.
-    if (repeated && !g_state.python && s->lastStackId != 0) {
-      errno = savedErrno;
-      return s->lastStackId;
-    }
+    if (repeated && !g_state.python && s->lastStackId != 0) return s->lastStackId;
   }
   if (__builtin_expect(g_state.verify, 0)) {
     // Both walks from this frame: below the library's own frames they must agree.
@@ -207,10 +202,7 @@ uint32_t capture(ThreadState* s, const dwarf::WalkStart& from) {
   uint64_t* frames = raw + skip;
   python::RawFrame py[kMaxPythonFrames];
   const int pyCount = g_state.python ? python::captureRaw(py, kMaxPythonFrames) : 0;
-  if (repeated && pyCount == 0 && s->lastStackId != 0) {
-    errno = savedErrno;
-    return s->lastStackId;
-  }
+  if (repeated && pyCount == 0 && s->lastStackId != 0) return s->lastStackId;
   uint32_t hashed = depth;
   for (int i = 0; i < pyCount; ++i) {
     frames[hashed++] = py[i].code;
@@ -229,7 +221,6 @@ uint32_t capture(ThreadState* s, const dwarf::WalkStart& from) {
     }
   }
   s->lastStackId = pyCount == 0 ? id : 0;
-  errno = savedErrno;
   return id;
 }
 

@@ -41,7 +41,8 @@ inline bool wanted(ApiKind kind) { return detail::g_wanted[static_cast<unsigned>
 // Hot path: the interned id of the calling thread's stack below the preload, 0 when none or
 // when the table is full. `from`: the shim (dwarf::walkStart() inlined in it), where the DWARF
 // walk starts, so the frames in between are not walked (the other unwinders walk from here);
-// the preload's own frames are skipped.
+// the preload's own frames are skipped. May change errno (libunwind probes memory with system
+// calls that can fail): the caller gives the program its value back.
 uint32_t capture(ThreadState* s, const dwarf::WalkStart& from);
 
 // The thread's stack bounds for the frame-pointer walk (slow path, at thread attach).
