@@ -203,6 +203,16 @@ class BlockList {
   void clearKeepingBlocks() { size_ = 0; }
   T& operator[](std::size_t i) { return blocks_[i / BlockSize][i % BlockSize]; }
   const T& operator[](std::size_t i) const { return blocks_[i / BlockSize][i % BlockSize]; }
+  // Element i and how many follow it in memory (to the end of its block or of the list): loops
+  // over a run index a plain array.
+  struct Run {
+    const T* at;
+    std::size_t count;
+  };
+  Run run(std::size_t i) const {
+    const std::size_t inBlock = BlockSize - i % BlockSize, left = size_ - i;
+    return {&blocks_[i / BlockSize][i % BlockSize], inBlock < left ? inBlock : left};
+  }
 
   class const_iterator {
    public:

@@ -680,28 +680,31 @@ void PerfettoWriter::encodeThreadEvents(const TraceData& data, std::size_t threa
   const std::size_t base = mark.events;
   nodes_.clear();
   roots_.clear();
-  for (std::size_t i = base; i < events.size(); ++i) {
-    // Wraps the latest unwrapped events that began at or after it: they ended first, so they
-    // are its children (or overlap it; the reader pairs by position, never by time).
-    const Event& e = events[i];
-    const uint64_t start = e.start;
-    if (e.kind == EventKind::Api && e.hook < memoryHooks_.size() && memoryHooks_[e.hook]) {
-      MemoryChange c;
-      if (memoryChangeOf(data, e, c)) memoryChanges_.push_back(c);
+  for (std::size_t i = base; i < events.size();) {
+    const auto run = events.run(i);
+    for (std::size_t k = 0; k < run.count; ++k, ++i) {
+      // Wraps the latest unwrapped events that began at or after it: they ended first, so they
+      // are its children (or overlap it; the reader pairs by position, never by time).
+      const Event& e = run.at[k];
+      const uint64_t start = e.start;
+      if (e.kind == EventKind::Api && e.hook < memoryHooks_.size() && memoryHooks_[e.hook]) {
+        MemoryChange c;
+        if (memoryChangeOf(data, e, c)) memoryChanges_.push_back(c);
+      }
+      const auto self = static_cast<uint32_t>(i - base);
+      std::size_t keep = roots_.size();
+      uint32_t height = 0;
+      while (keep > 0) {
+        const Node& r = nodes_[roots_[keep - 1]];
+        if (r.start < start || std::max(height, r.height) + 1 > kMaxNesting) break;
+        height = std::max(height, r.height);
+        --keep;
+      }
+      const uint32_t first = keep < roots_.size() ? nodes_[roots_[keep]].first : self;
+      roots_.resize(keep);
+      roots_.push_back(self);
+      nodes_.push_back(Node{&e, start, 0, first, height + 1});
     }
-    const auto self = static_cast<uint32_t>(i - base);
-    std::size_t keep = roots_.size();
-    uint32_t height = 0;
-    while (keep > 0) {
-      const Node& r = nodes_[roots_[keep - 1]];
-      if (r.start < start || std::max(height, r.height) + 1 > kMaxNesting) break;
-      height = std::max(height, r.height);
-      --keep;
-    }
-    const uint32_t first = keep < roots_.size() ? nodes_[roots_[keep]].first : self;
-    roots_.resize(keep);
-    roots_.push_back(self);
-    nodes_.push_back(Node{start, 0, first, height + 1});
   }
   mark.events = events.size();
   // Depth first: BEGIN, the children, END (instants have no END). A node without children (most
@@ -725,13 +728,13 @@ void PerfettoWriter::encodeThreadEvents(const TraceData& data, std::size_t threa
     }
     const uint32_t first = nodes_[root].first;
     if (first == root) {  // a call that nested nothing (most of them)
-      leaf(events[base + root]);
+      leaf(*nodes_[root].event);
       continue;
     }
     if (first + 1 == root) {  // one child, which nested nothing: a runtime call and the driver call it made
-      const Event& outer = events[base + root];
+      const Event& outer = *nodes_[root].event;
       const uint64_t track = fromTemplate(data, seq, outer, false) ? 0 : beginEvent(data, thread, outer);
-      leaf(events[base + first]);
+      leaf(*nodes_[first].event);
       end(outer, track);
       continue;
     }
@@ -739,7 +742,7 @@ void PerfettoWriter::encodeThreadEvents(const TraceData& data, std::size_t threa
     while (!walk_.empty()) {
       auto& [index, begun] = walk_.back();
       const uint32_t at = index;
-      const Event& e = events[base + at];
+      const Event& e = *nodes_[at].event;
       if (begun) {
         end(e, nodes_[at].track);
         walk_.pop_back();

@@ -210,6 +210,7 @@ class PerfettoWriter {
   // post-order: a node's subtree is the contiguous run [first, itself], and its children are
   // found walking back from the node before it (child c, then the one ending at c.first - 1).
   struct Node {
+    const Event* event = nullptr;  // in the pass's list, which does not change while it is written
     uint64_t start = 0;  // the event's, kept here: the wrapping loop reads it for every event
     uint64_t track = 0;  // where its BEGIN went (0: the thread's), for its END
     uint32_t first = 0;  // its subtree's first node (itself when it wraps nothing)
