@@ -512,8 +512,10 @@ struct FoldBuilder::Impl {
   }
   // Calls and ranges held for the call they were recorded in: in timeline order (as
   // timelineOrder sorts) before `next`.
-  void flushHeld(const TraceData& data, Thread& t) {
-    if (t.held.empty()) return;
+  [[gnu::always_inline]] void flushHeld(const TraceData& data, Thread& t) {
+    if (!t.held.empty()) flushHeldEvents(data, t);
+  }
+  [[gnu::noinline]] void flushHeldEvents(const TraceData& data, Thread& t) {
     // A group is a call and what ran inside it, a few events, mostly in reverse order (children
     // are recorded first): an insertion sort, stable and without the temporary buffer
     // std::stable_sort allocates on every call (seen in the drain's profile).
