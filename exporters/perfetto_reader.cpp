@@ -131,6 +131,20 @@ class Decoder {
     return id;
   }
   std::string_view text(uint32_t id) const { return texts_[id]; }
+  // The annotation a name (a text id) is, found once per name: every event has several.
+  Ann annotationOf(uint32_t id) {
+    if (id >= annotations_.size()) annotations_.resize(texts_.size(), kUnresolved);
+    uint8_t& known = annotations_[id];
+    if (known == kUnresolved) {
+      known = static_cast<uint8_t>(Ann::Count);
+      for (std::size_t i = 0; i < static_cast<std::size_t>(Ann::Count); ++i)
+        if (texts_[id] == kAnnotationNames[i]) {
+          known = static_cast<uint8_t>(i);
+          break;
+        }
+    }
+    return static_cast<Ann>(known);
+  }
 
   bool fail(std::string& error, const std::string& why) {
     error = why;
@@ -161,6 +175,8 @@ class Decoder {
   // Every string seen, once, for the whole read: views into it outlive a sequence's clearing.
   std::deque<std::string> texts_;
   std::unordered_map<std::string_view, uint32_t> textIds_;
+  static constexpr uint8_t kUnresolved = 0xff;
+  std::vector<uint8_t> annotations_;  // by text id: an Ann, kUnresolved until first asked
   // MONOTONIC minus BOOTTIME and minus REALTIME, from the last snapshot that had them.
   bool haveBoot_ = false, haveReal_ = false;
   uint64_t monoMinusBoot_ = 0, monoMinusReal_ = 0;
@@ -455,10 +471,15 @@ bool Decoder::trackEvent(Sequence& seq, uint32_t sequence, std::string_view byte
               if (it == seq.annotationNames.end())
                 return fail(error, "annotation name iid " + std::to_string(g.value) + " not interned");
               a.name = text(it->second);
+              a.id = annotationOf(it->second);
               break;
             }
             case pf::DebugAnnotation::kName:
-              if (g.wire == proto::kLengthDelimited) a.name = text(intern(g.bytes));
+              if (g.wire == proto::kLengthDelimited) {
+                const uint32_t id = intern(g.bytes);
+                a.name = text(id);
+                a.id = annotationOf(id);
+              }
               break;
             case pf::DebugAnnotation::kBoolValue: a.type = PfAnnotation::Type::Bool, a.value = g.value != 0, hasValue = true; break;
             case pf::DebugAnnotation::kUintValue: a.type = PfAnnotation::Type::Uint, a.value = g.value, hasValue = true; break;
@@ -484,12 +505,6 @@ bool Decoder::trackEvent(Sequence& seq, uint32_t sequence, std::string_view byte
         }
         if (d.failed()) return fail(error, "malformed debug annotation");
         if (!hasValue) break;  // a value of a kind cutrace does not write (nested, double)
-        for (std::size_t i = 0; i < static_cast<std::size_t>(Ann::Count); ++i) {
-          if (a.name == kAnnotationNames[i]) {
-            a.id = static_cast<Ann>(i);
-            break;
-          }
-        }
         if (inlineText) p.inlineTexts.emplace_back(p.slice.annotations.size(), std::string(textBytes));
         p.slice.annotations.push_back(a);
         break;
