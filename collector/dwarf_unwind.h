@@ -1,7 +1,8 @@
 #pragma once
 // A call-stack walk driven by each function's call frame information (.eh_frame), with the rule
 // of every return address it has seen cached process-wide, so a repeated stack costs a table
-// probe and a load or two per frame.
+// probe and a load or two per frame, and the thread's last stack met again from the same start a
+// compare per stack word that walk read (ThreadMemo).
 //
 // The rule of a code address is found once: _dl_find_object gives the object's .eh_frame_hdr,
 // its sorted table gives the FDE, and the FDE's CFA program is run up to the address. x86-64
