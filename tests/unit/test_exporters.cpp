@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 #include <simdjson.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <tuple>
@@ -10,6 +11,7 @@
 #include "exporters/chrome_trace.h"
 #include "exporters/folded.h"
 #include "exporters/frame_names.h"
+#include "exporters/trace_view.h"
 #include "../e2e/folded_rules.h"
 #include "trace_builder.h"
 
@@ -711,4 +713,57 @@ TEST_CASE("chrome trace sample: scaled, close to the trace's size", "[chrome]") 
     CHECK(estimate > 0.9 * real);
     CHECK(estimate < 1.02 * real);
   }
+}
+
+TEST_CASE("timeline order: parents first by start, whether the events are nearly in order or far from it", "[view]") {
+  // Stored as a thread's events end: each call after the driver call it made, then ranges
+  // wrapping them all after every one of them, together further off than the insertion sort's
+  // bound on moves (four per event).
+  auto check = [](const std::vector<Event>& events) {
+    ThreadTrack t;
+    bool stored = true;
+    for (const Event& e : events) stored = t.events.push_back(e) && stored;
+    REQUIRE(stored);
+    std::vector<uint32_t> expected(events.size());
+    for (uint32_t i = 0; i < expected.size(); ++i) expected[i] = i;
+    std::sort(expected.begin(), expected.end(), [&](uint32_t a, uint32_t b) {
+      const Event& x = events[a];
+      const Event& y = events[b];
+      return std::tuple(x.start, ~x.end, x.seq) < std::tuple(y.start, ~y.end, y.seq);
+    });
+    CHECK(timelineOrder(t) == expected);
+  };
+  std::vector<Event> pairs;
+  uint64_t seq = 1;
+  for (uint64_t i = 0; i < 3000; ++i) {
+    Event outer, inner;
+    outer.start = 1000 * i + 10;
+    outer.end = 1000 * i + 500;
+    outer.seq = seq++;
+    inner.start = 1000 * i + 20;
+    inner.end = i % 7 == 0 ? outer.end : 1000 * i + 400;  // some end with their caller
+    inner.seq = seq++;
+    pairs.push_back(inner);
+    pairs.push_back(outer);
+  }
+  check(pairs);
+  std::vector<Event> wrapped = pairs;
+  Event range;
+  range.kind = EventKind::NvtxRange;
+  wrapped.push_back(range);  // one range: within the bound
+  wrapped.back().start = 9;
+  wrapped.back().end = 1000 * 3000;
+  check(wrapped);
+  for (uint64_t r = 1; r <= 8; ++r) {  // eight nested ranges, innermost first: past it
+    range.start = 9 - r;
+    range.end = 1000 * 3000 + r;
+    range.seq = 0;
+    wrapped.push_back(range);
+  }
+  check(wrapped);
+  Event sameStart = range;  // starts with the outermost range, shorter: after it
+  sameStart.end = 700;
+  sameStart.seq = seq++;
+  wrapped.insert(wrapped.begin() + 1000, sameStart);
+  check(wrapped);
 }
