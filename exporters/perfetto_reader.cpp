@@ -166,6 +166,27 @@ class Decoder {
     for (auto& [index, t] : p.inlineTexts) p.slice.annotations[index].text = t;
     visitor_.slice(p.slice);
   }
+  // Slices are read one after another: a finished one's lists (annotations, frames, texts) are
+  // kept, emptied, for the next, so reading an event allocates nothing once a few are open.
+  Pending takeSpare() {
+    if (spare_.empty()) return Pending{};
+    Pending p = std::move(spare_.back());
+    spare_.pop_back();
+    return p;
+  }
+  void recycle(Pending& p) {
+    if (spare_.size() >= kSpares) return;
+    Pending& kept = spare_.emplace_back();
+    kept.slice.frames = std::move(p.slice.frames);
+    kept.slice.frames.clear();
+    kept.slice.annotations = std::move(p.slice.annotations);
+    kept.slice.annotations.clear();
+    kept.inlineTexts = std::move(p.inlineTexts);
+    kept.inlineTexts.clear();
+  }
+  static constexpr std::size_t kSpares = 64;
+  std::vector<Pending> spare_;
+  std::vector<uint64_t> categoryIids_;  // trackEvent's, reused
 
   PerfettoVisitor& visitor_;
   PfReadStats& stats_;
@@ -429,8 +450,9 @@ bool Decoder::trackEvent(Sequence& seq, uint32_t sequence, std::string_view byte
   int64_t counterValue = 0;
   std::string_view inlineName;
   bool hasInlineName = false;
-  std::vector<uint64_t> categoryIids;
-  Pending p;
+  std::vector<uint64_t>& categoryIids = categoryIids_;
+  categoryIids.clear();
+  Pending p = takeSpare();
   Reader r(bytes);
   Reader::Field f;
   while (r.next(f)) {
@@ -523,11 +545,12 @@ bool Decoder::trackEvent(Sequence& seq, uint32_t sequence, std::string_view byte
       ++stats_.unmatchedEnds;
       return true;
     }
-    Pending done = std::move(it->second.back());
-    it->second.pop_back();
+    Pending& done = it->second.back();
     done.slice.endNs = ns;
     done.slice.track = track;
     emit(done);
+    recycle(done);
+    it->second.pop_back();
     return true;
   }
   if (type == pf::TrackEvent::kTypeCounter) {
@@ -567,6 +590,7 @@ bool Decoder::trackEvent(Sequence& seq, uint32_t sequence, std::string_view byte
   }
   if (s.instant) {
     emit(p);
+    recycle(p);
     return true;
   }
   std::vector<Pending>& stack = open_[trackUuid];
