@@ -223,7 +223,15 @@ class Reader {
     failed_ = true;
     return false;
   }
-  bool readVarint(uint64_t& v) {
+  // One byte (field tags below 16 and small values, most of what cutrace writes) without the loop.
+  [[gnu::always_inline]] bool readVarint(uint64_t& v) {
+    if (__builtin_expect(p_ < end_ && *p_ < 0x80, 1)) {
+      v = *p_++;
+      return true;
+    }
+    return readLongVarint(v);
+  }
+  bool readLongVarint(uint64_t& v) {
     v = 0;
     for (int shift = 0; shift < 64; shift += 7) {
       if (p_ >= end_) return false;
