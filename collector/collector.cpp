@@ -251,10 +251,21 @@ ThreadState* newState(uint64_t ringBytes) {
 // down the tiers (config.h) before tracing turns off, so that a process that had room for the
 // 4 MiB or 1 MiB rings of the lower tiers is not left untraced by the 16 MiB one. A configured
 // size (CUTRACE_RING_SIZE) is taken as it is.
+//
+// The address space in use is read from /proc/self/statm, which also counts another thread's
+// passing mappings: glibc maps 128 MB to carve an aligned 64 MB malloc arena out of it and trims
+// the rest right after, and a thread preempted in between (a loaded machine) leaves that reading
+// 64 MB high for a while. A refusal is taken as final only after three pauses (1, 2 and 4 ms:
+// once per thread, only where the address space is nearly used up).
 ThreadState* newStateInAddressSpace() {
-  for (uint64_t bytes = wantedRingBytes();; bytes = bytes > kAutoRingBytes ? kAutoRingBytes : kAutoRingSmallBytes) {
-    if (ThreadState* s = newState(bytes)) return s;
-    if (g().config.ringBytes != 0 || bytes <= kAutoRingSmallBytes) return nullptr;
+  for (long pauseMs = 1;; pauseMs *= 2) {
+    for (uint64_t bytes = wantedRingBytes();; bytes = bytes > kAutoRingBytes ? kAutoRingBytes : kAutoRingSmallBytes) {
+      if (ThreadState* s = newState(bytes)) return s;
+      if (g().config.ringBytes != 0 || bytes <= kAutoRingSmallBytes) break;
+    }
+    if (pauseMs > 4) return nullptr;
+    const timespec pause{0, pauseMs * 1000000L};
+    nanosleep(&pause, nullptr);
   }
 }
 
