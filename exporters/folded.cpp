@@ -504,12 +504,6 @@ struct FoldBuilder::Impl {
   void hold(const TraceData& data, Thread& t, const Event& e) {
     t.held.emplace_back(e, e.kind == EventKind::NvtxRange ? folder.rangeLabel(data, e.name) : Folder::kNone);
   }
-  // Timeline order (as timelineOrder sorts): by start, the longer first, then as recorded.
-  static bool heldBefore(const Event& x, const Event& y) {
-    if (x.start != y.start) return x.start < y.start;
-    if (x.end != y.end) return x.end > y.end;
-    return x.seq < y.seq;
-  }
   // Calls and ranges held for the call they were recorded in: in timeline order (as
   // timelineOrder sorts) before `next`.
   [[gnu::always_inline]] void flushHeld(const TraceData& data, Thread& t) {
@@ -519,7 +513,7 @@ struct FoldBuilder::Impl {
     // A group is a call and what ran inside it, a few events, mostly in reverse order (children
     // are recorded first): an insertion sort, stable and without the temporary buffer
     // std::stable_sort allocates on every call (seen in the drain's profile).
-    const auto before = heldBefore;
+    const auto before = timelineBefore;
     // Most often a chain (a runtime call, the driver call inside it, ...), recorded innermost
     // first: exactly the reverse of the order wanted, taken backwards with no moves.
     std::size_t reversed = 1;
@@ -571,7 +565,7 @@ struct FoldBuilder::Impl {
     // The call the one held call ran in (a runtime call and the driver call it made, the most
     // common group): entered as flushHeld() would, without holding it too.
     if (t.held.size() == 1 && e.kind == EventKind::Api && t.held.front().first.kind == EventKind::Api &&
-        heldBefore(e, t.held.front().first)) {
+        timelineBefore(e, t.held.front().first)) {
       complete(data, t, e, Folder::kNone);
       completeLeaf(data, t, t.held.front().first);
       t.held.clear();

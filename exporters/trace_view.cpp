@@ -12,14 +12,7 @@ namespace cutrace {
 std::vector<uint32_t> timelineOrder(const ThreadTrack& thread) {
   std::vector<uint32_t> order(thread.events.size());
   for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
-  const auto before = [&](uint32_t a, uint32_t b) {
-    const Event& x = thread.events[a];
-    const Event& y = thread.events[b];
-    if (x.start != y.start) return x.start < y.start;
-    if (x.end != y.end) return x.end > y.end;
-    if (x.seq != y.seq) return x.seq < y.seq;
-    return a < b;
-  };
+  const auto before = [&](uint32_t a, uint32_t b) { return timelineBefore(thread.events[a], thread.events[b]); };
   // Events are stored as they ended, so nearly in this order: what nested in an event comes
   // just before it (a call and the driver call it made swap places). An insertion sort takes
   // that in linear time; a bound on its moves hands whatever is further off (a range wrapping

@@ -14,8 +14,13 @@
 
 namespace cutrace {
 
-// Indices of `thread.events` ordered by start, longer first on ties (parents before
-// children), then by seq.
+// Timeline order: by start, longer first on ties (parents before children), then by seq.
+inline bool timelineBefore(const Event& x, const Event& y) {
+  if (x.start != y.start) return x.start < y.start;
+  if (x.end != y.end) return x.end > y.end;
+  return x.seq < y.seq;
+}
+// Indices of `thread.events` in timeline order.
 std::vector<uint32_t> timelineOrder(const ThreadTrack& thread);
 
 // Demangles C++ names (kernel names arrive mangled from the runtime and the driver).
