@@ -148,19 +148,21 @@ void initialize(const Config& config) {
 }
 
 void attachThread(ThreadState* s) {
+  // The top of the stack bounds every read of a walk. No allocation here (a hook's first call
+  // on a thread): pthread_getattr_np allocates (a CPU set; in a thread that never allocated,
+  // glibc then reserves a 64 MB malloc arena for it) and reads /proc/self/maps for the main
+  // thread. glibc puts a thread's descriptor, pthread_self(), at the top of the block its stack
+  // is carved from (below it only the static TLS, then the stack; the same for a stack the
+  // program gave pthread_create), so [sp, pthread_self()) is mapped and holds every frame. The
+  // main thread's descriptor lies elsewhere (below its stack, which is above every mapping):
+  // __libc_stack_end. A process forked from a non-main thread runs on that thread's stack: its
+  // descriptor is the one above sp.
+  const auto sp = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+  const auto self = static_cast<uintptr_t>(pthread_self());
+  constexpr uintptr_t kMaxStack = uintptr_t{1} << 32;
   uintptr_t hi = 0;
-  if (syscall(SYS_gettid) == getpid()) {
-    // pthread_getattr_np reads /proc/self/maps (and allocates) for the main thread.
-    hi = reinterpret_cast<uintptr_t>(__libc_stack_end);
-  } else {
-    pthread_attr_t attr;
-    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
-      void* base = nullptr;
-      std::size_t size = 0;
-      if (pthread_attr_getstack(&attr, &base, &size) == 0) hi = reinterpret_cast<uintptr_t>(base) + size;
-      pthread_attr_destroy(&attr);
-    }
-  }
+  if (self > sp && self - sp < kMaxStack) hi = self;
+  else if (syscall(SYS_gettid) == getpid()) hi = reinterpret_cast<uintptr_t>(__libc_stack_end);
   s->stackHi = hi;
   // The memo's frames were checked against the previous owner's stack bounds.
   memset(&s->unwindMemo, 0, sizeof s->unwindMemo);
