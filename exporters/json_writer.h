@@ -3,6 +3,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -10,30 +12,39 @@
 
 namespace cutrace {
 
-// A sink that buffers into a string and hands full chunks to a file descriptor (writeFully:
-// never past the file-size limit), or keeps everything in memory (fd -1, tests), or only counts
-// it (kCountOnly). After the first failed write it writes nothing more; status() says why.
+// A sink that buffers and hands full chunks to a file descriptor (writeFully: never past the
+// file-size limit), or keeps everything in memory (fd -1, tests), or only counts it
+// (kCountOnly). After the first failed write it writes nothing more; status() says why.
+// What is put is copied straight into a buffer of fixed size (a file's or a count's), written
+// out when the next put does not fit: at exit the Chrome trace puts ~20 pieces per event, so
+// each put is a bounds check and a copy, never a string's growth.
 class Sink {
  public:
   // In place of a descriptor: what is put is counted (bytesWritten) and dropped chunk by chunk,
   // in small chunks (a measure takes little memory, even in a process short of it).
   static constexpr int kCountOnly = -2;
 
-  explicit Sink(int fd = -1) : fd_(fd), chunk_(fd == kCountOnly ? kCountChunk : kChunk) {
-    if (fd != -1) buffer_.reserve(chunk_);  // in memory: as large as what is put, no more
-  }
+  explicit Sink(int fd = -1);
   ~Sink() { flush(); }
   Sink(const Sink&) = delete;
   Sink& operator=(const Sink&) = delete;
 
   void put(std::string_view s) {
-    buffer_.append(s);
-    if (buffer_.size() >= chunk_) flush();
+    if (s.size() > static_cast<std::size_t>(end_ - at_)) return putLarge(s);
+    memcpy(at_, s.data(), s.size());
+    at_ += s.size();
   }
   void put(char c) {
-    buffer_.push_back(c);
-    if (buffer_.size() >= chunk_) flush();
+    if (at_ == end_) makeRoom(1);
+    *at_++ = c;
   }
+  // Room for `n` bytes (a few hundred at most) at the pointer returned; commit() the end of what
+  // was written.
+  char* room(std::size_t n) {
+    if (n > static_cast<std::size_t>(end_ - at_)) makeRoom(n);
+    return at_;
+  }
+  void commit(char* end) { at_ = end; }
   void putUint(uint64_t v);
   void putInt(int64_t v);
   // Nanoseconds as microseconds with up to three decimals, trailing zeros dropped.
@@ -43,19 +54,30 @@ class Sink {
   bool flush();
   bool ok() const { return status_ == WriteStatus::Ok; }
   WriteStatus status() const { return status_; }
-  uint64_t bytesWritten() const { return written_ + buffer_.size(); }
+  uint64_t bytesWritten() const { return written_ + static_cast<uint64_t>(at_ - begin_); }
   // For in-memory sinks (fd -1): everything put so far.
-  const std::string& text() const { return buffer_; }
+  std::string text() const { return std::string(begin_, at_); }
 
  private:
   static constexpr std::size_t kChunk = 1 << 20;
   static constexpr std::size_t kCountChunk = 16 << 10;
+  static constexpr std::size_t kInMemoryStart = 256;
+  // Makes room for `n` more bytes: writes the buffer out (file, count) or grows it (in memory).
+  void makeRoom(std::size_t n);
+  void putLarge(std::string_view s);
+  void writeOut(const char* data, std::size_t size);
+
   int fd_;
-  std::size_t chunk_;
-  std::string buffer_;
+  std::unique_ptr<char[]> buffer_;
+  char* begin_ = nullptr;
+  char* at_ = nullptr;
+  char* end_ = nullptr;
   uint64_t written_ = 0;
   WriteStatus status_ = WriteStatus::Ok;
 };
+
+// Writes `v` in decimal at `p`; returns the end (at most 20 bytes).
+char* writeUint(char* p, uint64_t v);
 
 // Length of the valid UTF-8 sequence starting at text[i] (1 for ASCII), or 0 when the bytes
 // there are not valid UTF-8 (RFC 3629: no overlongs, surrogates or code points past U+10FFFF).
