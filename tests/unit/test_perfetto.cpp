@@ -502,6 +502,53 @@ TEST_CASE("pftrace writer: a launch-bound loop with stacks takes under 40 bytes 
   CHECK(folded(back, true) == folded(d, true));
 }
 
+TEST_CASE("pftrace reader: launches of many kernels and shapes read back each as it was", "[perfetto]") {
+  // The reader keeps the last few launch texts it parsed: seven kernels (each twice in a row),
+  // five grids and three streams in turn, so texts recur with others between them, some only
+  // after the cache has moved on, and a kernel comes right after itself with another shape.
+  TraceBuilder b;
+  TraceData& d = b.store().data();
+  const char* kernels[] = {"k0", "k1", "k2", "k3", "k4", "k5", "k6"};
+  for (uint64_t i = 0; i < 60; ++i) {
+    Record r;
+    memset(&r, 0, sizeof(r));
+    r.type = RecordType::Api;
+    r.seq = i + 1;
+    r.t0 = 1000 + 100 * i;
+    r.t1 = r.t0 + 50;
+    r.hook = test::kCudaLaunchKernel;
+    r.launch.kernelName = b.name(kernels[i / 2 % 7]);
+    r.launch.gridX = static_cast<uint32_t>(i % 5 + 1);
+    r.launch.gridY = 1;
+    r.launch.gridZ = static_cast<uint16_t>(i % 2 + 1);
+    r.launch.block = LaunchPayload::packBlock(32 * static_cast<unsigned>(i % 3 + 1), 1, 1);
+    r.launch.sharedMem = static_cast<uint32_t>(i % 4) * 1024;
+    r.launch.stream = 0x10 + i % 3;
+    b.store().decode(11, 11, r, nullptr, 0);
+  }
+  b.finish(100000);
+  PerfettoWriter writer;
+  std::string bytes;
+  writer.encodePass(d, 50000, bytes);
+  writer.encodeEnd(d, 100000, chromeTraceMetadata(d), bytes);
+  TraceData back;
+  std::string error;
+  REQUIRE(readPerfettoTraceBytes(bytes, back, error));
+  REQUIRE(back.eventCount() == 60);
+  for (std::size_t i = 0; i < 60; ++i) {
+    CAPTURE(i);
+    const LaunchPayload& was = d.threads[0].events[i].launch;
+    const LaunchPayload& is = back.threads[0].events[i].launch;
+    CHECK(back.strings.get(is.kernelName) == d.strings.get(was.kernelName));
+    CHECK(is.gridX == was.gridX);
+    CHECK(is.gridZ == was.gridZ);
+    CHECK(is.block == was.block);
+    CHECK(is.sharedMem == was.sharedMem);
+    CHECK(is.stream == was.stream);
+  }
+  CHECK(chrome(back) == chrome(d));
+}
+
 TEST_CASE("pftrace writer: a range wrapping calls in one pass is written in time order", "[perfetto]") {
   // The range ends (is recorded) after the calls inside it, and the runtime call after the driver
   // call it made: the writer nests them back, BEGINs in the order they began, children in order.
