@@ -86,6 +86,34 @@ int peekVarint(std::string_view s, uint64_t& v) {
 
 // ------------------------------------------------------------------ decoding
 
+// One kind of interned entry of a sequence: iid -> text id. Writers number each kind from 1 up
+// (cutrace's do), so an iid is looked up by index; one far past the entries seen (another
+// writer's numbering, or a malformed file) goes to a map, so the index stays proportional to the
+// entries, whatever iids a file holds.
+class IidMap {
+ public:
+  const uint32_t* find(uint64_t iid) const {
+    if (iid < dense_.size()) return dense_[iid] != kNone ? &dense_[iid] : nullptr;
+    auto it = sparse_.find(iid);
+    return it != sparse_.end() ? &it->second : nullptr;
+  }
+  void set(uint64_t iid, uint32_t value) {
+    if (iid < dense_.size() || iid <= 2 * entries_ + 4096) {
+      if (iid >= dense_.size()) dense_.resize(iid + 1, kNone);
+      entries_ += dense_[iid] == kNone;
+      dense_[iid] = value;
+    } else {
+      entries_ += sparse_.insert_or_assign(iid, value).second;
+    }
+  }
+
+ private:
+  static constexpr uint32_t kNone = UINT32_MAX;
+  std::vector<uint32_t> dense_;
+  std::unordered_map<uint64_t, uint32_t> sparse_;
+  uint64_t entries_ = 0;
+};
+
 bool isRelatableBuiltin(uint64_t clock) {
   return clock == pf::BuiltinClock::kBoottime || clock == pf::BuiltinClock::kRealtime;
 }
@@ -112,7 +140,7 @@ class Decoder {
     uint64_t seqSnapshot = 0;   // its value in the snapshot
     uint64_t seqMonotonic = 0;  // MONOTONIC at that moment
     uint64_t lastSeq = UINT64_MAX;  // the last BEGIN or INSTANT's seq (+ 1 is 0)
-    std::unordered_map<uint64_t, uint32_t> names, categories, annotationNames, strings, functions, frames;
+    IidMap names, categories, annotationNames, strings, functions, frames;
     std::unordered_map<uint64_t, std::vector<uint64_t>> callstacks;  // frame iids, bottom first
   };
   struct Pending {
@@ -126,11 +154,12 @@ class Decoder {
     auto it = textIds_.find(text);
     if (it != textIds_.end()) return it->second;
     texts_.emplace_back(text);
+    textViews_.push_back(texts_.back());
     const auto id = static_cast<uint32_t>(texts_.size() - 1);
     textIds_.emplace(texts_.back(), id);
     return id;
   }
-  std::string_view text(uint32_t id) const { return texts_[id]; }
+  std::string_view text(uint32_t id) const { return textViews_[id]; }
   // The annotation a name (a text id) is, found once per name: every event has several.
   Ann annotationOf(uint32_t id) {
     if (id >= annotations_.size()) annotations_.resize(texts_.size(), kUnresolved);
@@ -211,6 +240,7 @@ class Decoder {
   std::unordered_map<uint64_t, std::vector<uint32_t>> open_;  // indices into pool_
   // Every string seen, once, for the whole read: views into it outlive a sequence's clearing.
   std::deque<std::string> texts_;
+  std::vector<std::string_view> textViews_;  // texts_ by id, indexed without the deque's arithmetic
   std::unordered_map<std::string_view, uint32_t> textIds_;
   static constexpr uint8_t kUnresolved = 0xff;
   std::vector<uint8_t> annotations_;  // by text id: an Ann, kUnresolved until first asked
@@ -253,21 +283,21 @@ bool Decoder::interned(Sequence& seq, std::string_view bytes, std::string& error
     if (e.failed() || !framesOk) return fail(error, "malformed interned entry");
     if (iid == 0) return fail(error, "interned entry with iid 0");
     switch (f.number) {
-      case pf::InternedData::kEventNames: if (hasName) seq.names[iid] = intern(name); break;
-      case pf::InternedData::kEventCategories: if (hasName) seq.categories[iid] = intern(name); break;
-      case pf::InternedData::kDebugAnnotationNames: if (hasName) seq.annotationNames[iid] = intern(name); break;
-      case pf::InternedData::kDebugAnnotationStringValues: if (hasName) seq.strings[iid] = intern(name); break;
-      case pf::InternedData::kFunctionNames: if (hasName) seq.functions[iid] = intern(name); break;
+      case pf::InternedData::kEventNames: if (hasName) seq.names.set(iid, intern(name)); break;
+      case pf::InternedData::kEventCategories: if (hasName) seq.categories.set(iid, intern(name)); break;
+      case pf::InternedData::kDebugAnnotationNames: if (hasName) seq.annotationNames.set(iid, intern(name)); break;
+      case pf::InternedData::kDebugAnnotationStringValues: if (hasName) seq.strings.set(iid, intern(name)); break;
+      case pf::InternedData::kFunctionNames: if (hasName) seq.functions.set(iid, intern(name)); break;
       case pf::InternedData::kFrames: {
         if (!hasRef) return fail(error, "interned frame without a function name");
-        auto it = seq.functions.find(ref);
-        if (it == seq.functions.end()) return fail(error, "interned frame names function " + std::to_string(ref) + ", not interned");
-        seq.frames[iid] = it->second;
+        const uint32_t* function = seq.functions.find(ref);
+        if (function == nullptr) return fail(error, "interned frame names function " + std::to_string(ref) + ", not interned");
+        seq.frames.set(iid, *function);
         break;
       }
       case pf::InternedData::kCallstacks:
         for (uint64_t frame : frameIds) {
-          if (!seq.frames.count(frame)) return fail(error, "callstack " + std::to_string(iid) + " has frame " + std::to_string(frame) + ", not interned");
+          if (seq.frames.find(frame) == nullptr) return fail(error, "callstack " + std::to_string(iid) + " has frame " + std::to_string(frame) + ", not interned");
         }
         seq.callstacks[iid] = std::move(frameIds);
         break;
@@ -515,11 +545,10 @@ bool Decoder::trackEvent(Sequence& seq, uint32_t sequence, std::string_view byte
         while (d.next(g)) {
           switch (g.number) {
             case pf::DebugAnnotation::kNameIid: {
-              auto it = seq.annotationNames.find(g.value);
-              if (it == seq.annotationNames.end())
-                return fail(error, "annotation name iid " + std::to_string(g.value) + " not interned");
-              a.name = text(it->second);
-              a.id = annotationOf(it->second);
+              const uint32_t* id = seq.annotationNames.find(g.value);
+              if (id == nullptr) return fail(error, "annotation name iid " + std::to_string(g.value) + " not interned");
+              a.name = text(*id);
+              a.id = annotationOf(*id);
               break;
             }
             case pf::DebugAnnotation::kName:
@@ -540,10 +569,10 @@ bool Decoder::trackEvent(Sequence& seq, uint32_t sequence, std::string_view byte
               inlineText = hasValue = true;
               break;
             case pf::DebugAnnotation::kStringValueIid: {
-              auto it = seq.strings.find(g.value);
-              if (it == seq.strings.end()) return fail(error, "annotation string iid " + std::to_string(g.value) + " not interned");
+              const uint32_t* id = seq.strings.find(g.value);
+              if (id == nullptr) return fail(error, "annotation string iid " + std::to_string(g.value) + " not interned");
               a.type = PfAnnotation::Type::String;
-              a.text = text(it->second);
+              a.text = text(*id);
               inlineText = false;
               hasValue = true;
               break;
@@ -594,14 +623,14 @@ bool Decoder::trackEvent(Sequence& seq, uint32_t sequence, std::string_view byte
   s.startNs = s.endNs = ns;
   s.instant = type == pf::TrackEvent::kTypeInstant;
   if (!categoryIids.empty()) {
-    auto it = seq.categories.find(categoryIids.front());
-    if (it == seq.categories.end()) return fail(error, "category iid " + std::to_string(categoryIids.front()) + " not interned");
-    s.category = text(it->second);
+    const uint32_t* id = seq.categories.find(categoryIids.front());
+    if (id == nullptr) return fail(error, "category iid " + std::to_string(categoryIids.front()) + " not interned");
+    s.category = text(*id);
   }
   if (nameIid != 0) {
-    auto it = seq.names.find(nameIid);
-    if (it == seq.names.end()) return fail(error, "event name iid " + std::to_string(nameIid) + " not interned");
-    s.name = text(it->second);
+    const uint32_t* id = seq.names.find(nameIid);
+    if (id == nullptr) return fail(error, "event name iid " + std::to_string(nameIid) + " not interned");
+    s.name = text(*id);
     s.nameIid = nameIid;
   } else if (hasInlineName) {
     p.inlineName = std::string(inlineName);
@@ -612,7 +641,7 @@ bool Decoder::trackEvent(Sequence& seq, uint32_t sequence, std::string_view byte
     if (it == seq.callstacks.end()) return fail(error, "callstack iid " + std::to_string(callstack) + " not interned");
     s.callstackIid = callstack;
     s.frames.reserve(it->second.size());
-    for (auto frame = it->second.rbegin(); frame != it->second.rend(); ++frame) s.frames.push_back(text(seq.frames[*frame]));
+    for (auto frame = it->second.rbegin(); frame != it->second.rend(); ++frame) s.frames.push_back(text(*seq.frames.find(*frame)));
   }
   if (s.instant) {
     emit(p);

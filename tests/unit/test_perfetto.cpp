@@ -421,6 +421,60 @@ TEST_CASE("pftrace reader: malformed files are refused with a message", "[perfet
   }
 }
 
+TEST_CASE("pftrace reader: interned ids of any size, dense or far apart, name their events", "[perfetto]") {
+  // cutrace numbers interned entries from 1; another writer may not. Names at iids 1, 2, 5000,
+  // 2^40 and 2^63, then an event of each, and one of a name never interned.
+  const uint64_t iids[] = {1, 2, 5000, uint64_t{1} << 40, uint64_t{1} << 63};
+  proto::Writer w;
+  auto packet = [&](uint64_t ts, uint32_t flags) {
+    const auto p = w.begin(pf::Trace::kPacket);
+    w.varint(pf::TracePacket::kTimestamp, ts);
+    w.varint(pf::TracePacket::kTimestampClockId, pf::BuiltinClock::kMonotonic);
+    w.varint(pf::TracePacket::kTrustedPacketSequenceId, 2);
+    w.varint(pf::TracePacket::kSequenceFlags, flags);
+    return p;
+  };
+  auto p = packet(1, pf::TracePacket::kSeqIncrementalStateCleared);
+  const auto interned = w.begin(pf::TracePacket::kInternedData);
+  for (uint64_t iid : iids) {
+    const auto e = w.begin(pf::InternedData::kEventNames);
+    w.varint(pf::InternedEntry::kIid, iid);
+    w.bytes(pf::InternedEntry::kName, "name " + std::to_string(iid));
+    w.end(e);
+  }
+  w.end(interned);
+  w.end(p);
+  uint64_t ts = 10;
+  for (uint64_t iid : iids) {
+    for (uint64_t type : {pf::TrackEvent::kTypeSliceBegin, pf::TrackEvent::kTypeSliceEnd}) {
+      p = packet(ts++, pf::TracePacket::kSeqNeedsIncrementalState);
+      const auto te = w.begin(pf::TracePacket::kTrackEvent);
+      w.varint(pf::TrackEvent::kType, type);
+      w.varint(pf::TrackEvent::kTrackUuid, 77);
+      if (type == pf::TrackEvent::kTypeSliceBegin) w.varint(pf::TrackEvent::kNameIid, iid);
+      w.end(te);
+      w.end(p);
+    }
+  }
+  struct Names : PerfettoVisitor {
+    std::vector<std::string> seen;
+    void slice(const PfSlice& s) override { seen.emplace_back(s.name); }
+  } names;
+  std::string error;
+  REQUIRE(readPerfettoBytes(w.buffer(), names, error));
+  CHECK(names.seen == std::vector<std::string>{"name 1", "name 2", "name 5000", "name 1099511627776",
+                                               "name 9223372036854775808"});
+  p = packet(ts, pf::TracePacket::kSeqNeedsIncrementalState);
+  const auto te = w.begin(pf::TracePacket::kTrackEvent);
+  w.varint(pf::TrackEvent::kType, pf::TrackEvent::kTypeInstant);
+  w.varint(pf::TrackEvent::kTrackUuid, 77);
+  w.varint(pf::TrackEvent::kNameIid, 4999);
+  w.end(te);
+  w.end(p);
+  CHECK_FALSE(readPerfettoBytes(w.buffer(), names, error));
+  CHECK(error.find("event name iid 4999 not interned") != std::string::npos);
+}
+
 TEST_CASE("pftrace reader: visitor sees tracks, slices with interned names, counters, metadata", "[perfetto]") {
   SampleStream s;
   s.build();
