@@ -148,7 +148,7 @@ bool writeInPlace(int dirfd, const std::string& dir, const std::string& base,
 
 OutputResult writeOutputFiles(const TraceData& data, const char* directory, const FoldOptions& fold,
                               const std::string& stem0, uint64_t jsonLimit, const FoldedStacks* runFolded,
-                              uint64_t jsonEstimate) {
+                              uint64_t jsonEstimate, bool withoutJson) {
   OutputResult result;
   const std::string dir = directory;
   if (!makeDirectories(dir, result.error)) return result;
@@ -160,17 +160,19 @@ OutputResult writeOutputFiles(const TraceData& data, const char* directory, cons
   // A Chrome trace larger than the limit would not open in the viewers it is for: a run with more
   // events than the smallest events fit, or whose estimate passes it, is not written at all (no
   // time spent at exit), and one that turns out larger once written is discarded before it gets a name.
-  result.jsonSkipped = jsonKnownTooLarge(data.eventCount(), jsonEstimate, jsonLimit);
+  result.jsonWithheld = withoutJson && runFolded != nullptr;
+  result.jsonSkipped = !result.jsonWithheld && jsonKnownTooLarge(data.eventCount(), jsonEstimate, jsonLimit);
   if (result.jsonSkipped) result.jsonBytes = std::max(jsonEstimate, data.eventCount() * kMinJsonBytesPerEvent);
+  const bool noJson = result.jsonSkipped || result.jsonWithheld;
   // Folding the events of `data` is needed for the trace (its metadata.folded) and for GPU time,
   // which only they link; host time and calls come from the run's own folding when given.
   FoldedStacks folded;
-  if (!result.jsonSkipped || runFolded == nullptr) folded = foldStacks(data, fold);
+  if (!noJson || runFolded == nullptr) folded = foldStacks(data, fold);
   const FoldedStacks& hostFolded = runFolded != nullptr ? *runFolded : folded;
   const bool anyGpu = folded.anyGpu();
   uint64_t jsonBytes = 0;
   std::vector<OutputFile> files;
-  if (!result.jsonSkipped)
+  if (!noJson)
     files.emplace_back(kTraceSuffix, [&](Sink& out) {
       writeChromeTrace(data, out, &folded);
       jsonBytes = out.bytesWritten();
@@ -258,7 +260,7 @@ OutputResult writeOutputFiles(const TraceData& data, const char* directory, cons
     }
   }
   close(dirfd);
-  if (!result.jsonSkipped) result.tracePath = dir + "/" + stem + kTraceSuffix;
+  if (!result.jsonSkipped && !result.jsonWithheld) result.tracePath = dir + "/" + stem + kTraceSuffix;
   result.foldedPath = dir + "/" + stem + kFoldedSuffix;
   if (!ok) {
     failure(named ? "" : " (nothing written)");

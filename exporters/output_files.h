@@ -23,6 +23,7 @@ struct OutputResult {
   std::string error;
   bool fileSizeLimit = false;  // the error: a file would have passed RLIMIT_FSIZE
   bool jsonSkipped = false;    // the Chrome trace would pass the JSON limit: not written, no tracePath
+  bool jsonWithheld = false;   // writeOutputFiles' withoutJson: not written, no tracePath
   // Where skipped: its size, as written and discarded (jsonMeasured), or as estimated before
   // writing (the run's estimate, at least kMinJsonBytesPerEvent an event).
   uint64_t jsonBytes = 0;
@@ -43,10 +44,12 @@ inline bool jsonKnownTooLarge(uint64_t events, uint64_t estimate, uint64_t jsonL
 // `jsonLimit`: the Chrome trace is not written when it would be larger (0: no limit); also not
 // when `jsonEstimate` (its size as estimated while the run went; 0: none) passes it.
 // `runFolded`: the run's folded stacks built as it went (FoldBuilder) for the host-time and
-// calls files; none: folded from the events of `data`.
+// calls files; none: folded from the events of `data`. `withoutJson`: no Chrome trace whatever
+// its size (the events could not be read back), only the folded files of `runFolded`.
 OutputResult writeOutputFiles(const TraceData& data, const char* directory, const FoldOptions& fold = {},
                               const std::string& stem = {}, uint64_t jsonLimit = 0,
-                              const FoldedStacks* runFolded = nullptr, uint64_t jsonEstimate = 0);
+                              const FoldedStacks* runFolded = nullptr, uint64_t jsonEstimate = 0,
+                              bool withoutJson = false);
 
 
 // "<exe>" reduced to [A-Za-z0-9._-] so it is always a safe file name.

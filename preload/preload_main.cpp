@@ -148,7 +148,7 @@ void writeOutputsAndReport(TraceData& data, const Config& config) {
   // when the trace fits CUTRACE_JSON_LIMIT (writeOutputFiles skips it otherwise).
   TraceData rebuilt;
   const TraceData* view = &data;
-  std::string error;
+  std::string error, readError;
   FoldedStacks runFolded;
   uint64_t jsonEstimate = 0;
   const bool streamed = !s.failed && s.folded != nullptr;
@@ -158,8 +158,14 @@ void writeOutputsAndReport(TraceData& data, const Config& config) {
     jsonEstimate = s.jsonEstimate(data.eventCount(), data.releasedDevice + data.device.size());
     if (!jsonKnownTooLarge(data.eventCount(), jsonEstimate, config.jsonLimit)) {
       const PfMetadataSource known{nullptr, nullptr, &data};
-      if (!rebuildPerfetto(streamPath, known, rebuilt, error)) error = "cannot read the stream back: " + error;
       view = &rebuilt;
+      if (!rebuildPerfetto(streamPath, known, rebuilt, readError)) {
+        // No Chrome trace (most often no memory for the events: an address-space limit), but the
+        // folded stacks of the run are at hand: they are written, from the events still in memory.
+        readError = "reading the stream back failed (" + readError + ")";
+        rebuilt = TraceData();
+        view = &data;
+      }
     }
   } else if (released != 0) {
     error = "the stream stopped during the run";
@@ -167,7 +173,7 @@ void writeOutputsAndReport(TraceData& data, const Config& config) {
   OutputResult r;
   if (error.empty())
     r = writeOutputFiles(*view, config.outputDir, FoldOptions{config.foldedNvtx}, s.file.stem(), config.jsonLimit,
-                         streamed ? &runFolded : nullptr, jsonEstimate);
+                         streamed ? &runFolded : nullptr, jsonEstimate, !readError.empty());
   else
     r.error = error;
   std::string line;
@@ -188,6 +194,7 @@ void writeOutputsAndReport(TraceData& data, const Config& config) {
       line += "; no Chrome trace: it would pass CUTRACE_JSON_LIMIT (" + std::to_string(config.jsonLimit) + " bytes) at " +
               (r.jsonMeasured ? "" : "about ") + std::to_string(r.jsonBytes) +
               " bytes, which Perfetto UI would not open; open the .pftrace, or `cutrace export` it";
+    if (r.jsonWithheld) line += "; no Chrome trace: " + readError + "; open the .pftrace, or `cutrace export` it";
   }
   line += '\n';
   writeDiagnostic(line.c_str());

@@ -5,8 +5,9 @@
 # without cutrace under the same conditions (exit status, stdout, stderr beyond cutrace's
 # lines), stderr must hold exactly one "cutrace: " line, containing EXPECT, and no file may be
 # left under a trace's name (the stream, .pftrace, holds whole passes only: under a file-size
-# limit it stays within the limit).
-#   usage: limited_run.sh [--fsize KIB] [--as BYTES] [--preload LIB] [--env K=V]...
+# limit it stays within the limit). --folded: the run's folded stacks are written all the same
+# (.folded and .calls.folded, each with the program's CUDA call), only the Chrome trace is not.
+#   usage: limited_run.sh [--fsize KIB] [--as BYTES] [--preload LIB] [--env K=V]... [--folded]
 #                         --expect TEXT -- PROGRAM ARGS...
 #   --env applies to both runs; --preload and the CUTRACE_* settings to the traced run only.
 #   env: LIBTRACE, STANDIN_DIR, SANITIZER_RUNTIME
@@ -15,6 +16,7 @@ fsize=unlimited
 as=unlimited
 inject=""
 expect=""
+folded=""
 both_env=()
 traced_env=()
 while [ $# -gt 0 ]; do
@@ -24,6 +26,7 @@ while [ $# -gt 0 ]; do
     --preload) inject="$2 "; shift 2 ;;
     --env) if [[ $2 == CUTRACE_* ]]; then traced_env+=("$2"); else both_env+=("$2"); fi; shift 2 ;;
     --expect) expect=$2; shift 2 ;;
+    --folded) folded=1; shift ;;
     --) shift; break ;;
     *) echo "limited_run: unknown option $1" >&2; exit 2 ;;
   esac
@@ -72,10 +75,19 @@ lines=$(grep -c '^cutrace: ' "$work/traced.err")
 [ "$lines" = 1 ] || fail "expected one cutrace: line, got $lines"
 grep -q -F -- "$expect" "$work/traced.err" || fail "the cutrace: line does not say \"$expect\""
 shopt -s nullglob
-named=("$work"/out/*.trace.json "$work"/out/*.folded)
+named=("$work"/out/*.trace.json)
+[ -n "$folded" ] || named+=("$work"/out/*.folded)
 [ "${#named[@]}" -eq 0 ] || fail "a file was left under a trace's name: ${named[*]}"
+if [ -n "$folded" ]; then
+  for suffix in .folded .calls.folded; do
+    f=("$work"/out/*[0-9]$suffix)
+    [ "${#f[@]}" -eq 1 ] || fail "expected one *$suffix file"
+    grep -q 'cuCtxSynchronize [0-9]' "${f[0]}" || fail "${f[0]} has no cuCtxSynchronize line"
+  done
+fi
 for f in "$work"/out/*; do
   case $f in
+    *.folded) [ -n "$folded" ] || fail "unexpected file $f" ;;
     *.pftrace)
       [ "$fsize" = unlimited ] || [ "$(stat -c %s "$f")" -le $((fsize * 1024)) ] || fail "$f is larger than the limit" ;;
     *) fail "unexpected file $f" ;;
