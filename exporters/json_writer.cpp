@@ -152,6 +152,9 @@ struct StringOut {
 
 constexpr std::size_t kPlainMax = 512;
 
+// A byte a JSON string holds as it is: printable ASCII but the quote and the backslash.
+constexpr bool plainJsonByte(unsigned char c) { return c >= 0x20 && c < 0x7f && c != '"' && c != '\\'; }
+
 template <class Out>
 void writeJsonString(Out& out, std::string_view text) {
   static constexpr char kHex[] = "0123456789abcdef";
@@ -163,7 +166,7 @@ void writeJsonString(Out& out, std::string_view text) {
   };
   while (i < text.size()) {
     const auto c = static_cast<unsigned char>(text[i]);
-    if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
+    if (plainJsonByte(c)) {
       ++i;
       continue;
     }
@@ -214,7 +217,7 @@ void putJsonString(Sink& out, std::string_view text) {
     }
     for (; i < text.size() && plain; ++i) {
       const auto c = static_cast<unsigned char>(text[i]);
-      plain = c >= 0x20 && c < 0x7f && c != '"' && c != '\\';
+      plain = plainJsonByte(c);
     }
     if (plain) {
       char* p = out.room(text.size() + 2);
