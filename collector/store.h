@@ -59,7 +59,7 @@ class Store {
   // An event could not be stored for want of memory (the collector then turns tracing off).
   bool outOfMemory() const { return outOfMemory_; }
   // At most this many bytes of stored events (0 = no cap).
-  void setMemoryCap(uint64_t bytes) { eventBudget_ = bytes / sizeof(Event); }
+  void setMemoryCap(uint64_t bytes) { eventBudget_ = bytes == 0 ? UINT64_MAX : bytes / sizeof(Event); }
   // NVTX message texts kept for the whole run (StringPool::internBounded); past them, a text not
   // seen before lives only as long as its event is in memory.
   void setStringCap(std::size_t strings, std::size_t bytes) {
@@ -134,7 +134,7 @@ class Store {
   // nullptr when it is dropped (memory cap, or no memory for another block: tracing then ends).
   Event* newEvent(std::size_t trackIndex) {
     ThreadTrack& t = data_.threads[trackIndex];
-    if (eventBudget_ != 0 && eventsStored_ >= eventBudget_) {
+    if (__builtin_expect(eventsStored_ >= eventBudget_, 0)) {
       ++t.capped;
       ++t.dropped;
       return nullptr;
@@ -165,7 +165,7 @@ class Store {
   uint32_t lastMessageId_ = StringPool::kTransientId;
   uint64_t recordsSeen_ = 0;
   uint32_t stacksResolved_ = 0;
-  uint64_t eventBudget_ = 0;
+  uint64_t eventBudget_ = UINT64_MAX;  // events held at most (UINT64_MAX: no cap)
   std::size_t stringCap_ = std::size_t{1} << 16;
   std::size_t stringBytesCap_ = std::size_t{16} << 20;
   uint64_t eventsStored_ = 0;

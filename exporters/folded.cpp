@@ -588,9 +588,17 @@ void FoldBuilder::pass(const TraceData& data) {
     // The lists hold what came since they were last released: continue where this left off.
     std::size_t i = t.folded > track.released ? static_cast<std::size_t>(t.folded - track.released) : 0;
     std::size_t o = t.opened > track.releasedOpens ? static_cast<std::size_t>(t.opened - track.releasedOpens) : 0;
-    for (; i < track.events.size(); ++i) {
-      for (; o < track.opens.size() && track.opens[o].before <= i; ++o) b.open(data, t, track.opens[o]);
-      b.event(data, t, track.events[i]);
+    // The next open's place, or past every event: the loop over a run compares one number.
+    auto nextOpen = [&] { return o < track.opens.size() ? std::size_t{track.opens[o].before} : SIZE_MAX; };
+    for (std::size_t at = nextOpen(); i < track.events.size();) {
+      const auto run = track.events.run(i);
+      for (std::size_t k = 0; k < run.count; ++k, ++i) {
+        if (__builtin_expect(at <= i, 0)) {
+          for (; o < track.opens.size() && track.opens[o].before <= i; ++o) b.open(data, t, track.opens[o]);
+          at = nextOpen();
+        }
+        b.event(data, t, run.at[k]);
+      }
     }
     for (; o < track.opens.size(); ++o) b.open(data, t, track.opens[o]);
     t.folded = track.released + track.events.size();

@@ -201,6 +201,26 @@ TEST_CASE("BlockList refilled after clearKeepingBlocks reads back what was pushe
   for (uint64_t i = 0; i < 6; ++i) CHECK(list[i] == i);
   for (uint64_t i = 6; i < 14; ++i) REQUIRE(list.push_back(i));  // past the blocks kept: a new one
   for (uint64_t i = 0; i < 14; ++i) CHECK(list[i] == i);
+  // A moved list appends after its last element, in place within a block and in a new one past it.
+  BlockList<uint64_t, 4> moved(std::move(list));
+  CHECK(list.empty());
+  for (uint64_t i = 14; i < 19; ++i) REQUIRE(moved.push_back(i));
+  REQUIRE(moved.size() == 19);
+  for (uint64_t i = 0; i < 19; ++i) CHECK(moved[i] == i);
+  BlockList<uint64_t, 4> assigned;
+  REQUIRE(assigned.push_back(99));
+  assigned = std::move(moved);
+  REQUIRE(assigned.push_back(19));
+  uint64_t expect = 0;
+  for (std::size_t i = 0; i < assigned.size();) {
+    const auto run = assigned.run(i);
+    for (std::size_t k = 0; k < run.count; ++k, ++i) CHECK(run.at[k] == expect++);
+  }
+  CHECK(expect == 20);
+  // The moved-from list starts again from nothing.
+  REQUIRE(list.push_back(7));
+  CHECK(list.size() == 1);
+  CHECK(list[0] == 7);
 }
 
 // Every pass adds an anchor; a tick maps to the same ns in every pass after its own (the chord
