@@ -237,7 +237,7 @@ void Store::releaseEvents() {
     std::vector<uint32_t*> inUse;
     for (auto& [id, track] : tracks_)
       for (auto& [domain, stack] : track.stacks)
-        for (OpenRange& open : stack) inUse.push_back(&open.event.name);
+        for (OpenRange& open : stack) inUse.push_back(&open.name);
     for (auto& [rangeId, span] : openSpans_) inUse.push_back(&span.event.name);
     data_.strings.dropTransient(inUse);
   }
@@ -247,7 +247,7 @@ void Store::noteInside(std::vector<OpenRange>& stack, uint64_t t0, uint64_t t1) 
   if (stack.empty()) return;
   OpenRange& top = stack.back();
   if (top.sealed) return;
-  if (t0 >= top.event.start) {
+  if (t0 >= top.start) {
     top.lastInside = std::max(top.lastInside, t1);
   } else {
     top.sealed = true;
@@ -262,7 +262,7 @@ void Store::childEnded(OpenRange& parent, const OpenRange& child, uint64_t end) 
   if (!child.sealed) return;
   // The call that enclosed the child began inside the parent (then it is inside the parent too)
   // or before it (then it encloses the parent as well).
-  if (child.sealStart >= parent.event.start) {
+  if (child.sealStart >= parent.start) {
     parent.lastInside = std::max(parent.lastInside, child.sealEnd);
   } else {
     parent.sealed = true;
@@ -282,10 +282,17 @@ void Store::endTop(std::size_t trackIndex, std::vector<OpenRange>& stack, uint64
                    bool defaultDomain) {
   const OpenRange& open = stack.back();
   if (Event* e = newEvent(trackIndex)) {
-    *e = open.event;
     e->start = open.startNs;
     e->end = clock_.toMonotonicNs(end);
-    e->flags |= flags;
+    e->seq = open.seq;
+    e->name = open.name;
+    e->domain = open.domain;
+    e->category = open.category;
+    e->hook = 0;
+    e->kind = EventKind::NvtxRange;
+    e->flags = open.flags | flags;
+    e->result = 0;
+    memset(e->raw, 0, sizeof(e->raw));
   }
   if (defaultDomain && stack.size() > 1) childEnded(stack[stack.size() - 2], open, end);
   stack.pop_back();
@@ -306,21 +313,23 @@ void Store::decodeInto(Track& t, const Record& r, const char* text, std::size_t 
       auto& stack = stackOf(t, domain);
       // A push at depth d means everything at depth >= d was popped, even if we lost the pop.
       closeLost(t, stack, r.nvtx.depth, r.t0, domain == 0);
-      OpenRange& open = stack.emplace_back();  // filled in place: an OpenRange is two cache lines
+      OpenRange& open = stack.emplace_back();  // filled in place, every field
+      open.start = r.t0;
+      open.startNs = clock_.toMonotonicNs(r.t0);
+      open.seq = r.seq;
+      open.domain = domain;
+      open.category = r.nvtx.category;
+      open.flags = 0;
+      open.name = nvtxName(r, text, textLen, open.flags);
       open.depth = r.nvtx.depth;
       open.lastInside = r.t0;
-      open.event.kind = EventKind::NvtxRange;
-      open.event.start = r.t0;
-      open.startNs = clock_.toMonotonicNs(r.t0);
-      open.event.seq = r.seq;
-      open.event.domain = domain;
-      open.event.category = r.nvtx.category;
-      open.event.name = nvtxName(r, text, textLen, open.event.flags);
+      open.sealStart = open.sealEnd = 0;
+      open.sealed = false;
       if (r.nvtx.insideCall) {
-        open.event.flags |= kEventInsideCall;
+        open.flags |= kEventInsideCall;
       } else if (domain == 0) {
         ThreadTrack& thread = data_.threads[t.index];
-        thread.opens.push_back(ThreadTrack::RangeOpen{static_cast<uint32_t>(thread.events.size()), open.event.name,
+        thread.opens.push_back(ThreadTrack::RangeOpen{static_cast<uint32_t>(thread.events.size()), open.name,
                                                       open.startNs, r.seq});
       }
       break;

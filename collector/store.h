@@ -68,20 +68,26 @@ class Store {
   }
 
  private:
+  // A pushed range until its pop: what its event will need, no more (written field by field at
+  // the push, and into the event's slot at the pop, never copied whole).
   struct OpenRange {
-    Event event;
+    uint64_t start;  // ticks
     // Its start as ns, mapped once at the push: its event (emitted passes later, when each pass
     // has its own clock fit) and ThreadTrack::opens then carry the same value, to the ns.
-    uint64_t startNs = 0;
+    uint64_t startNs;
+    uint64_t seq;
+    uint32_t name, domain, category;
+    uint8_t flags;
     uint16_t depth;
     // Default domain only (its ranges share the thread's track with the CUDA calls): what bounds
     // the end of a range whose pop was lost, so that it still nests with the calls. `lastInside`:
     // the latest end of what was recorded inside it. `sealed`: a call that began before the range
     // arrived after it (the range lies inside that call, whose start and end are seal*): nothing
     // decoded later is inside the range.
-    uint64_t lastInside = 0;
-    uint64_t sealStart = 0, sealEnd = 0;
-    bool sealed = false;
+    uint64_t lastInside;
+    uint64_t sealStart, sealEnd;
+    bool sealed;
+    OpenRange() {}  // not zeroed first: the push writes every field
   };
   struct Track {
     std::size_t index;  // into data_.threads

@@ -83,10 +83,12 @@ class ChromeWriter {
     out_.put(cat);
     out_.put("\",\"name\":");
     putJsonString(out_, name);
-    out_.put(",\"pid\":");
-    out_.putUint(data_.meta.pid);
-    out_.put(",\"tid\":");
-    out_.putUint(tid);
+    // Every event of a track repeats its pid and tid: the text is made once per track met.
+    if (tid != headTid_) {
+      headTid_ = tid;
+      headIds_ = ",\"pid\":" + std::to_string(data_.meta.pid) + ",\"tid\":" + std::to_string(tid);
+    }
+    out_.put(headIds_);
   }
 
   void writeNames() {
@@ -628,6 +630,8 @@ class ChromeWriter {
   TorchLinks torch_;
   std::vector<std::string> stackJson_;  // by stack id; empty until first written
   bool first_ = true;
+  uint64_t headTid_ = UINT64_MAX;  // the tid headIds_ was made for (no track has this one)
+  std::string headIds_;
 };
 
 }  // namespace
