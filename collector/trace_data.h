@@ -165,12 +165,12 @@ class BlockList {
   BlockList(const BlockList&) = delete;
   BlockList& operator=(const BlockList&) = delete;
   BlockList(BlockList&& o) noexcept
-      : blocks_(std::move(o.blocks_)), size_(o.size_), next_(o.next_), blockEnd_(o.blockEnd_) {
+      : blocks_(std::exchange(o.blocks_, {})), size_(o.size_), next_(o.next_), blockEnd_(o.blockEnd_) {
     o.forget();
   }
   BlockList& operator=(BlockList&& o) noexcept {
     release();
-    blocks_ = std::move(o.blocks_);
+    blocks_ = std::exchange(o.blocks_, {});  // the blocks are this list's alone now
     size_ = o.size_;
     next_ = o.next_;
     blockEnd_ = o.blockEnd_;
