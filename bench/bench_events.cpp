@@ -13,7 +13,8 @@
 //
 // Cases: driver-sync (cuCtxSynchronize: 1 event), runtime-sync (cudaStreamSynchronize: the
 // runtime call and the driver call it makes, 2 events), launch (a kernel launch through the
-// runtime: 2 events, kernel name looked up), nvtx (push+pop: 1 range); the d20-* cases make the
+// runtime: 2 events, kernel name looked up), nvtx (push+pop: 1 range), nvtx-ops (the same with a
+// text that differs every time, as PyTorch's emit_nvtx names its ops); the d20-* cases make the
 // driver call 20 frames below main, traced without stacks and with each unwinder.
 // Calls come in bursts with pauses in between, so the default ring is emptied in time and never
 // drops (checked: the bench fails if a traced run reports a drop); the drain thread runs as in a
@@ -57,6 +58,7 @@ constexpr Case kCases[] = {
     {"runtime-sync", "runtime-sync", 2, 0, nullptr},
     {"launch", "launch", 2, 0, nullptr},
     {"nvtx", "nvtx", 1, 0, nullptr},
+    {"nvtx-ops", "nvtx-ops", 1, 0, nullptr},
     {"d20-nostack", "driver-sync", 1, 20, "CUTRACE_STACKS=off"},
     {"d20-dwarf", "driver-sync", 1, 20, "CUTRACE_UNWIND=dwarf"},
     {"d20-libunwind", "driver-sync", 1, 20, "CUTRACE_UNWIND=libunwind"},
@@ -140,9 +142,19 @@ int worker(const std::string& which, long calls, int depth) {
     } else if (which == "launch") {
       for (long i = 0; i < n; ++i)
         cudaLaunchKernel(reinterpret_cast<const void*>(&benchKernelStub), dim3(1), dim3(32), nullptr, 0, stream);
-    } else {
+    } else if (which == "nvtx") {
       for (long i = 0; i < n; ++i) {
         nvtxRangePushA("bench");
+        nvtxRangePop();
+      }
+    } else {
+      // Ranges named as PyTorch's emit_nvtx names its ops: every text differs (seq, op_id).
+      static long op = 0;
+      char text[160];
+      for (long i = 0; i < n; ++i, ++op) {
+        snprintf(text, sizeof(text), "aten::addmm, seq = %ld, op_id = %ld, sizes = [[256], [2048, 256], [256, 2048]], input_op_ids = [(%ld, 0)]",
+                 op, 3 * op + 1, 3 * op);
+        nvtxRangePushA(text);
         nvtxRangePop();
       }
     }
@@ -174,7 +186,7 @@ int worker(const std::string& which, long calls, int depth) {
     fflush(stdout);
     return 0;
   }
-  if (which != "driver-sync" && which != "runtime-sync" && which != "launch" && which != "nvtx") {
+  if (which != "driver-sync" && which != "runtime-sync" && which != "launch" && which != "nvtx" && which != "nvtx-ops") {
     fprintf(stderr, "unknown case %s\n", which.c_str());
     return 2;
   }

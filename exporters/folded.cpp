@@ -369,9 +369,16 @@ class Folder {
   static constexpr uint32_t kNone = UINT32_MAX;
   uint32_t rangeLabel(const TraceData& data, uint32_t name) {
     auto labelOf = [&] {
-      TorchOp op;
       const std::string& text = data.strings.get(name);
-      return f_.label(foldedFrame(parseTorchRange(text, op) ? op.name : std::string_view(text)));
+      std::string_view op;
+      if (!torchRangeName(text, op)) return f_.label(foldedFrame(text));
+      // PyTorch's op ranges: a text per call, a few hundred op names; each name's label is
+      // made once (the first kMaxOpLabels names; past them, made every time).
+      auto it = opLabels_.find(op);
+      if (it != opLabels_.end()) return it->second;
+      const uint32_t label = f_.label(foldedFrame(op));
+      if (opLabels_.size() < kMaxOpLabels) opLabels_.emplace(op, label);
+      return label;
     };
     if (StringPool::isTransient(name)) return labelOf();  // a one-off id: not worth a cache entry
     auto [it, inserted] = rangeLabels_.try_emplace(name, 0);
@@ -414,6 +421,12 @@ class Folder {
   FoldOptions options_;
   Demangler demangle_;
   std::unordered_map<uint32_t, uint32_t> frameLabels_, rangeLabels_, kernelLabels_;
+  static constexpr std::size_t kMaxOpLabels = 4096;
+  struct TextHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, uint32_t, TextHash, std::equal_to<>> opLabels_;  // by PyTorch op name
   std::vector<uint32_t> hookLabels_;
   FoldIndex stackEnds_;  // (node << 32 | stack id) -> node of its innermost frame
   struct CallNode {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstring>
 
 namespace cutrace {
 
@@ -121,6 +122,17 @@ void Sink::putHex(uint64_t v) {
   p[1] = 'x';
   auto [end, ec] = std::to_chars(p + 2, p + 18, v, 16);
   commit(end);
+}
+
+std::size_t asciiRun(std::string_view s, std::size_t from) {
+  std::size_t i = from;
+  for (; i + 8 <= s.size(); i += 8) {
+    uint64_t w;
+    memcpy(&w, s.data() + i, 8);
+    if (w & 0x8080808080808080ull) break;
+  }
+  while (i < s.size() && static_cast<unsigned char>(s[i]) < 0x80) ++i;
+  return i - from;
 }
 
 std::size_t utf8SequenceLength(std::string_view s, std::size_t i) {

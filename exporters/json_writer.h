@@ -79,6 +79,10 @@ class Sink {
 // Writes `v` in decimal at `p`; returns the end (at most 20 bytes).
 char* writeUint(char* p, uint64_t v);
 
+// How many bytes of `text`, from `from` on, are ASCII (below 0x80) before the first that is not:
+// eight at a time (most names are ASCII through and through).
+std::size_t asciiRun(std::string_view text, std::size_t from = 0);
+
 // Length of the valid UTF-8 sequence starting at text[i] (1 for ASCII), or 0 when the bytes
 // there are not valid UTF-8 (RFC 3629: no overlongs, surrogates or code points past U+10FFFF).
 std::size_t utf8SequenceLength(std::string_view text, std::size_t i);

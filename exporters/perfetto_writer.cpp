@@ -46,7 +46,7 @@ const char* cuptiCopyKind(uint8_t k) {
 // parsers refuse or complain about anything else), so each byte that does not start a valid
 // sequence becomes U+FFFD, as the Chrome and folded writers show it.
 void utf8(Writer& w, uint32_t field, std::string_view s) {
-  std::size_t i = 0;
+  std::size_t i = asciiRun(s);
   for (std::size_t n; i < s.size(); i += n) {
     n = static_cast<unsigned char>(s[i]) < 0x80 ? 1 : utf8SequenceLength(s, i);
     if (n == 0) break;

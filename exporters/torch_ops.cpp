@@ -89,7 +89,11 @@ bool isIntegerList(std::string_view list) {
   return depth == 0;
 }
 
-bool parseTorchRange(std::string_view text, TorchOp& out) {
+namespace {
+
+// parseTorchRange; `nameOnly`: stops at the first field that makes the text an op range (the
+// name and the answer are then known: the fields after it change neither).
+bool parseRange(std::string_view text, TorchOp& out, bool nameOnly) {
   const std::size_t first = firstField(text);
   if (first == std::string_view::npos) return false;
   TorchOp op;
@@ -120,10 +124,22 @@ bool parseTorchRange(std::string_view text, TorchOp& out) {
     } else if (key == "input_op_ids") {
       op.inputOpIds = value;
     }
+    if (any && nameOnly) break;
   }
   if (!any) return false;
   op.backward = op.stashed || isBackwardFunction(op.name);
   out = op;
+  return true;
+}
+
+}  // namespace
+
+bool parseTorchRange(std::string_view text, TorchOp& out) { return parseRange(text, out, false); }
+
+bool torchRangeName(std::string_view text, std::string_view& name) {
+  TorchOp op;
+  if (!parseRange(text, op, true)) return false;
+  name = op.name;
   return true;
 }
 

@@ -35,6 +35,9 @@ struct TorchOp {
 // False for a name that is not a PyTorch op range (no "seq", "stashed seq", "op_id" or "sizes"
 // field after the op name).
 bool parseTorchRange(std::string_view text, TorchOp& out);
+// The op name parseTorchRange would give, found reading no further than the first field that
+// makes `text` an op range (most often its seq): false where parseTorchRange is false.
+bool torchRangeName(std::string_view text, std::string_view& name);
 
 // Whether an op name is an autograd function run by the backward pass: "...Backward<N>",
 // "autograd::engine::evaluate_function: ...", AccumulateGrad, GraphRoot.

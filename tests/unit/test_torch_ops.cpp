@@ -47,6 +47,26 @@ TEST_CASE("names that are not PyTorch's stay unparsed", "[torch]") {
   }
 }
 
+// The folded stacks name an op range by torchRangeName, which stops reading at the first field
+// that makes the text an op range: the same answer and name as the whole parse, on every text.
+TEST_CASE("torchRangeName agrees with parseTorchRange", "[torch]") {
+  for (const char* text :
+       {"aten::addmm, seq = 1459, op_id = 4986, sizes = [[256], [2048, 256]], input_op_ids = [4980, 4981, 0]",
+        "aten::mul, seq = x, op_id = 7", "aten::mul, seq = x, op_id = y", "aten::mul, seq = x, sizes = [[2]]",
+        "aten::mul, seq = x", "aten::mul, op_id = , sizes = [[1]]", "  aten::pad  , seq = 3", "MulBackward0, stashed seq = 77",
+        "autograd::engine::evaluate_function: AddBackward0, op_id = 1995", "aten::empty, sizes = [[2, 3]]",
+        "x, input_op_ids = [1]", "x, scope = 2", "x, scope = 2, seq = 5", ", seq = 3", "step", "", "a, b = c",
+        "load batch, 3 items", "copy, seqs = 4"}) {
+    INFO(text);
+    TorchOp op;
+    std::string_view name = "unset";
+    const bool parsed = parseTorchRange(text, op);
+    REQUIRE(torchRangeName(text, name) == parsed);
+    if (parsed) REQUIRE(name == op.name);
+    else REQUIRE(name == "unset");
+  }
+}
+
 TEST_CASE("backward functions and integer lists", "[torch]") {
   REQUIRE(isBackwardFunction("AddmmBackward0"));
   REQUIRE(isBackwardFunction("NativeLayerNormBackward"));
