@@ -12,20 +12,52 @@
 
 namespace cutrace {
 
+uint32_t StringPool::find(std::string_view text, uint64_t h, Slot*& slot) {
+  const std::size_t mask = slots_.size() - 1;
+  for (std::size_t i = h & mask;; i = (i + 1) & mask) {
+    Slot& s = slots_[i];
+    if (s.idPlusOne == 0) {
+      slot = &s;
+      return UINT32_MAX;
+    }
+    if (s.hash == h && strings_[s.idPlusOne - 1] == text) return s.idPlusOne - 1;
+  }
+}
+
+void StringPool::grow() {
+  std::vector<Slot> old(slots_.size() * 2);
+  old.swap(slots_);
+  filter_.assign(slots_.size() / 8, 0);
+  const std::size_t mask = slots_.size() - 1;
+  for (const Slot& s : old) {
+    if (s.idPlusOne == 0) continue;
+    std::size_t i = s.hash & mask;
+    while (slots_[i].idPlusOne != 0) i = (i + 1) & mask;
+    slots_[i] = s;
+    addToFilter(s.hash);
+  }
+}
+
 uint32_t StringPool::intern(std::string_view text) {
-  auto it = index_.find(text);
-  if (it != index_.end()) return it->second;
+  const uint64_t h = hashOf(text);
+  Slot* slot = nullptr;
+  if (const uint32_t id = find(text, h, slot); id != UINT32_MAX) return id;
   const auto id = static_cast<uint32_t>(strings_.size());
   strings_.emplace_back(text);
-  index_.emplace(strings_.back(), id);
+  *slot = Slot{h, id + 1};
+  addToFilter(h);
   bytes_ += text.size();
+  if (strings_.size() * 2 > slots_.size()) grow();
   return id;
 }
 
 uint32_t StringPool::internBounded(std::string_view text, std::size_t maxStrings, std::size_t maxBytes) {
   if (strings_.size() < maxStrings && bytes_ + text.size() <= maxBytes) return intern(text);
-  auto it = index_.find(text);
-  if (it != index_.end()) return it->second;
+  const uint64_t h = hashOf(text);
+  Slot* slot = nullptr;
+  if (mayHold(h)) {
+    if (const uint32_t id = find(text, h, slot); id != UINT32_MAX) return id;
+  }
   transient_.emplace_back(text);
   return kTransientId | static_cast<uint32_t>(transient_.size() - 1);
 }

@@ -422,10 +422,6 @@ class Folder {
   Demangler demangle_;
   std::unordered_map<uint32_t, uint32_t> frameLabels_, rangeLabels_, kernelLabels_;
   static constexpr std::size_t kMaxOpLabels = 4096;
-  struct TextHash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
   std::unordered_map<std::string, uint32_t, TextHash, std::equal_to<>> opLabels_;  // by PyTorch op name
   std::vector<uint32_t> hookLabels_;
   FoldIndex stackEnds_;  // (node << 32 | stack id) -> node of its innermost frame

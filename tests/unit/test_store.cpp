@@ -371,3 +371,36 @@ TEST_CASE("consume decodes at most its budget of records and says when some are 
   CHECK(store.consume(s, false, UINT64_MAX, 1) == false);  // the carried ones come first, whole
   CHECK(storedSeqs(store) == std::vector<uint64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8});
 }
+
+// The pool's index (open addressing behind a Bloom filter) grows from 64 slots: every text keeps
+// its id through every growth, and a text the pool holds is never taken for one it does not.
+TEST_CASE("string pool: ids stay, pooled texts are found past the cap, others are transient", "[store]") {
+  StringPool pool;
+  REQUIRE(pool.intern("") == 0);
+  std::vector<uint32_t> ids;
+  for (int i = 0; i < 100000; ++i) ids.push_back(pool.intern("text " + std::to_string(i)));
+  REQUIRE(pool.size() == 100001);
+  for (int i = 0; i < 100000; ++i) {
+    INFO(i);
+    REQUIRE(ids[static_cast<std::size_t>(i)] == static_cast<uint32_t>(i + 1));
+    REQUIRE(pool.intern("text " + std::to_string(i)) == ids[static_cast<std::size_t>(i)]);
+    REQUIRE(pool.get(ids[static_cast<std::size_t>(i)]) == "text " + std::to_string(i));
+  }
+  // Past the cap: what the pool holds keeps its id, anything else is transient and read back.
+  const std::size_t cap = pool.size();
+  for (int i = 0; i < 100000; i += 7) REQUIRE(pool.internBounded("text " + std::to_string(i), cap, SIZE_MAX) == ids[static_cast<std::size_t>(i)]);
+  std::vector<uint32_t> transient;
+  for (int i = 0; i < 1000; ++i) {
+    const uint32_t id = pool.internBounded("op " + std::to_string(i), cap, SIZE_MAX);
+    REQUIRE(StringPool::isTransient(id));
+    REQUIRE(pool.get(id) == "op " + std::to_string(i));
+    transient.push_back(id);
+  }
+  REQUIRE(pool.size() == cap);
+  REQUIRE(pool.transientCount() == 1000);
+  // Kept transient texts are renumbered, the others forgotten.
+  uint32_t kept = transient[500];
+  pool.dropTransient({&kept});
+  REQUIRE(pool.transientCount() == 1);
+  REQUIRE(pool.get(kept) == "op 500");
+}
