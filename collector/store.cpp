@@ -38,10 +38,7 @@ void StringPool::grow() {
   }
 }
 
-uint32_t StringPool::intern(std::string_view text) {
-  const uint64_t h = hashOf(text);
-  Slot* slot = nullptr;
-  if (const uint32_t id = find(text, h, slot); id != UINT32_MAX) return id;
+uint32_t StringPool::add(std::string_view text, uint64_t h, Slot* slot) {
   const auto id = static_cast<uint32_t>(strings_.size());
   strings_.emplace_back(text);
   *slot = Slot{h, id + 1};
@@ -51,13 +48,27 @@ uint32_t StringPool::intern(std::string_view text) {
   return id;
 }
 
+uint32_t StringPool::intern(std::string_view text) {
+  const uint64_t h = hashOf(text);
+  Slot* slot = nullptr;
+  if (const uint32_t id = find(text, h, slot); id != UINT32_MAX) return id;
+  return add(text, h, slot);
+}
+
 uint32_t StringPool::internBounded(std::string_view text, std::size_t maxStrings, std::size_t maxBytes) {
-  if (strings_.size() < maxStrings && bytes_ + text.size() <= maxBytes) return intern(text);
   const uint64_t h = hashOf(text);
   Slot* slot = nullptr;
   if (mayHold(h)) {
     if (const uint32_t id = find(text, h, slot); id != UINT32_MAX) return id;
   }
+  if (seen_.empty()) seen_.assign(kSeenSlots, 0);
+  uint16_t& seen = seen_[(h >> 20) & (kSeenSlots - 1)];
+  if (seen == seenTag(h) && strings_.size() < maxStrings && bytes_ + text.size() <= maxBytes) {
+    seen = 0;
+    if (slot == nullptr) find(text, h, slot);  // not in the pool (the filter said so): its empty slot
+    return add(text, h, slot);
+  }
+  seen = seenTag(h);
   transient_.emplace_back(text);
   return kTransientId | static_cast<uint32_t>(transient_.size() - 1);
 }

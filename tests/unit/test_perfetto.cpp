@@ -791,8 +791,9 @@ TEST_CASE("pftrace writer: device memory counters pass by pass, as the Chrome tr
 }
 
 // Text a program makes up per call (a step number in every NVTX message) must not grow memory
-// with the run: past the pool's cap it lives only while its event is in memory, is written
-// inline (not interned) and still reads back, folds and names a range left open across passes.
+// with the run: a text seen once, or past the pool's cap, lives only while its event is in memory,
+// is written inline (not interned) and still reads back, folds and names a range left open across
+// passes. A label (seen again) is interned from its second sighting, while the pool has room.
 TEST_CASE("pftrace writer: one-off NVTX messages past the string cap do not stay in memory", "[perfetto][strings]") {
   TraceBuilder b;
   Store& store = b.store();
@@ -807,15 +808,19 @@ TEST_CASE("pftrace writer: one-off NVTX messages past the string cap do not stay
     store.releaseEvents();
     writer.eventsReleased();
   };
-  for (uint16_t i = 0; i < 3; ++i) {
-    b.push(7, i, 10 + 2 * i, 0, "warm " + std::to_string(i));
+  for (uint16_t i = 0; i < 6; ++i) {  // each label twice: pooled at its second push
+    b.push(7, i, 10 + 2 * i, 0, "warm " + std::to_string(i / 2));
     b.pop(7, 11 + 2 * i, 0);
   }
-  b.push(7, 3, 20, 0, "outer 42");  // transient, open across every pass below
+  pass(22);
+  CHECK(d.strings.size() == 4);
+  CHECK(d.strings.transientCount() == 0);
+  b.push(7, 6, 23, 0, "outer 42");  // transient, open across every pass below
   constexpr int kSteps = 50;
   for (int i = 0; i < kSteps; ++i) {
     const uint64_t t = 30 + 10 * static_cast<uint64_t>(i);
-    b.push(7, 4 + static_cast<uint64_t>(i), t, 1, "step " + std::to_string(i));
+    // The same label every second step, past the cap: transient every time.
+    b.push(7, 7 + static_cast<uint64_t>(i), t, 1, i % 2 == 0 ? "step " + std::to_string(i) : std::string("late"));
     b.pop(7, t + 5, 1);
     if (i % 10 == 9) {
       pass(t + 6);
@@ -828,7 +833,8 @@ TEST_CASE("pftrace writer: one-off NVTX messages past the string cap do not stay
   CHECK(d.strings.transientCount() == 0);
   b.finish(2000);
   const FoldedStacks f = folded.finish(d);
-  CHECK(f.find("outer #42;step #7") != nullptr);
+  CHECK(f.find("outer #42;step #8") != nullptr);
+  CHECK(f.find("outer #42;late") != nullptr);
   CHECK(f.find("outer #42") != nullptr);
 
   TraceData back;
@@ -837,9 +843,11 @@ TEST_CASE("pftrace writer: one-off NVTX messages past the string cap do not stay
   REQUIRE(rebuildPerfettoBytes(bytes, known, back, error));
   std::vector<std::string> names;
   for (const Event& e : back.threads.at(0).events) names.push_back(back.strings.get(e.name));
-  REQUIRE(names.size() == 3 + 1 + kSteps);
+  REQUIRE(names.size() == 6 + 1 + kSteps);
+  for (int i = 0; i < 3; ++i) CHECK(std::count(names.begin(), names.end(), "warm " + std::to_string(i)) == 2);
   CHECK(std::count(names.begin(), names.end(), "outer 42") == 1);
-  for (int i = 0; i < kSteps; ++i) CHECK(std::count(names.begin(), names.end(), "step " + std::to_string(i)) == 1);
+  for (int i = 0; i < kSteps; i += 2) CHECK(std::count(names.begin(), names.end(), "step " + std::to_string(i)) == 1);
+  CHECK(std::count(names.begin(), names.end(), "late") == kSteps / 2);
 }
 
 TEST_CASE("pftrace reader: a windowed rebuild is the whole rebuild cut to the window", "[perfetto]") {

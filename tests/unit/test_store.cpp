@@ -404,3 +404,25 @@ TEST_CASE("string pool: ids stay, pooled texts are found past the cap, others ar
   REQUIRE(pool.transientCount() == 1);
   REQUIRE(pool.get(kept) == "op 500");
 }
+
+// A one-off text never enters the pool; a label does at its second sighting, while there is room.
+TEST_CASE("string pool: internBounded pools a text at its second sighting, under the cap only", "[store]") {
+  StringPool pool;
+  const uint32_t first = pool.internBounded("forward", 16, 1 << 20);
+  CHECK(StringPool::isTransient(first));
+  CHECK(pool.get(first) == "forward");
+  const uint32_t second = pool.internBounded("forward", 16, 1 << 20);
+  REQUIRE_FALSE(StringPool::isTransient(second));
+  CHECK(pool.get(second) == "forward");
+  CHECK(pool.internBounded("forward", 16, 1 << 20) == second);
+  CHECK(pool.intern("forward") == second);
+  CHECK(pool.size() == 2);
+  // Other texts in between: still its second sighting.
+  CHECK(StringPool::isTransient(pool.internBounded("backward", 16, 1 << 20)));
+  for (int i = 0; i < 10; ++i) CHECK(StringPool::isTransient(pool.internBounded("op " + std::to_string(i), 16, 1 << 20)));
+  CHECK_FALSE(StringPool::isTransient(pool.internBounded("backward", 16, 1 << 20)));
+  CHECK(pool.size() == 3);
+  // The pool full: a label stays transient however often it comes.
+  for (int i = 0; i < 5; ++i) CHECK(StringPool::isTransient(pool.internBounded("step", 3, 1 << 20)));
+  CHECK(pool.size() == 3);
+}
