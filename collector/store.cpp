@@ -69,20 +69,29 @@ uint32_t StringPool::internBounded(std::string_view text, std::size_t maxStrings
     return add(text, h, slot);
   }
   seen = seenTag(h);
-  transient_.emplace_back(text);
-  return kTransientId | static_cast<uint32_t>(transient_.size() - 1);
+  return addTransient(text);
 }
 
 void StringPool::dropTransient(const std::vector<uint32_t*>& keep) {
-  std::vector<std::string> kept;
+  std::string text;
+  std::vector<Span> spans;
+  text.swap(transientText_);
+  spans.swap(transient_);
   std::unordered_map<uint32_t, uint32_t> moved;
   for (uint32_t* id : keep) {
     if (!isTransient(*id)) continue;
-    auto [it, added] = moved.try_emplace(*id, kTransientId | static_cast<uint32_t>(kept.size()));
-    if (added) kept.push_back(get(*id));
+    const uint32_t index = *id & ~kTransientId;
+    auto [it, added] = moved.try_emplace(*id, 0);
+    if (added)
+      it->second = index < spans.size() ? addTransient(std::string_view(text).substr(spans[index].offset, spans[index].length))
+                                        : addTransient({});
     *id = it->second;
   }
-  transient_ = std::move(kept);
+  // The buffers keep their capacity for the next pass's texts.
+  text.clear();
+  if (transientText_.empty()) transientText_.swap(text);
+  spans.clear();
+  if (transient_.empty()) transient_.swap(spans);
 }
 
 const char* copyKindName(uint8_t kind) {

@@ -322,10 +322,12 @@ class StringPool {
   // text: then it is interned. So one-off texts never fill the pool, and the pool stays small
   // enough for the lookup of every message to stay in cache.
   uint32_t internBounded(std::string_view text, std::size_t maxStrings, std::size_t maxBytes);
-  const std::string& get(uint32_t id) const {
+  // Valid until the text's id is dropped (transient) or the pool is destroyed.
+  std::string_view get(uint32_t id) const {
     if (id & kTransientId) {
       id &= ~kTransientId;
-      return id < transient_.size() ? transient_[id] : strings_[0];
+      if (id >= transient_.size()) return strings_[0];
+      return std::string_view(transientText_).substr(transient_[id].offset, transient_[id].length);
     }
     return strings_[id < strings_.size() ? id : 0];
   }
@@ -390,7 +392,18 @@ class StringPool {
   static uint16_t seenTag(uint64_t h) { return static_cast<uint16_t>(h >> 48 | 1); }
   std::vector<uint16_t> seen_;
   std::size_t bytes_ = 0;
-  std::vector<std::string> transient_;
+  // Transient texts, one after another in one buffer (no allocation per text: PyTorch's op ranges
+  // make one per range), emptied by dropTransient.
+  struct Span {
+    uint32_t offset, length;
+  };
+  std::string transientText_;
+  std::vector<Span> transient_;
+  uint32_t addTransient(std::string_view text) {
+    transient_.push_back(Span{static_cast<uint32_t>(transientText_.size()), static_cast<uint32_t>(text.size())});
+    transientText_.append(text);
+    return kTransientId | static_cast<uint32_t>(transient_.size() - 1);
+  }
 };
 
 struct TraceMeta {

@@ -369,7 +369,7 @@ class Folder {
   static constexpr uint32_t kNone = UINT32_MAX;
   uint32_t rangeLabel(const TraceData& data, uint32_t name) {
     auto labelOf = [&] {
-      const std::string& text = data.strings.get(name);
+      const std::string_view text = data.strings.get(name);
       std::string_view op;
       if (!torchRangeName(text, op)) return f_.label(foldedFrame(text));
       // PyTorch's op ranges: a text per call, a few hundred op names; each name's label is

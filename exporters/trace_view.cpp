@@ -146,7 +146,7 @@ TrackOrder::TrackOrder(const TraceData& data) : rank_(data.threads.size()) {
 const std::string& Demangler::operator()(const TraceData& data, uint32_t stringId) {
   auto it = cache_.find(stringId);
   if (it != cache_.end()) return it->second;
-  return cache_.emplace(stringId, demangle(data.strings.get(stringId))).first->second;
+  return cache_.emplace(stringId, demangle(std::string(data.strings.get(stringId)))).first->second;
 }
 
 std::string memoryCounterName(int device) {

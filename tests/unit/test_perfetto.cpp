@@ -842,7 +842,7 @@ TEST_CASE("pftrace writer: one-off NVTX messages past the string cap do not stay
   const PfMetadataSource known{nullptr, nullptr, &d};
   REQUIRE(rebuildPerfettoBytes(bytes, known, back, error));
   std::vector<std::string> names;
-  for (const Event& e : back.threads.at(0).events) names.push_back(back.strings.get(e.name));
+  for (const Event& e : back.threads.at(0).events) names.emplace_back(back.strings.get(e.name));
   REQUIRE(names.size() == 6 + 1 + kSteps);
   for (int i = 0; i < 3; ++i) CHECK(std::count(names.begin(), names.end(), "warm " + std::to_string(i)) == 2);
   CHECK(std::count(names.begin(), names.end(), "outer 42") == 1);

@@ -399,10 +399,19 @@ TEST_CASE("string pool: ids stay, pooled texts are found past the cap, others ar
   REQUIRE(pool.size() == cap);
   REQUIRE(pool.transientCount() == 1000);
   // Kept transient texts are renumbered, the others forgotten.
-  uint32_t kept = transient[500];
-  pool.dropTransient({&kept});
-  REQUIRE(pool.transientCount() == 1);
+  uint32_t kept = transient[500], again = transient[500], other = transient[7], pooled = ids[3];
+  pool.dropTransient({&kept, &again, &pooled, &other});
+  REQUIRE(pool.transientCount() == 2);
+  REQUIRE(kept == again);  // one text, one new id
   REQUIRE(pool.get(kept) == "op 500");
+  REQUIRE(pool.get(other) == "op 7");
+  REQUIRE(pooled == ids[3]);
+  // Texts added after the drop read back beside the kept ones.
+  const uint32_t next = pool.internBounded("op next", cap, SIZE_MAX);
+  REQUIRE(pool.get(next) == "op next");
+  REQUIRE(pool.get(kept) == "op 500");
+  pool.dropTransient({});
+  REQUIRE(pool.transientCount() == 0);
 }
 
 // A one-off text never enters the pool; a label does at its second sighting, while there is room.

@@ -127,8 +127,8 @@ TraceData& torchTrace(TraceBuilder& b) {
 
 std::string nameOf(const TraceData& d, EventRef r) {
   TorchOp op;
-  const std::string& text = d.strings.get(d.threads[static_cast<std::size_t>(r.thread)].events[r.event].name);
-  return parseTorchRange(text, op) ? std::string(op.name) : text;
+  const std::string_view text = d.strings.get(d.threads[static_cast<std::size_t>(r.thread)].events[r.event].name);
+  return std::string(parseTorchRange(text, op) ? op.name : text);
 }
 
 }  // namespace
