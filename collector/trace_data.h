@@ -300,11 +300,34 @@ struct ThreadTrack {
   uint64_t lostEnds = 0;  // NVTX pops/ends lost to a full ring
 };
 
-// A std::hash for text looked up by string_view in a map keyed by std::string: no std::string is
+// The project's hash of a text: sixteen bytes a step in two independent multiply chains
+// (std::hash reads a byte at a time: an NVTX message of a PyTorch op, ~100 bytes, is hashed
+// once per range in the drain).
+inline uint64_t textHash(std::string_view text) {
+  constexpr uint64_t kMul = 0x9e3779b97f4a7c15ull, kMul2 = 0xbf58476d1ce4e5b9ull;
+  uint64_t a = text.size() * kMul, b = ~text.size() * kMul2;
+  std::size_t i = 0;
+  for (; i + 16 <= text.size(); i += 16) {
+    uint64_t w[2];
+    memcpy(w, text.data() + i, 16);
+    a = (a ^ w[0]) * kMul;
+    b = (b ^ w[1]) * kMul2;
+    a ^= a >> 32;
+    b ^= b >> 29;
+  }
+  uint64_t tail[2] = {0, 0};
+  if (i < text.size()) memcpy(tail, text.data() + i, text.size() - i);  // never from a null view
+  a = (a ^ tail[0]) * kMul;
+  b = (b ^ tail[1]) * kMul2;
+  uint64_t h = (a ^ (b >> 31) ^ (b << 33)) * kMul2;
+  return h ^ (h >> 32);
+}
+
+// textHash for text looked up by string_view in a map keyed by std::string: no std::string is
 // made to find one.
 struct TextHash {
   using is_transparent = void;
-  std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  std::size_t operator()(std::string_view s) const { return textHash(s); }
 };
 
 // Strings by id. Most are kept for the whole run (hook, kernel, frame, domain names). Text the
@@ -347,27 +370,7 @@ class StringPool {
     uint64_t hash = 0;
     uint32_t idPlusOne = 0;
   };
-  // Sixteen bytes a step in two independent multiply chains (std::hash reads a byte at a time:
-  // an NVTX message of a PyTorch op, ~100 bytes, is hashed once per range in the drain).
-  static uint64_t hashOf(std::string_view text) {
-    constexpr uint64_t kMul = 0x9e3779b97f4a7c15ull, kMul2 = 0xbf58476d1ce4e5b9ull;
-    uint64_t a = text.size() * kMul, b = ~text.size() * kMul2;
-    std::size_t i = 0;
-    for (; i + 16 <= text.size(); i += 16) {
-      uint64_t w[2];
-      memcpy(w, text.data() + i, 16);
-      a = (a ^ w[0]) * kMul;
-      b = (b ^ w[1]) * kMul2;
-      a ^= a >> 32;
-      b ^= b >> 29;
-    }
-    uint64_t tail[2] = {0, 0};
-    if (i < text.size()) memcpy(tail, text.data() + i, text.size() - i);  // never from a null view
-    a = (a ^ tail[0]) * kMul;
-    b = (b ^ tail[1]) * kMul2;
-    uint64_t h = (a ^ (b >> 31) ^ (b << 33)) * kMul2;
-    return h ^ (h >> 32);
-  }
+  static uint64_t hashOf(std::string_view text) { return textHash(text); }
   // The id of `text` (hash `h`), or where it would go: *slot is the empty slot.
   uint32_t find(std::string_view text, uint64_t h, Slot*& slot);
   // Adds `text` (hash `h`, not in the pool) at the empty `slot` find() gave; its id.
