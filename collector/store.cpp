@@ -228,7 +228,9 @@ bool Store::consume(ThreadState& s, bool retired, uint64_t maxTicks, uint64_t ma
   bool more = false;
   uint64_t decoded = 0;
   while (i < end) {
-    const Record& r = ring.at(i);  // committed: the producer no longer writes it (read in place)
+    // Copied whole, at once: decoding the fields in place, read over the whole decode, made the
+    // traced thread slower (NVTX push/pop, 9 alternating runs: 36 -> 41 ns a range).
+    const Record r = ring.at(i);
     const uint64_t n = 1u + r.extra;
     if (i + n > end) break;  // cannot happen: a record and its text are committed together
     carrying = carrying || (r.type == RecordType::Api ? r.t1 : r.t0) > maxTicks;
