@@ -99,7 +99,7 @@ class IidMap {
   }
   void set(uint64_t iid, uint32_t value) {
     if (iid < dense_.size() || iid <= 2 * entries_ + 4096) {
-      if (iid >= dense_.size()) dense_.resize(iid + 1, kNone);
+      if (iid >= dense_.size()) grow(iid + 1);
       entries_ += dense_[iid] == kNone;
       dense_[iid] = value;
     } else {
@@ -109,6 +109,19 @@ class IidMap {
 
  private:
   static constexpr uint32_t kNone = UINT32_MAX;
+  // The dense index now covers [0, size): entries kept apart below that move in, so an iid is
+  // always in the one place find() looks.
+  void grow(std::size_t size) {
+    dense_.resize(size, kNone);
+    for (auto it = sparse_.begin(); it != sparse_.end();) {
+      if (it->first < size) {
+        dense_[it->first] = it->second;
+        it = sparse_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
   std::vector<uint32_t> dense_;
   std::unordered_map<uint64_t, uint32_t> sparse_;
   uint64_t entries_ = 0;

@@ -423,7 +423,9 @@ TEST_CASE("pftrace reader: malformed files are refused with a message", "[perfet
 
 TEST_CASE("pftrace reader: interned ids of any size, dense or far apart, name their events", "[perfetto]") {
   // cutrace numbers interned entries from 1; another writer may not. Names at iids 1, 2, 5000,
-  // 2^40 and 2^63, then an event of each, and one of a name never interned.
+  // 2^40 and 2^63, then an event of each, and one of a name never interned (4999). Then names
+  // at 3..6000 but 4999 and 5000: the dense index grows past 5000, which was kept apart when it
+  // came (far past what was interned then), and must still be found.
   const uint64_t iids[] = {1, 2, 5000, uint64_t{1} << 40, uint64_t{1} << 63};
   proto::Writer w;
   auto packet = [&](uint64_t ts, uint32_t flags) {
@@ -443,6 +445,17 @@ TEST_CASE("pftrace reader: interned ids of any size, dense or far apart, name th
     w.end(e);
   }
   w.end(interned);
+  w.end(p);
+  p = packet(2, pf::TracePacket::kSeqNeedsIncrementalState);
+  const auto more = w.begin(pf::TracePacket::kInternedData);
+  for (uint64_t iid = 3; iid <= 6000; ++iid) {
+    if (iid == 4999 || iid == 5000) continue;
+    const auto e = w.begin(pf::InternedData::kEventNames);
+    w.varint(pf::InternedEntry::kIid, iid);
+    w.bytes(pf::InternedEntry::kName, "other " + std::to_string(iid));
+    w.end(e);
+  }
+  w.end(more);
   w.end(p);
   uint64_t ts = 10;
   for (uint64_t iid : iids) {
