@@ -49,14 +49,14 @@ uint32_t StringPool::add(std::string_view text, uint64_t h, Slot* slot) {
 }
 
 uint32_t StringPool::intern(std::string_view text) {
-  const uint64_t h = hashOf(text);
+  const uint64_t h = textHash(text);
   Slot* slot = nullptr;
   if (const uint32_t id = find(text, h, slot); id != UINT32_MAX) return id;
   return add(text, h, slot);
 }
 
 uint32_t StringPool::internBounded(std::string_view text, std::size_t maxStrings, std::size_t maxBytes) {
-  const uint64_t h = hashOf(text);
+  const uint64_t h = textHash(text);
   Slot* slot = nullptr;
   if (mayHold(h)) {
     if (const uint32_t id = find(text, h, slot); id != UINT32_MAX) return id;

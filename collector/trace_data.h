@@ -370,7 +370,6 @@ class StringPool {
     uint64_t hash = 0;
     uint32_t idPlusOne = 0;
   };
-  static uint64_t hashOf(std::string_view text) { return textHash(text); }
   // The id of `text` (hash `h`), or where it would go: *slot is the empty slot.
   uint32_t find(std::string_view text, uint64_t h, Slot*& slot);
   // Adds `text` (hash `h`, not in the pool) at the empty `slot` find() gave; its id.

@@ -99,7 +99,7 @@ class IidMap {
   }
   void set(uint64_t iid, uint32_t value) {
     if (iid < dense_.size() || iid <= 2 * entries_ + 4096) {
-      if (iid >= dense_.size()) grow(iid + 1);
+      if (iid >= dense_.size()) grow(std::max<std::size_t>(iid + 1, dense_.size() * 2));
       entries_ += dense_[iid] == kNone;
       dense_[iid] = value;
     } else {
@@ -110,9 +110,11 @@ class IidMap {
  private:
   static constexpr uint32_t kNone = UINT32_MAX;
   // The dense index now covers [0, size): entries kept apart below that move in, so an iid is
-  // always in the one place find() looks.
+  // always in the one place find() looks. It doubles at least, so the entries kept apart are
+  // looked over a logarithmic number of times however the iids come.
   void grow(std::size_t size) {
     dense_.resize(size, kNone);
+    if (sparse_.empty()) return;
     for (auto it = sparse_.begin(); it != sparse_.end();) {
       if (it->first < size) {
         dense_[it->first] = it->second;
