@@ -60,8 +60,9 @@ class Store {
   bool outOfMemory() const { return outOfMemory_; }
   // At most this many bytes of stored events (0 = no cap).
   void setMemoryCap(uint64_t bytes) { eventBudget_ = bytes == 0 ? UINT64_MAX : bytes / sizeof(Event); }
-  // NVTX message texts kept for the whole run (StringPool::internBounded); past them, a text not
-  // seen before lives only as long as its event is in memory.
+  // NVTX message texts kept for the whole run (StringPool::internBounded: a text is kept from its
+  // second sighting on, while these allow); any other text lives only as long as its event is in
+  // memory.
   void setStringCap(std::size_t strings, std::size_t bytes) {
     stringCap_ = strings;
     stringBytesCap_ = bytes;

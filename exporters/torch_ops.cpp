@@ -127,7 +127,7 @@ bool parseRange(std::string_view text, TorchOp& out, bool nameOnly) {
     if (any && nameOnly) break;
   }
   if (!any) return false;
-  op.backward = op.stashed || isBackwardFunction(op.name);
+  if (!nameOnly) op.backward = op.stashed || isBackwardFunction(op.name);
   out = op;
   return true;
 }
