@@ -36,6 +36,20 @@ inline constexpr uint64_t kPendingSeq = uint64_t{1} << 21;  // of those, one tha
 inline constexpr uint64_t kPendingLostEnd = uint64_t{1} << 42;  // a pop or end dropped: add to lostEnds
 inline constexpr uint64_t kPendingMask = (uint64_t{1} << 21) - 1;
 
+// Compare-exchange that is atomic against signal handlers on the calling thread, which is all
+// an owner-only field needs (see ThreadState): one instruction is never split by a signal. On
+// x86-64 it is cmpxchg without the lock prefix: the bus lock cost about as much as the rest of
+// an NVTX push (bench nvtx, traced thread). Other CPUs may read the field, never write it.
+inline bool signalAtomicCas(uint16_t& field, uint16_t& expected, uint16_t desired) {
+#if defined(__x86_64__)
+  bool swapped;
+  asm volatile("cmpxchgw %3, %1" : "=@ccz"(swapped), "+m"(field), "+a"(expected) : "r"(desired) : "memory");
+  return swapped;
+#else
+  return std::atomic_ref<uint16_t>(field).compare_exchange_weak(expected, desired, std::memory_order_relaxed);
+#endif
+}
+
 // Active: the owner thread produces. Retired: the owner exited, the drain still has to empty
 // it. Free: emptied, reusable. Claimed: being set up for a new owner; the drain ignores it.
 enum class Life : uint32_t { Active, Retired, Free, Claimed };
@@ -43,7 +57,7 @@ enum class Life : uint32_t { Active, Retired, Free, Claimed };
 // "Owner" below means the owner thread, including signal handlers that run on it: those
 // interrupt the owner at any instruction, so what both change is either written only inside a
 // RecordSection (which a handler never enters while the owner is in one) or changed with single
-// atomic read-modify-writes (nvtxDepth, pending*).
+// read-modify-write instructions (nvtxDepth: signalAtomicCas; pending*: atomics, also drained).
 struct ThreadState {
   SpscRing<Record> ring;
   std::atomic<Life> life{Life::Active};
@@ -58,7 +72,7 @@ struct ThreadState {
   uintptr_t stackHi = 0;       // top of the thread's stack, bounds the frame-pointer walk
   dwarf::ThreadMemo unwindMemo{};  // owner, inside a RecordSection: the .eh_frame walk's frames by depth
   uint32_t lastStackId = 0;        // owner, inside a RecordSection: the last stack captured, if native only
-  uint16_t nvtxDepth[kMaxNvtxDomains] = {};  // owner, atomic RMW only: push/pop level per domain
+  uint16_t nvtxDepth[kMaxNvtxDomains] = {};  // owner, signalAtomicCas only: push/pop level per domain
   // Owner, inside a RecordSection: bit L set while the push open at level L (< 32) of a domain
   // is not in the ring (dropped, or not captured), so its pop is not recorded either.
   uint32_t nvtxPushMissing[kMaxNvtxDomains] = {};

@@ -189,21 +189,20 @@ bool popOfMissingPush(ThreadState* s, uint32_t domain, uint16_t level) {
   return true;
 }
 
-// The push/pop level of (thread, domain) changes with single atomic read-modify-writes: a
-// signal handler's push or pop on the same thread (recorded or dropped, see RecordSection) may
-// land between any two instructions of the interrupted one. Each record is stamped, and carries
+// The push/pop level of (thread, domain) changes with one read-modify-write instruction
+// (signalAtomicCas): a signal handler's push or pop on the same thread (recorded or dropped, see
+// RecordSection) may land between any two instructions of the interrupted one. Each record is stamped, and carries
 // its level, inside the section that changed the level, so ring order and levels agree and the
 // drain pairs ranges by level correctly.
-std::atomic_ref<uint16_t> depthOf(ThreadState* s, uint32_t domain) { return std::atomic_ref<uint16_t>(s->nvtxDepth[domain]); }
+uint16_t& depthOf(ThreadState* s, uint32_t domain) { return s->nvtxDepth[domain]; }
 
 int push(uint32_t domain, uint32_t category, const Message& m) {
   ErrnoKeeper keepErrno;
   ThreadState* s = nvtxThread();
   if (s == nullptr) return 0;
   RecordSection section(s);
-  uint16_t depth = depthOf(s, domain).load(std::memory_order_relaxed);
-  while (depth < UINT16_MAX && !depthOf(s, domain).compare_exchange_weak(depth, static_cast<uint16_t>(depth + 1),
-                                                                         std::memory_order_relaxed)) {
+  uint16_t depth = __atomic_load_n(&depthOf(s, domain), __ATOMIC_RELAXED);
+  while (depth < UINT16_MAX && !signalAtomicCas(depthOf(s, domain), depth, static_cast<uint16_t>(depth + 1))) {
   }
   // Depth is kept while paused, so pops after a capture window starts still pair correctly.
   if (capture::watchesNvtx()) capture::onNvtxPush(m.registered ? nullptr : m.text, m.length, s->tid, depth);
@@ -223,10 +222,10 @@ int pop(uint32_t domain) {
   ThreadState* s = nvtxThread();
   if (s == nullptr) return 0;
   RecordSection section(s);
-  uint16_t depth = depthOf(s, domain).load(std::memory_order_relaxed);
+  uint16_t depth = __atomic_load_n(&depthOf(s, domain), __ATOMIC_RELAXED);
   do {
     if (depth == 0) return -1;  // NVTX: a pop without a push is an error
-  } while (!depthOf(s, domain).compare_exchange_weak(depth, static_cast<uint16_t>(depth - 1), std::memory_order_relaxed));
+  } while (!signalAtomicCas(depthOf(s, domain), depth, static_cast<uint16_t>(depth - 1)));
   --depth;
   if (!section.owned()) {
     if (capture::on()) section.dropEnd();
