@@ -67,6 +67,75 @@ TEST_CASE("torchRangeName agrees with parseTorchRange", "[torch]") {
   }
 }
 
+// The stream writes an op range as its parts where parseExactTorchRange takes its text, and the
+// reader renders them: that must give the text back, and must be tried wherever it would. Checked
+// on PyTorch's spellings and on every text one edit away from them (a character dropped, or one of
+// a few inserted, at each place), against the definition: parses, and renders back the same.
+TEST_CASE("parseExactTorchRange takes exactly the texts that render back", "[torch]") {
+  std::vector<std::string> texts;
+  for (const char* base :
+       {"aten::addmm, seq = 1459, op_id = 4986, sizes = [[256], [2048, 256], [256, 256], [], []], input_op_ids = [4980, 4981, 0]",
+        "AddBackward0, seq = 3612, op_id = 30908, sizes = [[16, 128, 256]], input_op_ids = []",
+        "autograd::engine::evaluate_function: AddBackward0, op_id = 1995", "MulBackward0, stashed seq = 77",
+        "aten::mul, seq = 0", "aten::empty, sizes = [[2, 3]]", "x, input_op_ids = [1], seq = 2", "x, scope = 2, seq = 5",
+        "aten::add, op_id = 10, seq = 9", "aten::add, seq = 1, seq = 2", "a, sizes = [[1]]junk", "a, sizes = [[1]"}) {
+    const std::string t = base;
+    texts.push_back(t);
+    for (std::size_t i = 0; i <= t.size(); ++i) {
+      if (i < t.size()) texts.push_back(t.substr(0, i) + t.substr(i + 1));
+      for (const char* insert : {" ", "0", "1", ", ", "[", "]", ", seq = 3", ", op_id = 4", ", sizes = [[1]]"})
+        texts.push_back(t.substr(0, i) + insert + t.substr(i));
+    }
+  }
+  std::size_t exact = 0;
+  for (const std::string& text : texts) {
+    INFO(text);
+    TorchOp op, parsed;
+    std::string rendered;
+    const bool renders = parseTorchRange(text, parsed) && (renderTorchRange(parsed, rendered), rendered == text);
+    REQUIRE(parseExactTorchRange(text, op) == renders);
+    if (!renders) continue;
+    ++exact;
+    REQUIRE((op.name == parsed.name && op.hasSeq == parsed.hasSeq && op.stashed == parsed.stashed && op.seq == parsed.seq &&
+             op.hasOpId == parsed.hasOpId && op.opId == parsed.opId && op.sizes == parsed.sizes &&
+             op.inputOpIds == parsed.inputOpIds && op.backward == parsed.backward));
+  }
+  // Both ways are exercised: the spellings themselves and many edits take it, more edits do not.
+  REQUIRE(exact > 500);
+  REQUIRE(texts.size() - exact > 1000);
+}
+
+// A bracketed value runs to its matching bracket, found 16 bytes at a time: lists of every
+// length and nesting, the match at every place of a block, against a byte-by-byte reference.
+TEST_CASE("a sizes list runs to its matching bracket wherever it falls", "[torch]") {
+  const auto reference = [](std::string_view s) {
+    int depth = 0;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      depth += s[i] == '[' ? 1 : s[i] == ']' ? -1 : 0;
+      if (depth == 0) return s.substr(0, i + 1);
+    }
+    return s;
+  };
+  std::size_t checked = 0;
+  for (int dims = 0; dims < 12; ++dims) {
+    for (const char* tail : {"", "]", "]]", ", input_op_ids = [1, 2]", "]x, seq = 4", "[[", " ]"}) {
+      std::string list = "[";
+      for (int d = 0; d < dims; ++d) list += (d ? ", [" : "[") + std::to_string(d * 37) + (d % 3 ? "" : ", 5") + "]";
+      for (int pad = 0; pad < 17; ++pad) {
+        const std::string name = "aten::" + std::string(static_cast<std::size_t>(pad), 'x');
+        const std::string text = name + ", seq = 1, sizes = " + list + (dims % 4 == 3 ? "" : "]") + tail;
+        INFO(text);
+        TorchOp op;
+        REQUIRE(parseTorchRange(text, op));
+        const std::string_view from = std::string_view(text).substr(name.size() + 19);
+        REQUIRE(op.sizes == reference(from));
+        ++checked;
+      }
+    }
+  }
+  REQUIRE(checked == 12 * 7 * 17);
+}
+
 TEST_CASE("backward functions and integer lists", "[torch]") {
   REQUIRE(isBackwardFunction("AddmmBackward0"));
   REQUIRE(isBackwardFunction("NativeLayerNormBackward"));
