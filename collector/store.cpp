@@ -9,6 +9,7 @@
 #include "collector/python_frames.h"
 #include "collector/stack_table.h"
 #include "collector/symbolizer.h"
+#include "collector/torch_text.h"
 
 namespace cutrace {
 
@@ -157,13 +158,26 @@ uint32_t Store::nameFromTable(uint32_t id) {
   return pooled;
 }
 
-uint32_t Store::nvtxName(const Record& r, const char* text, std::size_t textLen, uint8_t& flags) {
+uint32_t Store::nvtxName(const Record& r, const char* text, std::size_t textLen, uint8_t& flags,
+                         TorchPayload* torch) {
   if (r.nvtx.truncated) flags |= kEventTextTruncated;
   if (r.nvtx.message != 0) return nameFromTable(r.nvtx.message);
   const std::string_view message(text, std::min<std::size_t>(textLen, r.nvtx.length));
   // A loop pushes the same label over and over: the last message kept is compared first.
   if (message == lastMessage_ && !StringPool::isTransient(lastMessageId_)) return lastMessageId_;
-  const uint32_t id = data_.strings.internBounded(message, stringCap_, stringBytesCap_);
+  // PyTorch's op ranges: a text per call, whose parts repeat but for the numbers. Taken apart
+  // here, once, for the fold, the stream and the Chrome trace alike.
+  TorchOp op;
+  if (torch != nullptr && parseExactTorchRange(message, op)) {
+    torch->fields = static_cast<uint8_t>(kTorchParts | (op.hasSeq ? kTorchSeq : 0) | (op.stashed ? kTorchStashed : 0) |
+                                         (op.hasOpId ? kTorchOpId : 0));
+    torch->seq = op.seq;
+    torch->opId = op.opId;
+    torch->sizes = op.sizes.empty() ? 0 : internText(op.sizes);
+    torch->inputOpIds = op.inputOpIds.empty() ? 0 : data_.strings.transient(op.inputOpIds);
+    return internText(op.name);
+  }
+  const uint32_t id = internText(message);
   if (!StringPool::isTransient(id)) {
     lastMessage_.assign(message);
     lastMessageId_ = id;
@@ -291,7 +305,12 @@ void Store::releaseEvents() {
     std::vector<uint32_t*> inUse;
     for (auto& [id, track] : tracks_)
       for (auto& [domain, stack] : track.stacks)
-        for (OpenRange& open : stack) inUse.push_back(&open.name);
+        for (OpenRange& open : stack) {
+          inUse.push_back(&open.name);
+          if (open.torch.fields == 0) continue;
+          inUse.push_back(&open.torch.sizes);
+          inUse.push_back(&open.torch.inputOpIds);
+        }
     for (auto& [rangeId, span] : openSpans_) inUse.push_back(&span.event.name);
     data_.strings.dropTransient(inUse);
   }
@@ -347,6 +366,7 @@ void Store::endTop(std::size_t trackIndex, std::vector<OpenRange>& stack, uint64
     e->flags = open.flags | flags;
     e->result = 0;
     memset(e->raw, 0, sizeof(e->raw));
+    if (open.torch.fields != 0) e->torch = open.torch;
   }
   if (defaultDomain && stack.size() > 1) childEnded(stack[stack.size() - 2], open, end);
   stack.pop_back();
@@ -374,7 +394,8 @@ void Store::decodeInto(Track& t, const Record& r, const char* text, std::size_t 
       open.domain = domain;
       open.category = r.nvtx.category;
       open.flags = 0;
-      open.name = nvtxName(r, text, textLen, open.flags);
+      open.torch.fields = 0;
+      open.name = nvtxName(r, text, textLen, open.flags, &open.torch);
       open.depth = r.nvtx.depth;
       open.lastInside = r.t0;
       open.sealStart = open.sealEnd = 0;

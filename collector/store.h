@@ -88,6 +88,7 @@ class Store {
     uint64_t lastInside;
     uint64_t sealStart, sealEnd;
     bool sealed;
+    TorchPayload torch;  // fields 0: not one of PyTorch's op ranges
     OpenRange() {}  // not zeroed first: the push writes every field
   };
   struct Track {
@@ -116,7 +117,11 @@ class Store {
   void decodeInto(Track& t, const Record& r, const char* text, std::size_t textLen);
   void decodeApi(Track& t, const Record& r);
   uint32_t nameFromTable(uint32_t id);
-  uint32_t nvtxName(const Record& r, const char* text, std::size_t textLen, uint8_t& flags);
+  // The name of an NVTX record's message. `torch`, for a push: where the text is one of PyTorch's
+  // op ranges, its parts go there and the name is the op name.
+  uint32_t nvtxName(const Record& r, const char* text, std::size_t textLen, uint8_t& flags,
+                    TorchPayload* torch = nullptr);
+  uint32_t internText(std::string_view text) { return data_.strings.internBounded(text, stringCap_, stringBytesCap_); }
   void closeLost(Track& t, std::vector<OpenRange>& stack, uint32_t minDepth, uint64_t at, bool defaultDomain);
   // The range on top of `stack` ends at `end` (ticks; `flags`: a lost or missing pop): its event
   // is stored, a default-domain parent learns where it ended, and it leaves the stack.

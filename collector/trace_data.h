@@ -66,6 +66,19 @@ enum EventFlags : uint8_t {
   kEventInsideCall = 8,
 };
 
+// A PyTorch op range (emit_nvtx) taken apart as the drain decoded it: its text is exactly
+// PyTorch's rendering of these fields (collector/torch_text.h, parseExactTorchRange) and
+// Event::name is the op name. Such ranges come one text per call; their parts repeat (the op
+// name, the sizes it is called with), so they are interned and the one-off numbers are not text.
+enum TorchFields : uint8_t { kTorchParts = 1, kTorchSeq = 2, kTorchStashed = 4, kTorchOpId = 8 };
+struct TorchPayload {
+  uint64_t seq;
+  uint64_t opId;
+  uint32_t sizes;       // id in TraceData::strings, 0: none
+  uint32_t inputOpIds;  // likewise
+  uint8_t fields;       // TorchFields; 0 in every NVTX range not taken apart
+};
+
 struct Event {
   uint64_t start = 0;  // CLOCK_MONOTONIC ns
   uint64_t end = 0;
@@ -82,9 +95,11 @@ struct Event {
     MemPayload mem;
     HandlePayload handle;
     uint64_t rangeId;
+    TorchPayload torch;     // NvtxRange
     unsigned char raw[32] = {};
   };
 };
+static_assert(sizeof(TorchPayload) <= sizeof(Event::raw));
 
 // The interned call stack of an Api event (same offset in every Api payload), 0 = none.
 inline uint32_t stackIdOf(const Event& e) {
@@ -345,6 +360,9 @@ class StringPool {
   // text: then it is interned. So one-off texts never fill the pool, and the pool stays small
   // enough for the lookup of every message to stay in cache.
   uint32_t internBounded(std::string_view text, std::size_t maxStrings, std::size_t maxBytes);
+  // A transient id for `text`, which is not looked up: a text the caller knows to be made for
+  // one event (the ids of the ops whose outputs a PyTorch op takes).
+  uint32_t transient(std::string_view text) { return addTransient(text); }
   // Valid until the text's id is dropped (transient) or the pool is destroyed.
   std::string_view get(uint32_t id) const {
     if (id & kTransientId) {

@@ -210,7 +210,7 @@ class ChromeWriter {
     if (op.thread >= 0) {
       TorchOp parsed;
       const Event& range = data_.threads[static_cast<std::size_t>(op.thread)].events[op.event];
-      if (parseTorchRange(data_.strings.get(range.name), parsed)) {
+      if (torchOpOf(data_, range, parsed)) {
         out_.put(",\"op\":");
         putJsonString(out_, parsed.name);
         if (parsed.hasOpId) {
@@ -486,7 +486,7 @@ class ChromeWriter {
       case EventKind::NvtxRange: {
         // A PyTorch op range shows its op name; the fields of its message become args.
         TorchOp op;
-        const bool torch = parseTorchRange(data_.strings.get(e.name), op);
+        const bool torch = torchOpOf(data_, e, op);
         head("X", "nvtx", torch ? op.name : std::string_view(data_.strings.get(e.name)), tid);
         times(e, true);
         argsOpen(e);

@@ -15,6 +15,7 @@
 
 #include "exporters/perfetto_fields.h"
 #include "exporters/proto_writer.h"
+#include "exporters/torch_ops.h"
 
 namespace cutrace {
 
@@ -208,7 +209,37 @@ class Decoder {
   void emit(Pending& p) {
     if (p.nameInline) p.slice.name = p.inlineName;
     for (auto& [index, t] : p.inlineTexts) p.slice.annotations[index].text = t;
+    if (p.slice.category == kCategories[2]) torchText(p.slice);
     visitor_.slice(p.slice);
+  }
+  // A PyTorch op range written as its parts (perfetto_writer.cpp, beginEvent) is named by its
+  // text again, as recorded: every view reads the stream's NVTX texts as the program gave them.
+  void torchText(PfSlice& s) {
+    TorchOp op;
+    bool parts = false;
+    for (const PfAnnotation& a : s.annotations) {
+      switch (a.id) {
+        case Ann::OpSeq:
+        case Ann::StashedSeq:
+          op.hasSeq = true;
+          op.stashed = a.id == Ann::StashedSeq;
+          op.seq = a.value;
+          break;
+        case Ann::OpId:
+          op.hasOpId = true;
+          op.opId = a.value;
+          break;
+        case Ann::Sizes: op.sizes = a.text; break;
+        case Ann::InputOpIds: op.inputOpIds = a.text; break;
+        default: continue;
+      }
+      parts = true;
+    }
+    if (!parts) return;
+    op.name = s.name;
+    torchText_.clear();
+    renderTorchRange(op, torchText_);
+    s.name = torchText_;
   }
   // Slices live in a pool and are never moved: an event is read into the next free one, which
   // a BEGIN leaves on its track's stack (by index) until its END. A finished one's lists
@@ -259,6 +290,7 @@ class Decoder {
   std::unordered_map<std::string_view, uint32_t> textIds_;
   static constexpr uint8_t kUnresolved = 0xff;
   std::vector<uint8_t> annotations_;  // by text id: an Ann, kUnresolved until first asked
+  std::string torchText_;  // the name of the slice being visited, where torchText() made it
   // MONOTONIC minus BOOTTIME and minus REALTIME, from the last snapshot that had them.
   bool haveBoot_ = false, haveReal_ = false;
   uint64_t monoMinusBoot_ = 0, monoMinusReal_ = 0;

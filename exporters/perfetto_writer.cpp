@@ -147,11 +147,13 @@ void PerfettoWriter::needText(Sequence& seq, uint64_t iid, std::string_view text
   interned_.end(e);
 }
 
-uint64_t PerfettoWriter::needString(const TraceData& data, Sequence& seq, uint32_t poolId) {
-  auto [it, fresh] = stringIids_.try_emplace(poolId, nextStringIid_);
-  if (fresh) ++nextStringIid_;
-  if (seq.strings.size() <= it->second || !seq.strings[it->second]) needText(seq, it->second, demangle_(data, poolId));
-  return it->second;
+uint64_t PerfettoWriter::needString(const TraceData& data, Sequence& seq, uint32_t poolId, bool demangle) {
+  if (poolId >= stringIids_.size()) stringIids_.resize(std::max<std::size_t>(poolId + 1, stringIids_.size() * 2), 0);
+  uint64_t& iid = stringIids_[poolId];
+  if (iid == 0) iid = nextStringIid_++;
+  if (seq.strings.size() <= iid || !seq.strings[iid])
+    needText(seq, iid, demangle ? std::string_view(demangle_(data, poolId)) : data.strings.get(poolId));
+  return iid;
 }
 
 uint64_t PerfettoWriter::needStream(Sequence& seq, uint64_t stream) {
@@ -209,15 +211,19 @@ void PerfettoWriter::needStack(const TraceData& data, Sequence& seq, uint32_t st
 }
 
 void PerfettoWriter::annotation(Ann a, uint32_t valueField, uint64_t v) {
-  const auto d = w_.begin(pf::TrackEvent::kDebugAnnotations);
-  w_.varint(pf::DebugAnnotation::kNameIid, static_cast<uint32_t>(a) + 1);
-  w_.varint(valueField, v);
-  w_.end(d);
+  // Every length is known before it is written (at most 14 bytes: a one-byte name iid, a value
+  // field of two tag bytes at most): one room check, no length to patch.
+  static_assert(static_cast<uint32_t>(Ann::Count) < 0x80 && (pf::TrackEvent::kDebugAnnotations << 3) < 0x80);
+  char* p = w_.open(2 + 14);
+  *p++ = static_cast<char>(pf::TrackEvent::kDebugAnnotations << 3 | proto::kLengthDelimited);
+  *p++ = static_cast<char>(2 + proto::varintSize(uint64_t{valueField} << 3) + proto::varintSize(v));
+  p = Writer::putField(p, pf::DebugAnnotation::kNameIid, static_cast<uint32_t>(a) + 1);
+  w_.close(Writer::putField(p, valueField, v));
 }
 void PerfettoWriter::annotationString(Ann a, std::string_view v) {
   const auto d = w_.begin(pf::TrackEvent::kDebugAnnotations);
   w_.varint(pf::DebugAnnotation::kNameIid, static_cast<uint32_t>(a) + 1);
-  w_.bytes(pf::DebugAnnotation::kStringValue, v);
+  utf8(w_, pf::DebugAnnotation::kStringValue, v);
   w_.end(d);
 }
 
@@ -443,6 +449,23 @@ uint64_t PerfettoWriter::beginEvent(const TraceData& data, std::size_t thread, c
     nameIid = StringPool::isTransient(e.name) ? 0 : std::size_t{hookCount} + 1 + e.name;
     nameText = data.strings.get(e.name);
   }
+  // One of PyTorch's op ranges, taken apart when it was decoded (Event::torch): its name is the
+  // op name, its fields are annotations (the sizes list interned once kept: it repeats), and the
+  // reader renders the text again (perfetto_reader.cpp, torchText).
+  const bool torchParts = e.kind == EventKind::NvtxRange && (e.torch.fields & kTorchParts);
+  uint64_t sizesIid = 0, inputOpIdsIid = 0;
+  if (torchParts) {
+    if (e.torch.fields & kTorchSeq) needAnnotation(seq, e.torch.fields & kTorchStashed ? Ann::StashedSeq : Ann::OpSeq);
+    if (e.torch.fields & kTorchOpId) needAnnotation(seq, Ann::OpId);
+    if (e.torch.sizes != 0) {
+      needAnnotation(seq, Ann::Sizes);
+      if (!StringPool::isTransient(e.torch.sizes)) sizesIid = needString(data, seq, e.torch.sizes, false);
+    }
+    if (e.torch.inputOpIds != 0) {
+      needAnnotation(seq, Ann::InputOpIds);
+      if (!StringPool::isTransient(e.torch.inputOpIds)) inputOpIdsIid = needString(data, seq, e.torch.inputOpIds, false);
+    }
+  }
   needCategory(seq, category);
   if (nameIid != 0) needName(seq, nameIid, nameText);
   if (withSeq) needAnnotation(seq, Ann::Seq);
@@ -530,6 +553,15 @@ uint64_t PerfettoWriter::beginEvent(const TraceData& data, std::size_t thread, c
     if (e.flags & kEventEndLost) annotationBool(Ann::EndLost);
     if (e.flags & kEventTextTruncated) annotationBool(Ann::Truncated);
     if (e.kind == EventKind::NvtxSpan) annotationUint(Ann::RangeId, e.rangeId);
+    if (torchParts) {
+      if (e.torch.fields & kTorchSeq) annotationUint(e.torch.fields & kTorchStashed ? Ann::StashedSeq : Ann::OpSeq, e.torch.seq);
+      if (e.torch.fields & kTorchOpId) annotationUint(Ann::OpId, e.torch.opId);
+      for (const auto& [a, id, iid] : {std::tuple{Ann::Sizes, e.torch.sizes, sizesIid},
+                                      std::tuple{Ann::InputOpIds, e.torch.inputOpIds, inputOpIdsIid}}) {
+        if (iid != 0) annotationInterned(a, iid);
+        else if (id != 0) annotationString(a, data.strings.get(id));
+      }
+    }
   }
   if (withStack) w_.varint(pf::TrackEvent::kCallstackIid, stack);
   // What a repeat of this call writes as it is: everything but seq and flow.
@@ -581,8 +613,10 @@ void PerfettoWriter::flowOut(const TraceData& data, std::size_t thread, const Ev
 [[gnu::always_inline]] inline uint16_t PerfettoWriter::templateKey(const TraceData& data, const Event& e) {
   if (e.kind == EventKind::Api) return e.hook < data.hooks.size() ? e.hook : UINT16_MAX;
   // A one-off (transient) name is written inline and never repeats; a named domain's range goes
-  // on a track of its own; a category may be named later (its name is looked up every time).
-  if (e.kind == EventKind::NvtxRange && e.domain == 0 && e.category == 0 && !StringPool::isTransient(e.name))
+  // on a track of its own; a category may be named later (its name is looked up every time); an
+  // op range's numbers change every time.
+  if (e.kind == EventKind::NvtxRange && e.domain == 0 && e.category == 0 && !StringPool::isTransient(e.name) &&
+      e.torch.fields == 0)
     return Sequence::EventTemplate::kRange;
   return UINT16_MAX;
 }

@@ -69,14 +69,14 @@
 // Concurrency: one writer per process, used under the collector's drain mutex only.
 
 #include <cstdint>
-#include <unordered_set>
 #include <deque>
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <unordered_map>
-#include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "collector/clock.h"
@@ -94,13 +94,16 @@ inline constexpr const char* kCategories[] = {"cuda_runtime", "cuda_driver", "nv
 enum class Ann : uint8_t {
   Seq, Result, Kernel, Grid, Block, Shared, Stream, Bytes, Kind, Ptr, Device, Handle, Domain, Category,
   Unclosed, EndLost, Truncated, Correlation, Registers, SharedStatic, SharedDynamic, RangeId,
-  CategoryName, HostTid, HostStart, HostEnd, Launch, Count
+  CategoryName, HostTid, HostStart, HostEnd, Launch,
+  // A PyTorch op range's fields (exporters/torch_ops.h), named as the Chrome trace's args.
+  OpSeq, StashedSeq, OpId, Sizes, InputOpIds, Count
 };
 inline constexpr const char* kAnnotationNames[] = {
     "seq",       "result",   "kernel",    "grid",        "block",     "shared",        "stream",         "bytes",
     "kind",      "ptr",      "device",    "handle",      "domain",    "category",      "unclosed",       "end_lost",
     "truncated", "correlation", "registers", "shared_static", "shared_dynamic", "range_id",
-    "category_name", "host_tid", "host_start", "host_end", "launch"};
+    "category_name", "host_tid", "host_start", "host_end", "launch",
+    "op_seq",    "stashed_seq", "op_id", "sizes", "input_op_ids"};
 static_assert(sizeof(kAnnotationNames) / sizeof(kAnnotationNames[0]) == static_cast<std::size_t>(Ann::Count));
 // CUPTI memcpy kinds by number, as a device copy's slice is named ("Memcpy HtoD").
 inline constexpr const char* kCuptiCopyKinds[] = {"unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
@@ -263,8 +266,9 @@ class PerfettoWriter {
   void needName(Sequence& seq, uint64_t iid, std::string_view text);
   void needCategory(Sequence& seq, uint32_t iid);
   void needAnnotation(Sequence& seq, Ann a);
-  // The iid of a string value, interned on `seq` (first use: into interned_).
-  uint64_t needString(const TraceData& data, Sequence& seq, uint32_t poolId);
+  // The iid of a string value, interned on `seq` (first use: into interned_); a name (of a
+  // domain, a kernel) shows demangled, any other text as it is. `poolId` is not transient.
+  uint64_t needString(const TraceData& data, Sequence& seq, uint32_t poolId, bool demangle = true);
   uint64_t needLaunch(const TraceData& data, Sequence& seq, const LaunchPayload& l);
   uint64_t needStream(Sequence& seq, uint64_t stream);
   void needText(Sequence& seq, uint64_t iid, std::string_view text);
@@ -309,7 +313,7 @@ class PerfettoWriter {
   std::vector<uint32_t> roots_;   // nodes not wrapped (yet), in recorded order
   std::vector<std::pair<uint32_t, bool>> walk_;  // node, its BEGIN written
   // Annotation string value iids, process-wide, from 1 in order of first use.
-  std::unordered_map<uint32_t, uint64_t> stringIids_;  // by pool id
+  std::vector<uint64_t> stringIids_;  // by pool id (not transient); 0: none yet
   std::unordered_map<uint64_t, uint64_t> streamIids_;  // by stream, as "0x..."
   std::map<std::tuple<uint32_t, uint32_t, uint16_t, uint16_t, uint32_t, uint32_t, uint64_t>, uint64_t> launchIids_;
   uint64_t nextStringIid_ = 1;

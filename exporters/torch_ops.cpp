@@ -6,6 +6,22 @@
 
 namespace cutrace {
 
+bool torchOpOf(const TraceData& data, const Event& e, TorchOp& op) {
+  if (e.kind != EventKind::NvtxRange || !(e.torch.fields & kTorchParts))
+    return parseTorchRange(data.strings.get(e.name), op);
+  op = TorchOp{};
+  op.name = data.strings.get(e.name);
+  op.hasSeq = (e.torch.fields & kTorchSeq) != 0;
+  op.stashed = (e.torch.fields & kTorchStashed) != 0;
+  op.seq = e.torch.seq;
+  op.hasOpId = (e.torch.fields & kTorchOpId) != 0;
+  op.opId = e.torch.opId;
+  if (e.torch.sizes != 0) op.sizes = data.strings.get(e.torch.sizes);
+  if (e.torch.inputOpIds != 0) op.inputOpIds = data.strings.get(e.torch.inputOpIds);
+  op.backward = op.stashed || isBackwardFunction(op.name);
+  return true;
+}
+
 namespace {
 
 struct OpRange {
@@ -51,7 +67,7 @@ TorchLinks linkTorchOps(const TraceData& data, const std::vector<HostLink>& laun
       while (!open.empty() && open.back().end <= e.start) open.pop_back();
       if (e.kind == EventKind::NvtxRange) {
         TorchOp op;
-        if (!parseTorchRange(data.strings.get(e.name), op)) continue;
+        if (!torchOpOf(data, e, op)) continue;
         const OpRange range{EventRef{static_cast<int>(ti), index}, e.start, e.end};
         if (op.hasSeq) (op.backward ? backward : forward)[op.seq].push_back(range);
         open.push_back(range);

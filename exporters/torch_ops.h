@@ -15,6 +15,10 @@
 
 namespace cutrace {
 
+// The op an NVTX range is, where it is one of PyTorch's: taken apart as the drain decoded it
+// (Event::torch), or parsed from its text (a trace read back from a file).
+bool torchOpOf(const TraceData& data, const Event& e, TorchOp& op);
+
 struct EventRef {
   int thread = -1;
   uint32_t event = 0;
