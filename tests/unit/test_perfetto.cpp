@@ -48,6 +48,17 @@ std::string chrome(const TraceData& d) {
   return out.text();
 }
 
+// The names of the first thread's events, read back from the stream `bytes` written from `d`.
+std::vector<std::string> readBackNames(const std::string& bytes, const TraceData& d) {
+  TraceData back;
+  std::string error;
+  const PfMetadataSource known{nullptr, nullptr, &d};
+  REQUIRE(rebuildPerfettoBytes(bytes, known, back, error));
+  std::vector<std::string> names;
+  for (const Event& e : back.threads.at(0).events) names.emplace_back(back.strings.get(e.name));
+  return names;
+}
+
 std::string folded(const TraceData& d, bool nvtx) {
   Sink out;
   const auto f = foldStacks(d, FoldOptions{nvtx});
@@ -850,12 +861,7 @@ TEST_CASE("pftrace writer: one-off NVTX messages past the string cap do not stay
   CHECK(f.find("outer #42;late") != nullptr);
   CHECK(f.find("outer #42") != nullptr);
 
-  TraceData back;
-  std::string error;
-  const PfMetadataSource known{nullptr, nullptr, &d};
-  REQUIRE(rebuildPerfettoBytes(bytes, known, back, error));
-  std::vector<std::string> names;
-  for (const Event& e : back.threads.at(0).events) names.emplace_back(back.strings.get(e.name));
+  std::vector<std::string> names = readBackNames(bytes, d);
   REQUIRE(names.size() == 6 + 1 + kSteps);
   for (int i = 0; i < 3; ++i) CHECK(std::count(names.begin(), names.end(), "warm " + std::to_string(i)) == 2);
   CHECK(std::count(names.begin(), names.end(), "outer 42") == 1);
@@ -912,12 +918,7 @@ TEST_CASE("pftrace writer: PyTorch's op ranges are written as their parts and re
   CHECK(taken == 3 * kOps / 4 + 1);  // and the outer range
   b.finish(t + 10);
 
-  TraceData back;
-  std::string error;
-  const PfMetadataSource known{nullptr, nullptr, &d};
-  REQUIRE(rebuildPerfettoBytes(bytes, known, back, error));
-  std::vector<std::string> names;
-  for (const Event& e : back.threads.at(0).events) names.emplace_back(back.strings.get(e.name));
+  std::vector<std::string> names = readBackNames(bytes, d);
   std::sort(names.begin(), names.end());
   std::sort(texts.begin(), texts.end());
   CHECK(names == texts);
