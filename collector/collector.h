@@ -204,7 +204,7 @@ inline uint64_t takeSeq(ThreadState* s) { return s->nextSeq++; }
 // `keepFree`: ring slots that must stay free after this record (the pop credits of the thread's
 // recorded pushes, see ThreadState; one fewer for the pop that uses one, one more for a push that
 // takes one).
-inline bool appendRecord(ThreadState* s, const Record& r, const char* text, std::size_t textLen, uint32_t keepFree) {
+[[gnu::always_inline]] inline bool appendRecord(ThreadState* s, const Record& r, const char* text, std::size_t textLen, uint32_t keepFree) {
   const std::size_t blocks = (textLen + kRecordSize - 1) / kRecordSize;
   const uint64_t at = s->ring.reserve(1 + blocks + keepFree);
   if (__builtin_expect(at == UINT64_MAX, 0)) return false;

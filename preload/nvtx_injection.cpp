@@ -129,7 +129,7 @@ ThreadState* nvtxThread() {
 }
 
 // Inside a RecordSection. Returns false when the ring had no room (the loss is counted).
-bool appendNvtx(ThreadState* s, RecordType type, uint64_t seq, uint32_t domain, uint32_t category, uint16_t depth,
+[[gnu::always_inline]] inline bool appendNvtx(ThreadState* s, RecordType type, uint64_t seq, uint32_t domain, uint32_t category, uint16_t depth,
                 uint64_t rangeId, const Message& m) {
   Record r;
   r.type = type;
