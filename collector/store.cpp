@@ -169,12 +169,8 @@ uint32_t Store::nvtxName(const Record& r, const char* text, std::size_t textLen,
   // here, once, for the fold, the stream and the Chrome trace alike.
   TorchOp op;
   if (torch != nullptr && parseExactTorchRange(message, op)) {
-    torch->fields = static_cast<uint8_t>(kTorchParts | (op.hasSeq ? kTorchSeq : 0) | (op.stashed ? kTorchStashed : 0) |
-                                         (op.hasOpId ? kTorchOpId : 0));
-    torch->seq = op.seq;
-    torch->opId = op.opId;
-    torch->sizes = op.sizes.empty() ? 0 : internText(op.sizes);
-    torch->inputOpIds = op.inputOpIds.empty() ? 0 : data_.strings.transient(op.inputOpIds);
+    *torch = torchPayload(op, op.sizes.empty() ? 0 : internText(op.sizes),
+                          op.inputOpIds.empty() ? 0 : data_.strings.transient(op.inputOpIds));
     return internText(op.name);
   }
   const uint32_t id = internText(message);

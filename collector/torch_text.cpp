@@ -77,6 +77,17 @@ std::size_t firstField(std::string_view text) {
 
 }  // namespace
 
+TorchPayload torchPayload(const TorchOp& op, uint32_t sizes, uint32_t inputOpIds) {
+  TorchPayload t{};
+  t.fields = static_cast<uint8_t>(kTorchParts | (op.hasSeq ? kTorchSeq : 0) | (op.stashed ? kTorchStashed : 0) |
+                                  (op.hasOpId ? kTorchOpId : 0));
+  t.seq = op.seq;
+  t.opId = op.opId;
+  t.sizes = sizes;
+  t.inputOpIds = inputOpIds;
+  return t;
+}
+
 bool isBackwardFunction(std::string_view name) {
   if (name.rfind("autograd::engine::evaluate_function:", 0) == 0) return true;
   if (name == "torch::autograd::AccumulateGrad" || name == "AccumulateGrad" || name == "torch::autograd::GraphRoot" ||

@@ -39,6 +39,21 @@ void renderTorchRange(const TorchOp& op, std::string& out);
 // parts (an interned op name, numbers, an interned sizes list) and its reader renders again.
 bool parseExactTorchRange(std::string_view text, TorchOp& out);
 
+// An op range taken apart as the drain decoded it (Event::torch, collector/trace_data.h): its
+// text is exactly renderTorchRange of these fields, and Event::name is the op name. Such ranges
+// come one text per call; their parts repeat (the op name, the sizes it is called with), so
+// they are interned and the one-off numbers are not text.
+enum TorchFields : uint8_t { kTorchParts = 1, kTorchSeq = 2, kTorchStashed = 4, kTorchOpId = 8 };
+struct TorchPayload {
+  uint64_t seq;
+  uint64_t opId;
+  uint32_t sizes;       // id in TraceData::strings, 0: none
+  uint32_t inputOpIds;  // likewise
+  uint8_t fields;       // TorchFields; 0 in every NVTX range not taken apart
+};
+// The payload of `op`, the ids of its sizes and input_op_ids texts given.
+TorchPayload torchPayload(const TorchOp& op, uint32_t sizes, uint32_t inputOpIds);
+
 // Whether an op name is an autograd function run by the backward pass: "...Backward<N>",
 // "autograd::engine::evaluate_function: ...", AccumulateGrad, GraphRoot.
 bool isBackwardFunction(std::string_view name);

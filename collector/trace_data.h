@@ -24,6 +24,7 @@
 
 #include "collector/clock.h"
 #include "collector/record.h"
+#include "collector/torch_text.h"
 
 namespace cutrace {
 
@@ -64,19 +65,6 @@ enum EventFlags : uint8_t {
   // Recorded while a CUDA call of its thread ran (before that call's own record): for folding
   // as the run goes only; not written to the outputs.
   kEventInsideCall = 8,
-};
-
-// A PyTorch op range (emit_nvtx) taken apart as the drain decoded it: its text is exactly
-// PyTorch's rendering of these fields (collector/torch_text.h, parseExactTorchRange) and
-// Event::name is the op name. Such ranges come one text per call; their parts repeat (the op
-// name, the sizes it is called with), so they are interned and the one-off numbers are not text.
-enum TorchFields : uint8_t { kTorchParts = 1, kTorchSeq = 2, kTorchStashed = 4, kTorchOpId = 8 };
-struct TorchPayload {
-  uint64_t seq;
-  uint64_t opId;
-  uint32_t sizes;       // id in TraceData::strings, 0: none
-  uint32_t inputOpIds;  // likewise
-  uint8_t fields;       // TorchFields; 0 in every NVTX range not taken apart
 };
 
 struct Event {
@@ -363,6 +351,12 @@ class StringPool {
   // A transient id for `text`, which is not looked up: a text the caller knows to be made for
   // one event (the ids of the ops whose outputs a PyTorch op takes).
   uint32_t transient(std::string_view text) { return addTransient(text); }
+  // The same for a pool that keeps every text (a trace read back): kept for good, not indexed.
+  uint32_t keepUnindexed(std::string_view text) {
+    strings_.emplace_back(text);
+    bytes_ += text.size();
+    return static_cast<uint32_t>(strings_.size() - 1);
+  }
   // Valid until the text's id is dropped (transient) or the pool is destroyed.
   std::string_view get(uint32_t id) const {
     if (id & kTransientId) {

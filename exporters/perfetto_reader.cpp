@@ -130,6 +130,32 @@ class IidMap {
   uint64_t entries_ = 0;
 };
 
+// The op of a slice written as its parts (op_seq and the rest among its annotations, its name
+// the op name); false where it has none of them.
+bool torchOpOfParts(const PfSlice& s, TorchOp& op) {
+  bool parts = false;
+  for (const PfAnnotation& a : s.annotations) {
+    switch (a.id) {
+      case Ann::OpSeq:
+      case Ann::StashedSeq:
+        op.hasSeq = true;
+        op.stashed = a.id == Ann::StashedSeq;
+        op.seq = a.value;
+        break;
+      case Ann::OpId:
+        op.hasOpId = true;
+        op.opId = a.value;
+        break;
+      case Ann::Sizes: op.sizes = a.text; break;
+      case Ann::InputOpIds: op.inputOpIds = a.text; break;
+      default: continue;
+    }
+    parts = true;
+  }
+  op.name = s.opName.empty() ? s.name : s.opName;
+  return parts;
+}
+
 bool isRelatableBuiltin(uint64_t clock) {
   return clock == pf::BuiltinClock::kBoottime || clock == pf::BuiltinClock::kRealtime;
 }
@@ -216,27 +242,8 @@ class Decoder {
   // text again, as recorded: every view reads the stream's NVTX texts as the program gave them.
   void torchText(PfSlice& s) {
     TorchOp op;
-    bool parts = false;
-    for (const PfAnnotation& a : s.annotations) {
-      switch (a.id) {
-        case Ann::OpSeq:
-        case Ann::StashedSeq:
-          op.hasSeq = true;
-          op.stashed = a.id == Ann::StashedSeq;
-          op.seq = a.value;
-          break;
-        case Ann::OpId:
-          op.hasOpId = true;
-          op.opId = a.value;
-          break;
-        case Ann::Sizes: op.sizes = a.text; break;
-        case Ann::InputOpIds: op.inputOpIds = a.text; break;
-        default: continue;
-      }
-      parts = true;
-    }
-    if (!parts) return;
-    op.name = s.name;
+    if (!torchOpOfParts(s, op)) return;
+    s.opName = s.name;
     torchText_.clear();
     renderTorchRange(op, torchText_);
     s.name = torchText_;
@@ -948,7 +955,6 @@ class Rebuild : public PerfettoVisitor {
       }
     } else if (s.category == kCategories[2]) {
       if (outside(s.startNs, s.instant ? s.startNs : s.endNs)) return;
-      e.name = d_.strings.intern(s.name);
       const PfAnnotation* range = s.find(Ann::RangeId);
       if (s.instant) {
         e.kind = EventKind::NvtxMark;
@@ -957,6 +963,17 @@ class Rebuild : public PerfettoVisitor {
         e.rangeId = range != nullptr ? range->value : 0;
       } else {
         e.kind = EventKind::NvtxRange;
+      }
+      // An op range stays its parts, as the drain held it: a text per range kept whole would be
+      // most of the memory of a trace read back (PyTorch runs: ~110 bytes and an index entry).
+      TorchOp op;
+      if (e.kind == EventKind::NvtxRange && !s.opName.empty() && torchOpOfParts(s, op)) {
+        e.name = d_.strings.intern(op.name);
+        // The sizes lists repeat; input_op_ids are the range's own.
+        e.torch = torchPayload(op, op.sizes.empty() ? 0 : d_.strings.intern(op.sizes),
+                               op.inputOpIds.empty() ? 0 : d_.strings.keepUnindexed(op.inputOpIds));
+      } else {
+        e.name = d_.strings.intern(s.name);
       }
       if (const PfAnnotation* a = s.find(Ann::Domain)) e.domain = d_.strings.intern(a->text);
       if (const PfAnnotation* a = s.find(Ann::Category)) e.category = static_cast<uint32_t>(a->value);

@@ -75,6 +75,9 @@ struct PfSlice {
   uint64_t callstackIid = 0;  // 0: none
   std::vector<std::string_view> frames;  // the callstack's function names, innermost first
   std::vector<PfAnnotation> annotations;
+  // One of PyTorch's op ranges written as its parts (perfetto_writer.cpp): `name` is its text,
+  // rendered again, and this the op name alone; empty otherwise.
+  std::string_view opName;
   // Its seq annotation, or where it has none the previous BEGIN or INSTANT's on its sequence + 1
   // (the writer leaves out a seq that follows; 0 for a first without one).
   uint64_t seq = 0;

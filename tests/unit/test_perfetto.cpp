@@ -17,6 +17,7 @@
 #include "exporters/perfetto_reader.h"
 #include "exporters/perfetto_writer.h"
 #include "exporters/proto_writer.h"
+#include "exporters/torch_ops.h"
 #include "trace_builder.h"
 
 using namespace cutrace;
@@ -48,14 +49,23 @@ std::string chrome(const TraceData& d) {
   return out.text();
 }
 
-// The names of the first thread's events, read back from the stream `bytes` written from `d`.
-std::vector<std::string> readBackNames(const std::string& bytes, const TraceData& d) {
+// The names of the first thread's events, read back from the stream `bytes` written from `d`: an
+// op range read back as its parts is named by its text, rendered (`parts`: how many).
+std::vector<std::string> readBackNames(const std::string& bytes, const TraceData& d, std::size_t* parts = nullptr) {
   TraceData back;
   std::string error;
   const PfMetadataSource known{nullptr, nullptr, &d};
   REQUIRE(rebuildPerfettoBytes(bytes, known, back, error));
   std::vector<std::string> names;
-  for (const Event& e : back.threads.at(0).events) names.emplace_back(back.strings.get(e.name));
+  for (const Event& e : back.threads.at(0).events) {
+    TorchOp op;
+    if (e.kind == EventKind::NvtxRange && (e.torch.fields & kTorchParts) && torchOpOf(back, e, op)) {
+      renderTorchRange(op, names.emplace_back());
+      if (parts != nullptr) ++*parts;
+    } else {
+      names.emplace_back(back.strings.get(e.name));
+    }
+  }
   return names;
 }
 
@@ -918,7 +928,9 @@ TEST_CASE("pftrace writer: PyTorch's op ranges are written as their parts and re
   CHECK(taken == 3 * kOps / 4 + 1);  // and the outer range
   b.finish(t + 10);
 
-  std::vector<std::string> names = readBackNames(bytes, d);
+  std::size_t readAsParts = 0;
+  std::vector<std::string> names = readBackNames(bytes, d, &readAsParts);
+  CHECK(readAsParts == taken);  // read back as the drain held them, not as texts
   std::sort(names.begin(), names.end());
   std::sort(texts.begin(), texts.end());
   CHECK(names == texts);
