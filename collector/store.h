@@ -89,7 +89,7 @@ class Store {
     uint64_t sealStart, sealEnd;
     bool sealed;
     TorchPayload torch;  // fields 0: not one of PyTorch's op ranges
-    OpenRange() {}  // not zeroed first: the push writes every field
+    OpenRange() {}  // not zeroed first: the push writes every field (of torch, fields at least)
   };
   struct Track {
     std::size_t index;  // into data_.threads
