@@ -95,7 +95,7 @@ enum class Ann : uint8_t {
   Seq, Result, Kernel, Grid, Block, Shared, Stream, Bytes, Kind, Ptr, Device, Handle, Domain, Category,
   Unclosed, EndLost, Truncated, Correlation, Registers, SharedStatic, SharedDynamic, RangeId,
   CategoryName, HostTid, HostStart, HostEnd, Launch,
-  // A PyTorch op range's fields (exporters/torch_ops.h), named as the Chrome trace's args.
+  // A PyTorch op range's fields (collector/torch_text.h), named as the Chrome trace's args.
   OpSeq, StashedSeq, OpId, Sizes, InputOpIds, Count
 };
 inline constexpr const char* kAnnotationNames[] = {
