@@ -244,6 +244,7 @@ class Decoder {
     TorchOp op;
     if (!torchOpOfParts(s, op)) return;
     s.opName = s.name;
+    if (!visitor_.wantsOpText()) return;
     torchText_.clear();
     renderTorchRange(op, torchText_);
     s.name = torchText_;
@@ -871,6 +872,9 @@ class Rebuild : public PerfettoVisitor {
       for (const ThreadTrack& t : k->threads) final_.threads.push_back(PfFinalThread{t.tid, t.dropped, t.lostEnds, t.seqEnd});
     }
   }
+
+  // Op ranges are kept as their parts (slice()): their texts are not needed.
+  bool wantsOpText() const override { return false; }
 
   void track(const PfTrack& t) override {
     if (t.kind == PfTrackKind::Process) notePid(t.pid);

@@ -75,8 +75,8 @@ struct PfSlice {
   uint64_t callstackIid = 0;  // 0: none
   std::vector<std::string_view> frames;  // the callstack's function names, innermost first
   std::vector<PfAnnotation> annotations;
-  // One of PyTorch's op ranges written as its parts (perfetto_writer.cpp): `name` is its text,
-  // rendered again, and this the op name alone; empty otherwise.
+  // One of PyTorch's op ranges written as its parts (perfetto_writer.cpp): the op name, and
+  // `name` its text, rendered again (PerfettoVisitor::wantsOpText); empty otherwise.
   std::string_view opName;
   // Its seq annotation, or where it has none the previous BEGIN or INSTANT's on its sequence + 1
   // (the writer leaves out a seq that follows; 0 for a first without one).
@@ -114,6 +114,9 @@ class PerfettoVisitor {
   virtual bool ok(std::string& /*error*/) { return true; }
   // After each whole packet: the bytes of the input read so far (a progress line).
   virtual void position(uint64_t /*offset*/) {}
+  // Whether PfSlice::name of an op range written as its parts is its text, rendered again (a
+  // visitor that reads opName and the annotations, as the rebuild does, spares that).
+  virtual bool wantsOpText() const { return true; }
 };
 
 struct PfReadStats {
