@@ -13,9 +13,9 @@
 #include <memory>
 #include <unordered_map>
 
+#include "collector/torch_text.h"
 #include "exporters/perfetto_fields.h"
 #include "exporters/proto_writer.h"
-#include "exporters/torch_ops.h"
 
 namespace cutrace {
 
@@ -130,32 +130,6 @@ class IidMap {
   uint64_t entries_ = 0;
 };
 
-// The op of a slice written as its parts (op_seq and the rest among its annotations, its name
-// the op name); false where it has none of them.
-bool torchOpOfParts(const PfSlice& s, TorchOp& op) {
-  bool parts = false;
-  for (const PfAnnotation& a : s.annotations) {
-    switch (a.id) {
-      case Ann::OpSeq:
-      case Ann::StashedSeq:
-        op.hasSeq = true;
-        op.stashed = a.id == Ann::StashedSeq;
-        op.seq = a.value;
-        break;
-      case Ann::OpId:
-        op.hasOpId = true;
-        op.opId = a.value;
-        break;
-      case Ann::Sizes: op.sizes = a.text; break;
-      case Ann::InputOpIds: op.inputOpIds = a.text; break;
-      default: continue;
-    }
-    parts = true;
-  }
-  op.name = s.opName.empty() ? s.name : s.opName;
-  return parts;
-}
-
 bool isRelatableBuiltin(uint64_t clock) {
   return clock == pf::BuiltinClock::kBoottime || clock == pf::BuiltinClock::kRealtime;
 }
@@ -241,9 +215,29 @@ class Decoder {
   // A PyTorch op range written as its parts (perfetto_writer.cpp, beginEvent) is named by its
   // text again, as recorded: every view reads the stream's NVTX texts as the program gave them.
   void torchText(PfSlice& s) {
-    TorchOp op;
-    if (!torchOpOfParts(s, op)) return;
-    s.opName = s.name;
+    TorchOp& op = s.op;
+    op = TorchOp{};
+    for (const PfAnnotation& a : s.annotations) {
+      switch (a.id) {
+        case Ann::OpSeq:
+        case Ann::StashedSeq:
+          op.hasSeq = true;
+          op.stashed = a.id == Ann::StashedSeq;
+          op.seq = a.value;
+          break;
+        case Ann::OpId:
+          op.hasOpId = true;
+          op.opId = a.value;
+          break;
+        case Ann::Sizes: op.sizes = a.text; break;
+        case Ann::InputOpIds: op.inputOpIds = a.text; break;
+        default: continue;
+      }
+      s.isTorchOp = true;
+    }
+    if (!s.isTorchOp) return;
+    op.name = s.name;
+    op.backward = op.stashed || isBackwardFunction(op.name);
     if (!visitor_.wantsOpText()) return;
     torchText_.clear();
     renderTorchRange(op, torchText_);
@@ -970,12 +964,11 @@ class Rebuild : public PerfettoVisitor {
       }
       // An op range stays its parts, as the drain held it: a text per range kept whole would be
       // most of the memory of a trace read back (PyTorch runs: ~110 bytes and an index entry).
-      TorchOp op;
-      if (e.kind == EventKind::NvtxRange && !s.opName.empty() && torchOpOfParts(s, op)) {
-        e.name = d_.strings.intern(op.name);
+      if (e.kind == EventKind::NvtxRange && s.isTorchOp) {
+        e.name = d_.strings.intern(s.op.name);
         // The sizes lists repeat; input_op_ids are the range's own.
-        e.torch = torchPayload(op, op.sizes.empty() ? 0 : d_.strings.intern(op.sizes),
-                               op.inputOpIds.empty() ? 0 : d_.strings.keepUnindexed(op.inputOpIds));
+        e.torch = torchPayload(s.op, s.op.sizes.empty() ? 0 : d_.strings.intern(s.op.sizes),
+                               s.op.inputOpIds.empty() ? 0 : d_.strings.keepUnindexed(s.op.inputOpIds));
       } else {
         e.name = d_.strings.intern(s.name);
       }

@@ -25,6 +25,7 @@
 #include <string_view>
 #include <vector>
 
+#include "collector/torch_text.h"
 #include "collector/trace_data.h"
 #include "exporters/perfetto_writer.h"
 
@@ -75,9 +76,11 @@ struct PfSlice {
   uint64_t callstackIid = 0;  // 0: none
   std::vector<std::string_view> frames;  // the callstack's function names, innermost first
   std::vector<PfAnnotation> annotations;
-  // One of PyTorch's op ranges written as its parts (perfetto_writer.cpp): the op name, and
-  // `name` its text, rendered again (PerfettoVisitor::wantsOpText); empty otherwise.
-  std::string_view opName;
+  // One of PyTorch's op ranges written as its parts (perfetto_writer.cpp): `op` holds them (its
+  // name the op name), and `name` is its text, rendered again where the visitor wants it
+  // (PerfettoVisitor::wantsOpText), else the op name too.
+  bool isTorchOp = false;
+  TorchOp op;
   // Its seq annotation, or where it has none the previous BEGIN or INSTANT's on its sequence + 1
   // (the writer leaves out a seq that follows; 0 for a first without one).
   uint64_t seq = 0;
@@ -115,7 +118,7 @@ class PerfettoVisitor {
   // After each whole packet: the bytes of the input read so far (a progress line).
   virtual void position(uint64_t /*offset*/) {}
   // Whether PfSlice::name of an op range written as its parts is its text, rendered again (a
-  // visitor that reads opName and the annotations, as the rebuild does, spares that).
+  // visitor that reads PfSlice::op instead, as the rebuild does, spares that).
   virtual bool wantsOpText() const { return true; }
 };
 

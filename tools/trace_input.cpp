@@ -66,6 +66,10 @@ class EventAdapter : public PerfettoVisitor {
     if (bytes_ >= kProgressBytes) spdlog::info("reading {} ({} MB)", name_, bytes_ >> 20);
   }
 
+  // Op ranges written as their parts are read from PfSlice::op: named by the op, as a parsed
+  // text would be.
+  bool wantsOpText() const override { return false; }
+
   void slice(const PfSlice& s) override {
     const PfTrack& track = *s.track;
     TraceEvent ev;
@@ -85,7 +89,10 @@ class EventAdapter : public PerfettoVisitor {
           if (const std::string_view kernel = launchKernelName(s); !kernel.empty()) ev.kernel = demangled(kernel);
         } else if (s.category == kCategories[2]) {
           TorchOp op;
-          if (parseTorchRange(s.name, op)) {
+          bool torch = s.isTorchOp;
+          if (torch) op = s.op;
+          else torch = parseTorchRange(s.name, op);
+          if (torch) {
             ev.name = op.name;
             ev.hasOpSeq = op.hasSeq;
             ev.hasOpId = op.hasOpId;
