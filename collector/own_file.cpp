@@ -6,7 +6,10 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
+
+#include <algorithm>
 
 #include "collector/collector.h"
 
@@ -18,6 +21,9 @@ bool OwnFile::create(int dirfd, const std::string& dir, const std::string& name)
   struct stat st {};
   const bool ok = fstat(fd, &st) == 0;
   const int err = errno;
+  struct statfs fs {};
+  constexpr long kExt4Magic = 0xEF53;  // EXT4_SUPER_MAGIC (ext2 and ext3 too, run by the ext4 driver)
+  reserves_ = fstatfs(fd, &fs) == 0 && fs.f_type == kExt4Magic;
   close(fd);
   if (!ok) {
     unlinkat(dirfd, name.c_str(), 0);
@@ -28,12 +34,39 @@ bool OwnFile::create(int dirfd, const std::string& dir, const std::string& name)
   dev_ = st.st_dev;
   ino_ = st.st_ino;
   stopped_ = false;
+  reservedTo_ = 0;
   return true;
 }
 
-bool OwnFile::isOurs(int fd) const {
-  struct stat st {};
+bool OwnFile::isOurs(int fd, struct stat& st) const {
   return fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_dev == dev_ && st.st_ino == ino_;
+}
+
+void OwnFile::reserve(int fd, uint64_t size, std::size_t adding) {
+  if (!reserves_ || size + adding <= reservedTo_) return;
+  // Never past the file-size limit: blocks there could never be written.
+  const uint64_t limit = fileSizeLimit();
+  if (size >= limit) return;
+  const uint64_t length = std::min<uint64_t>(kReserveBytes + adding, limit - size);
+  const int err = errno;
+  if (fallocate(fd, FALLOC_FL_KEEP_SIZE, static_cast<off_t>(size), static_cast<off_t>(length)) == 0) {
+    reservedTo_ = size + length;
+  } else if (errno == EOPNOTSUPP || errno == ENOSYS) {
+    reserves_ = false;
+  }
+  // Anything else (ENOSPC, EDQUOT): the write below says what it says, with no reserve.
+  errno = err;
+}
+
+void OwnFile::releaseReserve() {
+  if (path_.empty() || stopped_ || reservedTo_ == 0) return;
+  const int fd = open(path_.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return;
+  struct stat st {};
+  // Truncating to the size it has keeps every byte and frees the blocks past the end.
+  if (isOurs(fd, st) && static_cast<uint64_t>(st.st_size) < reservedTo_) (void)ftruncate(fd, st.st_size);
+  close(fd);
+  reservedTo_ = 0;
 }
 
 WriteStatus OwnFile::append(const void* data, std::size_t size) {
@@ -44,7 +77,9 @@ WriteStatus OwnFile::append(const void* data, std::size_t size) {
   // and its number reused for one of the program's files.
   const int fd = open(path_.c_str(), O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
   if (fd >= 0) {
-    if (isOurs(fd)) {
+    struct stat st {};
+    if (isOurs(fd, st)) {
+      reserve(fd, static_cast<uint64_t>(st.st_size), size);
       status = writeFully(fd, data, size);
       err = errno;
     }
@@ -82,6 +117,7 @@ void OwnFile::forget() {
   dev_ = 0;
   ino_ = 0;
   stopped_ = false;
+  reservedTo_ = 0;
 }
 
 }  // namespace cutrace

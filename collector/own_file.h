@@ -15,6 +15,7 @@
 // Everything here is usable from the drain thread and at exit. writeDiagnostic() is also
 // usable in hooks and signal handlers: no allocation, no lock, errno kept.
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <cstddef>
@@ -64,6 +65,9 @@ class OwnFile {
   // status but Ok stops the file for good, with one warning (Collector::warnOnce): nothing is
   // written to it again.
   WriteStatus append(const void* data, std::size_t size);
+  // Gives back the disk blocks append() reserved past the end of the file (see reserved_).
+  // Call when no more appends are expected (the stream's end); a later append reserves again.
+  void releaseReserve();
 
   bool created() const { return !path_.empty(); }
   bool stopped() const { return stopped_; }
@@ -75,12 +79,24 @@ class OwnFile {
   void forget();
 
  private:
-  bool isOurs(int fd) const;
+  bool isOurs(int fd, struct stat& st) const;
+  // Reserves the next kReserveBytes past `size` when the appended bytes reach the reserve.
+  void reserve(int fd, uint64_t size, std::size_t adding);
 
   std::string path_;
   dev_t dev_ = 0;
   ino_t ino_ = 0;
   bool stopped_ = false;
+  // On ext4, appends grow the file into blocks reserved ahead with fallocate(FALLOC_FL_KEEP_SIZE):
+  // the size, and so every reader, never sees them. Each page written into a reserved block
+  // skips ext4's delayed-allocation bookkeeping: 3.0 instead of 4.8-5.6 ns of kernel time per
+  // 32 bytes (an event) in 512 KB appends, 400 MB, on this project's VM; 4 MB reserves save as
+  // much as 64 MB ones. Up to kReserveBytes stay reserved past the end when the process dies
+  // before releaseReserve() (SIGKILL): disk space only, freed by any truncate of the file.
+  // Not on tmpfs (a reserve is memory) nor where fallocate is not supported.
+  static constexpr uint64_t kReserveBytes = uint64_t{4} << 20;
+  bool reserves_ = false;
+  uint64_t reservedTo_ = 0;  // file offset the reserve reaches
 };
 
 }  // namespace cutrace

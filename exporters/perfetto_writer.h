@@ -332,6 +332,8 @@ class StreamFile {
   // Creates <dir>/<stem>.pftrace (or the first free <stem>.N.pftrace). False with a message.
   bool create(const std::string& dir, const std::string& stem, std::string& error);
   bool append(const std::string& bytes);
+  // The stream's last bytes are in: the disk reserved past its end goes back (OwnFile).
+  void finish() { file_.releaseReserve(); }
   bool isOpen() const { return file_.created() && !file_.stopped(); }
   const std::string& path() const { return file_.path(); }
   const std::string& stem() const { return stem_; }  // the numbered stem taken

@@ -135,6 +135,7 @@ void writeOutputsAndReport(TraceData& data, const Config& config) {
     data.releasedLinked = s.writer.linkedDevice();
     s.writer.encodeEnd(data, data.meta.endMonotonicNs, chromeTraceMetadata(data), s.buffer);
     appendStream(s, config, data);
+    s.file.finish();
   }
   if (fileSizeLimitReached()) return;
   const std::string streamPath = s.failed ? std::string() : s.file.path();

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -171,4 +172,39 @@ TEST_CASE("diagnostics go only to the stderr found at start", "[own_file]") {
   close(second);
   CHECK(readFile(dir.path + "/stderr") == "one\nfour\n");
   CHECK(readFile(dir.path + "/program-log").empty());
+}
+
+TEST_CASE("own file: on ext4 appends go into blocks reserved ahead, given back at the end", "[own_file]") {
+  Dir dir;
+  struct statfs fs {};
+  REQUIRE(statfs(dir.path.c_str(), &fs) == 0);
+  if (fs.f_type != 0xEF53) {
+    WARN("not ext4 here: nothing is reserved, nothing to check");
+    return;
+  }
+  const auto allocated = [](const std::string& path) {
+    struct stat st {};
+    REQUIRE(stat(path.c_str(), &st) == 0);
+    return uint64_t(st.st_blocks) * 512;
+  };
+  OwnFile file;
+  REQUIRE(file.create(dir.fd, dir.path, "r.pftrace"));
+  const std::string chunk(100000, 'p');
+  REQUIRE(file.append(chunk.data(), chunk.size()) == WriteStatus::Ok);
+  // The size is what was written; the blocks reach 4 MB past it.
+  CHECK(readFile(file.path()) == chunk);
+  CHECK(allocated(file.path()) >= chunk.size() + (uint64_t{4} << 20));
+  REQUIRE(file.append("end", 3) == WriteStatus::Ok);
+  file.releaseReserve();
+  CHECK(readFile(file.path()) == chunk + "end");
+  CHECK(allocated(file.path()) < chunk.size() + 3 + 65536);
+
+  // Never reserved past the file-size limit (and no SIGXFSZ for trying).
+  OwnFile limited;
+  REQUIRE(limited.create(dir.fd, dir.path, "limited"));
+  {
+    SoftFileSizeLimit limit(200000);
+    REQUIRE(limited.append(chunk.data(), chunk.size()) == WriteStatus::Ok);
+    CHECK(allocated(limited.path()) <= 200000 + 4096);
+  }
 }
