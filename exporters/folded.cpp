@@ -489,6 +489,11 @@ struct FoldBuilder::Impl {
     // Recorded inside a CUDA call whose own event is still to come, with a range's label made
     // when it arrived (a transient name does not outlive its pass).
     std::vector<std::pair<Event, uint32_t>> held;
+    // A CUDA call recorded inside another, nothing held before it (a driver call inside the
+    // runtime call that made it: a launch), seen in place in this pass's events instead of
+    // copied into `held`; kept there (keepInner) before anything else reads `held` and before
+    // the pass's events are released.
+    const Event* inner = nullptr;
     uint64_t folded = 0;  // events of the thread seen, released ones included
     uint64_t opened = 0;  // ThreadTrack::opens seen, released ones included
   };
@@ -516,7 +521,13 @@ struct FoldBuilder::Impl {
   // Calls and ranges held for the call they were recorded in: in timeline order (as
   // timelineOrder sorts) before `next`.
   [[gnu::always_inline]] void flushHeld(const TraceData& data, Thread& t) {
+    keepInner(t);
     if (!t.held.empty()) flushHeldEvents(data, t);
+  }
+  [[gnu::always_inline]] void keepInner(Thread& t) {
+    if (t.inner == nullptr) return;
+    t.held.emplace_back(*t.inner, Folder::kNone);
+    t.inner = nullptr;
   }
   [[gnu::noinline]] void flushHeldEvents(const TraceData& data, Thread& t) {
     // A group is a call and what ran inside it, a few events, mostly in reverse order (children
@@ -551,8 +562,23 @@ struct FoldBuilder::Impl {
   [[gnu::always_inline]] void event(const TraceData& data, Thread& t, const Event& e) {
     if (!folder.folds(data, e)) return;
     if (e.flags & kEventInsideCall) {
+      if (t.inner == nullptr && t.held.empty() && e.kind == EventKind::Api) {
+        t.inner = &e;
+        return;
+      }
+      keepInner(t);
       hold(data, t, e);
       return;
+    }
+    if (t.inner != nullptr) {
+      // The call the inner one ran in (the most common group): entered as flushHeld() would.
+      if (e.kind == EventKind::Api && timelineBefore(e, *t.inner)) {
+        complete(data, t, e, Folder::kNone);
+        completeLeaf(data, t, *t.inner);
+        t.inner = nullptr;
+        return;
+      }
+      keepInner(t);
     }
     if (e.kind == EventKind::NvtxRange) {
       // The end of a range opened earlier: the frames above it ended inside it.
@@ -610,6 +636,7 @@ void FoldBuilder::pass(const TraceData& data) {
       }
     }
     for (; o < track.opens.size(); ++o) b.open(data, t, track.opens[o]);
+    b.keepInner(t);  // the pass's events are released after it
     t.folded = track.released + track.events.size();
     t.opened = track.releasedOpens + track.opens.size();
   }

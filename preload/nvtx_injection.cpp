@@ -123,7 +123,7 @@ uint32_t attributeCategory(const nvtxEventAttributes_t* a) {
   return a->category;
 }
 
-ThreadState* nvtxThread() {
+[[gnu::always_inline]] inline ThreadState* nvtxThread() {
   if (!hookRecording()) return nullptr;
   return currentThread();
 }
@@ -131,21 +131,6 @@ ThreadState* nvtxThread() {
 // Inside a RecordSection. Returns false when the ring had no room (the loss is counted).
 [[gnu::always_inline]] inline bool appendNvtx(ThreadState* s, RecordType type, uint64_t seq, uint32_t domain, uint32_t category, uint16_t depth,
                 uint64_t rangeId, const Message& m) {
-  Record r;
-  r.type = type;
-  r.hook = 0;
-  r.result = 0;
-  r.seq = seq;
-  r.t0 = r.t1 = Clock::now();
-  r.nvtx = NvtxPayload{};
-  r.nvtx.rangeId = rangeId;
-  r.nvtx.domain = domainName(domain);
-  r.nvtx.category = category;
-  r.nvtx.message = m.registered;
-  r.nvtx.depth = depth;
-  r.nvtx.length = static_cast<uint16_t>(m.length);
-  r.nvtx.truncated = m.truncated ? 1 : 0;
-  r.nvtx.insideCall = s->apiDepth != 0 ? 1 : 0;
   // A push of a level below 32 takes a pop credit while a quarter of the ring is not held so; a
   // pop whose push holds one uses it. A push finding its level's credit still held (the pop of
   // the last push there was not recorded: capture was off) takes that one over.
@@ -158,7 +143,24 @@ ThreadState* nvtxThread() {
     s->nvtxPopCredited[domain] &= ~bit;
     --s->popCredits;
   }
-  if (appendRecord(s, r, m.text, m.registered ? 0 : m.length, keepFree)) {
+  // Written in place, field by field (the payload whole, its padding zeroed).
+  if (Record* r = newRecord(s, m.text, m.registered ? 0 : m.length, keepFree)) {
+    r->type = type;
+    r->hook = 0;
+    r->result = 0;
+    r->seq = seq;
+    r->t0 = r->t1 = Clock::now();
+    NvtxPayload p{};
+    p.rangeId = rangeId;
+    p.domain = domainName(domain);
+    p.category = category;
+    p.message = m.registered;
+    p.depth = depth;
+    p.length = static_cast<uint16_t>(m.length);
+    p.truncated = m.truncated ? 1 : 0;
+    p.insideCall = s->apiDepth != 0 ? 1 : 0;
+    r->nvtx = p;
+    commitRecord(s, r);
     if (credit) {
       s->nvtxPopCredited[domain] |= bit;
       ++s->popCredits;
@@ -196,7 +198,7 @@ bool popOfMissingPush(ThreadState* s, uint32_t domain, uint16_t level) {
 // drain pairs ranges by level correctly.
 uint16_t& depthOf(ThreadState* s, uint32_t domain) { return s->nvtxDepth[domain]; }
 
-int push(uint32_t domain, uint32_t category, const Message& m) {
+[[gnu::always_inline]] inline int push(uint32_t domain, uint32_t category, const Message& m) {
   ErrnoKeeper keepErrno;
   ThreadState* s = nvtxThread();
   if (s == nullptr) return 0;
@@ -217,7 +219,7 @@ int push(uint32_t domain, uint32_t category, const Message& m) {
   return depth;
 }
 
-int pop(uint32_t domain) {
+[[gnu::always_inline]] inline int pop(uint32_t domain) {
   ErrnoKeeper keepErrno;
   ThreadState* s = nvtxThread();
   if (s == nullptr) return 0;
