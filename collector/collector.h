@@ -237,7 +237,7 @@ inline uint64_t takeSeq(ThreadState* s) { return s->nextSeq++; }
   return true;
 }
 
-inline bool appendRecord(ThreadState* s, const Record& r, const char* text = nullptr, std::size_t textLen = 0) {
+[[gnu::always_inline]] inline bool appendRecord(ThreadState* s, const Record& r, const char* text = nullptr, std::size_t textLen = 0) {
   return appendRecord(s, r, text, textLen, s->popCredits);
 }
 
