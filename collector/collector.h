@@ -207,8 +207,8 @@ inline uint64_t takeSeq(ThreadState* s) { return s->nextSeq++; }
 // In two steps, for a record written in place (NVTX: built whole at once): newRecord() copies
 // the text into the blocks after the record's slot and returns the slot, with `extra` set, for
 // the caller to fill; nullptr when the ring has no room (nothing taken). commitRecord() then
-// publishes it. Building the record in a local and copying it in was a sixth of an NVTX
-// push's instructions.
+// publishes it. Building an NVTX record in a local and copying it in took about 30 of a push
+// and pop's 470 instructions (callgrind, bench loop included).
 [[gnu::always_inline]] inline Record* newRecord(ThreadState* s, const char* text, std::size_t textLen, uint32_t keepFree) {
   const std::size_t blocks = (textLen + kRecordSize - 1) / kRecordSize;
   const uint64_t at = s->ring.reserve(1 + blocks + keepFree);

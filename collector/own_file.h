@@ -65,7 +65,7 @@ class OwnFile {
   // status but Ok stops the file for good, with one warning (Collector::warnOnce): nothing is
   // written to it again.
   WriteStatus append(const void* data, std::size_t size);
-  // Gives back the disk blocks append() reserved past the end of the file (see reserved_).
+  // Gives back the disk blocks append() reserved past the end of the file (see kReserveBytes).
   // Call when no more appends are expected (the stream's end); a later append reserves again.
   void releaseReserve();
 
