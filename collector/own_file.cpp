@@ -38,8 +38,12 @@ bool OwnFile::create(int dirfd, const std::string& dir, const std::string& name)
   return true;
 }
 
-bool OwnFile::isOurs(int fd, struct stat& st) const {
-  return fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_dev == dev_ && st.st_ino == ino_;
+int OwnFile::reopen(int flags, struct stat& st) const {
+  const int fd = open(path_.c_str(), flags | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return -1;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_dev == dev_ && st.st_ino == ino_) return fd;
+  close(fd);
+  return -1;
 }
 
 void OwnFile::reserve(int fd, uint64_t size, std::size_t adding) {
@@ -60,13 +64,14 @@ void OwnFile::reserve(int fd, uint64_t size, std::size_t adding) {
 
 void OwnFile::releaseReserve() {
   if (path_.empty() || stopped_ || reservedTo_ == 0) return;
-  const int fd = open(path_.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return;
-  struct stat st {};
-  // Truncating to the size it has keeps every byte and frees the blocks past the end.
-  if (isOurs(fd, st) && static_cast<uint64_t>(st.st_size) < reservedTo_) (void)ftruncate(fd, st.st_size);
-  close(fd);
+  const uint64_t reservedTo = reservedTo_;
   reservedTo_ = 0;
+  struct stat st {};
+  const int fd = reopen(O_WRONLY, st);
+  if (fd < 0) return;
+  // Truncating to the size it has keeps every byte and frees the blocks past the end.
+  if (static_cast<uint64_t>(st.st_size) < reservedTo) (void)ftruncate(fd, st.st_size);
+  close(fd);
 }
 
 WriteStatus OwnFile::append(const void* data, std::size_t size) {
@@ -75,14 +80,12 @@ WriteStatus OwnFile::append(const void* data, std::size_t size) {
   int err = 0;
   // By path, every time: a descriptor kept open between appends could be closed by the program
   // and its number reused for one of the program's files.
-  const int fd = open(path_.c_str(), O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+  struct stat st {};
+  const int fd = reopen(O_WRONLY | O_APPEND, st);
   if (fd >= 0) {
-    struct stat st {};
-    if (isOurs(fd, st)) {
-      reserve(fd, static_cast<uint64_t>(st.st_size), size);
-      status = writeFully(fd, data, size);
-      err = errno;
-    }
+    reserve(fd, static_cast<uint64_t>(st.st_size), size);
+    status = writeFully(fd, data, size);
+    err = errno;
     close(fd);
   }
   if (status == WriteStatus::Ok) return status;

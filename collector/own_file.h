@@ -79,7 +79,10 @@ class OwnFile {
   void forget();
 
  private:
-  bool isOurs(int fd, struct stat& st) const;
+  // The file opened again by path (`flags` | O_NOFOLLOW | O_CLOEXEC) when it is still the regular
+  // file create() made (same st_dev, st_ino; `st` is its stat), else -1 with nothing open. Every
+  // write to the file goes through it.
+  int reopen(int flags, struct stat& st) const;
   // Reserves the next kReserveBytes past `size` when the appended bytes reach the reserve.
   void reserve(int fd, uint64_t size, std::size_t adding);
 
