@@ -263,6 +263,7 @@ class Folder {
     f_.deeperLabel_ = f_.label(kDeeperFramesFrame);
   }
 
+  bool rangeFrames() const { return options_.nvtxFrames; }
   // Whether an event is a frame of the folded stacks (CUDA calls and default-domain ranges).
   bool folds(const TraceData& data, const Event& e) const {
     if (e.kind == EventKind::Api) return e.hook < data.hooks.size();
@@ -623,6 +624,9 @@ void FoldBuilder::pass(const TraceData& data) {
     // The lists hold what came since they were last released: continue where this left off.
     std::size_t i = t.folded > track.released ? static_cast<std::size_t>(t.folded - track.released) : 0;
     std::size_t o = t.opened > track.releasedOpens ? static_cast<std::size_t>(t.opened - track.releasedOpens) : 0;
+    // Ranges that are no frames (FoldOptions::nvtxFrames off) open none: their ends are skipped
+    // as every other event that does not fold, and an opened frame would never be ended.
+    if (!b.folder.rangeFrames()) o = track.opens.size();
     // The next open's place, or past every event: the loop over a run compares one number.
     auto nextOpen = [&] { return o < track.opens.size() ? std::size_t{track.opens[o].before} : SIZE_MAX; };
     for (std::size_t at = nextOpen(); i < track.events.size();) {

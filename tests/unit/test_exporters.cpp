@@ -681,6 +681,29 @@ TEST_CASE("folded stacks built pass by pass equal the whole trace's", "[folded][
   CHECK(weights["epoch;step;main;launch_site;cudaLaunchKernel;k1"].hostNs == 30 - 10 + 40);
   CHECK(weights["tail;main;launch_site;cudaDeviceSynchronize"].hostNs == 10);
   CHECK(weights.count("epoch;step;main;launch_site;cuLaunchKernel") == 0);
+
+  // Without NVTX frames (CUTRACE_FOLDED_NVTX=0) the ranges are no frames at all: the calls fold
+  // under their own stacks, the same pass by pass as whole.
+  const FoldOptions noRanges{false};
+  TraceBuilder whole2, parts2;
+  feed(whole2, nullptr);
+  const FoldedStacks expected2 = foldStacks(whole2.finish(400), noRanges);
+  FoldBuilder builder2(noRanges);
+  feed(parts2, &builder2);
+  const FoldedStacks got2 = builder2.finish(parts2.finish(400));
+  Sink a2, b2;
+  for (FoldWeight w : {FoldWeight::HostTime, FoldWeight::Calls}) {
+    writeFolded(expected2, w, a2);
+    writeFolded(got2, w, b2);
+  }
+  CHECK(b2.text() == a2.text());
+  std::map<std::string, FoldWeights> plain;
+  for (const auto& [stack, w] : got2) plain[stack] = w;
+  CHECK(plain.size() == 3);
+  CHECK(plain["main;launch_site;cudaLaunchKernel;k1"].calls == 2);
+  CHECK(plain["main;launch_site;cudaLaunchKernel;k1"].hostNs == 30 - 10 + 40);
+  CHECK(plain["main;launch_site;cudaLaunchKernel;k1;cuLaunchKernel"].hostNs == 10);
+  CHECK(plain["main;launch_site;cudaDeviceSynchronize"].calls == 2);
 }
 
 // The JSON size estimate the traced process makes as it runs (chromeTraceSample, scaled to the
