@@ -250,22 +250,44 @@ bool Store::consume(ThreadState& s, bool retired, uint64_t maxTicks, uint64_t ma
     }
     if (carrying) {
       for (uint64_t b = 0; b < n; ++b) t.carried.push_back(ring.at(i + b));
-    } else if (r.type == RecordType::Api) {  // every CUDA call (never with text)
-      decodeApi(t, r);
-    } else if (n == 1) {
-      decodeInto(t, r, "", 0);
-    } else if (const Record* text = &ring.at(i + 1); &ring.at(i + n - 1) == text + (n - 2)) {
-      // Its text blocks lie in order in the ring (they do but where the ring wraps): read in
-      // place, valid until the release below.
-      decodeInto(t, r, reinterpret_cast<const char*>(text), (n - 1) * kRecordSize);
-    } else {
-      textBuffer_.clear();
-      for (uint64_t b = 1; b < n; ++b) {
-        const Record& block = ring.at(i + b);
-        textBuffer_.append(reinterpret_cast<const char*>(&block), kRecordSize);
-      }
-      decodeInto(t, r, textBuffer_.data(), textBuffer_.size());
+      i += n;
+      continue;
     }
+    if (r.type == RecordType::Api) {  // every CUDA call (never with text)
+      decodeApi(t, r);
+      i += n;
+      continue;
+    }
+    const char* text = "";
+    std::size_t textLen = 0;
+    if (n > 1) {
+      textLen = (n - 1) * kRecordSize;
+      if (const Record* first = &ring.at(i + 1); &ring.at(i + n - 1) == first + (n - 2)) {
+        // Its text blocks lie in order in the ring (they do but where the ring wraps): read in
+        // place, valid until the release below.
+        text = reinterpret_cast<const char*>(first);
+      } else {
+        textBuffer_.clear();
+        for (uint64_t b = 1; b < n; ++b) {
+          const Record& block = ring.at(i + b);
+          textBuffer_.append(reinterpret_cast<const char*>(&block), kRecordSize);
+        }
+        text = textBuffer_.data();
+      }
+    }
+    // A range around nothing recorded (a push, then its pop): both at once, when the pop is
+    // decoded in this pass as well.
+    if (r.type == RecordType::NvtxPush && i + n < end && decoded < maxRecords) {
+      const Record& pop = ring.at(i + n);
+      if (pop.type == RecordType::NvtxPop && pop.extra == 0 && pop.nvtx.domain == r.nvtx.domain &&
+          pop.nvtx.depth == r.nvtx.depth && pop.t0 <= maxTicks) {
+        decodeRange(t, r, pop, text, textLen);
+        ++decoded;
+        i += n + 1;
+        continue;
+      }
+    }
+    decodeInto(t, r, text, textLen);
     i += n;
   }
   ring.release(i);
@@ -366,6 +388,32 @@ void Store::endTop(std::size_t trackIndex, std::vector<OpenRange>& stack, uint64
   }
   if (defaultDomain && stack.size() > 1) childEnded(stack[stack.size() - 2], open, end);
   stack.pop_back();
+}
+
+void Store::decodeRange(Track& t, const Record& push, const Record& pop, const char* text, std::size_t textLen) {
+  recordsSeen_ += 2;
+  const uint32_t domain = nameFromTable(push.nvtx.domain);
+  auto& stack = stackOf(t, domain);
+  // As the push: everything at its depth or deeper lost its pop.
+  closeLost(t, stack, push.nvtx.depth, push.t0, domain == 0);
+  // As the pop: the range's event, and its parent (default domain) learns where it ended; being
+  // the top of the stack for no record, the range was never sealed.
+  if (domain == 0 && !stack.empty() && !stack.back().sealed)
+    stack.back().lastInside = std::max(stack.back().lastInside, pop.t0);
+  Event* e = newEvent(t.index);
+  if (e == nullptr) return;
+  e->start = clock_.toMonotonicNs(push.t0);
+  e->end = clock_.toMonotonicNs(pop.t0);
+  e->seq = push.seq;
+  e->domain = domain;
+  e->category = push.nvtx.category;
+  e->hook = 0;
+  e->kind = EventKind::NvtxRange;
+  e->result = 0;
+  memset(e->raw, 0, sizeof(e->raw));
+  uint8_t flags = push.nvtx.insideCall ? kEventInsideCall : 0;
+  e->name = nvtxName(push, text, textLen, flags, &e->torch);
+  e->flags = flags;
 }
 
 void Store::decode(uint32_t trackId, uint32_t tid, const Record& r, const char* text, std::size_t textLen) {

@@ -116,6 +116,9 @@ class Store {
   }
   void decodeInto(Track& t, const Record& r, const char* text, std::size_t textLen);
   void decodeApi(Track& t, const Record& r);
+  // A push and the pop right after it in the ring (same domain and depth): the range as push
+  // and pop would store it, without its open state (nothing was recorded inside it).
+  void decodeRange(Track& t, const Record& push, const Record& pop, const char* text, std::size_t textLen);
   uint32_t nameFromTable(uint32_t id);
   // The name of an NVTX record's message. `torch`, for a push: where the text is one of PyTorch's
   // op ranges, its parts go there and the name is the op name.

@@ -631,7 +631,12 @@ struct FoldBuilder::Impl {
     }
     if (t.held.empty()) {  // nothing ran inside it (most calls): no need to hold it
       if (e.kind == EventKind::Api) return completeLeaf(data, t, e);
-      complete(data, t, e, e.kind == EventKind::NvtxRange ? folder.rangeLabel(data, e.name) : Folder::kNone);
+      // A range with no open (the drain saw its push and pop together): as complete() with its
+      // label, the node found through the last range's.
+      const uint64_t start = static_cast<uint64_t>(data.toTraceNs(e.start));
+      folder.closeBefore(t.stack, start);
+      folder.push(t.stack, start, static_cast<uint64_t>(data.toTraceNs(e.end)), folder.rangeNode(data, t.stack, e.name),
+                  false, 0);
       return;
     }
     // The call the one held call ran in (a runtime call and the driver call it made, the most

@@ -372,6 +372,81 @@ TEST_CASE("consume decodes at most its budget of records and says when some are 
   CHECK(storedSeqs(store) == std::vector<uint64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8});
 }
 
+// The drain takes a push and the pop right after it together (a range around nothing recorded):
+// what it stores must be what decoding them one by one stores, event for event, with lost pops,
+// a range sealed by a call that began before it, a named domain, text over two blocks, a pop
+// past the pass's anchor, a pop at another depth and a batch budget of one record.
+TEST_CASE("a push and its pop taken together store what they store one by one", "[store]") {
+  struct Put {
+    RecordType type;
+    uint64_t t0, t1;
+    uint16_t depth;
+    bool named;  // in the domain "dom"
+    std::string text;
+  };
+  const std::string longText = "d" + std::string(90, 'x');  // two text blocks
+  const std::vector<Put> puts = {
+      {RecordType::NvtxPush, 10, 10, 0, false, "outer"}, {RecordType::NvtxPush, 20, 20, 1, false, "a"},
+      {RecordType::NvtxPop, 30, 30, 1, false, ""},       {RecordType::Api, 5, 40, 0, false, ""},  // seals outer
+      {RecordType::NvtxPush, 45, 45, 1, false, "b"},     {RecordType::NvtxPop, 50, 50, 1, false, ""},
+      {RecordType::NvtxPush, 55, 55, 1, false, "lost"},  {RecordType::NvtxPush, 60, 60, 1, false, "c"},
+      {RecordType::NvtxPop, 65, 65, 1, false, ""},       {RecordType::NvtxPush, 70, 70, 0, true, "in dom"},
+      {RecordType::NvtxPop, 75, 75, 0, true, ""},        {RecordType::NvtxPush, 80, 80, 1, false, longText},
+      {RecordType::NvtxPop, 90, 90, 1, false, ""},       {RecordType::NvtxPush, 100, 100, 1, false, "e"},
+      {RecordType::NvtxPop, 200, 200, 1, false, ""},     {RecordType::NvtxPush, 210, 210, 0, false, "outer2"},
+      {RecordType::NvtxPop, 220, 220, 0, false, ""},     {RecordType::NvtxPush, 240, 240, 0, false, "g"},
+      {RecordType::NvtxMark, 245, 245, 0, false, "m"},   {RecordType::NvtxPop, 250, 250, 0, false, ""},
+      {RecordType::NvtxPush, 260, 260, 0, false, "h"},   {RecordType::NvtxPop, 262, 262, 1, false, ""},
+      {RecordType::NvtxPop, 265, 265, 0, false, ""},     {RecordType::NvtxPush, 270, 270, 0, false, "tail"},
+  };
+  auto recordOf = [](const Put& p, uint64_t seq, uint32_t domain) {
+    Record r;
+    memset(&r, 0, sizeof(r));
+    r.type = p.type;
+    r.seq = seq;
+    r.t0 = p.t0;
+    r.t1 = p.t1;
+    if (p.type == RecordType::Api) {
+      r.hook = test::kCudaDeviceSynchronize;
+    } else {
+      r.nvtx.depth = p.depth;
+      r.nvtx.domain = p.named ? domain : 0;
+      r.nvtx.length = static_cast<uint16_t>(p.text.size());
+    }
+    return r;
+  };
+  auto eventsOf = [](TraceBuilder& b) {
+    std::vector<std::string> out;
+    TraceData& d = b.finish(1000);
+    for (const ThreadTrack& t : d.threads)
+      for (const Event& e : t.events)
+        out.push_back(std::to_string(int(e.kind)) + " " + std::string(d.strings.get(e.name)) + " seq " + std::to_string(e.seq) +
+                      " " + std::to_string(e.start) + "-" + std::to_string(e.end) + " domain " +
+                      std::string(d.strings.get(e.domain)) + " flags " + std::to_string(e.flags));
+    return out;
+  };
+  TraceBuilder one;
+  const uint32_t domainOne = one.name("dom");
+  for (std::size_t i = 0; i < puts.size(); ++i)
+    one.store().decode(1, 7, recordOf(puts[i], i, domainOne), puts[i].text.data(), puts[i].text.size());
+  const std::vector<std::string> expected = eventsOf(one);
+  REQUIRE(expected.size() == 14);  // 12 ranges (one lost, one open at the end), the call and the mark
+  for (const uint64_t budget : {UINT64_MAX, uint64_t{1}, uint64_t{2}}) {
+    CAPTURE(budget);
+    TraceBuilder paired;
+    const uint32_t domain = paired.name("dom");
+    TestThread thread;
+    for (std::size_t i = 0; i < puts.size(); ++i)
+      thread.put(recordOf(puts[i], i, domain), puts[i].text.empty() ? nullptr : puts[i].text.c_str());
+    // A first pass whose anchor falls between "e"'s push and its pop, then the rest.
+    while (paired.store().consume(thread.s, false, 150, budget)) {
+    }
+    while (paired.store().consume(thread.s, false, UINT64_MAX, budget)) {
+    }
+    CHECK(eventsOf(paired) == expected);
+  }
+}
+
 // The pool's index (open addressing behind a Bloom filter) grows from 64 slots: every text keeps
 // its id through every growth, and a text the pool holds is never taken for one it does not.
 TEST_CASE("string pool: ids stay, pooled texts are found past the cap, others are transient", "[store]") {
