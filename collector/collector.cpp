@@ -77,6 +77,11 @@ struct Globals {
   // increment between the drain's load and its wait makes the wait return at once, so no wake
   // is lost. Incrementing and waking are async-signal-safe and take no lock.
   std::atomic<uint32_t> wakeWord{0};
+  // Threads that exited: their states (a ring's first pages, its header) wait for a pass to be
+  // freed or reused. A program that starts and ends threads quickly (30,000 in a second) piled
+  // up hundreds per interval, more when the drain thread waited for a core: every
+  // kExitsPerWake-th exit asks for a pass.
+  std::atomic<uint32_t> exitedThreads{0};
   std::atomic<bool> stopDrain{false};
   std::atomic<bool> drainStarted{false};
   pthread_t drainThread{};
@@ -121,6 +126,8 @@ __thread bool t_forkLocked __attribute__((tls_model("initial-exec"))) = false;
 
 pid_t currentTid() { return static_cast<pid_t>(syscall(SYS_gettid)); }
 
+void wakeDrain();
+
 void threadExit(void* p) {
   auto* s = static_cast<ThreadState*>(p);
   // Threads often rename themselves after their first CUDA call and are gone from /proc by the
@@ -130,6 +137,14 @@ void threadExit(void* p) {
   // consuming it.
   s->life.store(Life::Retired, std::memory_order_release);
   if (tls::state == s) tls::state = nullptr;
+  constexpr uint32_t kExitsPerWake = 64;
+  Globals& gl = g();
+  if (gl.exitedThreads.fetch_add(1, std::memory_order_relaxed) % kExitsPerWake == kExitsPerWake - 1 &&
+      gl.drainStarted.load(std::memory_order_relaxed)) {
+    const int savedErrno = errno;  // the program's other thread-exit destructors see it unchanged
+    wakeDrain();
+    errno = savedErrno;
+  }
 }
 
 ThreadState* claimFreeState() {

@@ -301,6 +301,14 @@ bool Store::consume(ThreadState& s, bool retired, uint64_t maxTicks, uint64_t ma
     thread.seqEnd = s.nextSeq;
     const std::string_view last(s.name, strnlen(s.name, sizeof(s.name)));
     if (!last.empty()) thread.name = std::string(last);
+    // Its last records taken and no range of it left open: nothing more comes for it, and what
+    // the drain and the views keep for it can go once this is streamed.
+    bool open = !t.carried.empty();
+    for (const auto& [domain, stack] : t.stacks) open = open || !stack.empty();
+    if (!more && !open) {
+      thread.exited = true;
+      tracks_.erase(s.trackId);
+    }
   }
   return more;
 }
@@ -309,9 +317,14 @@ void Store::releaseEvents() {
   for (ThreadTrack& t : data_.threads) {
     t.released += t.events.size();
     eventsStored_ -= t.events.size();
-    t.events.clearKeepingBlocks();
     t.releasedOpens += t.opens.size();
-    t.opens.clear();
+    if (t.exited) {
+      t.events.clearReleasingBlocks();
+      std::vector<ThreadTrack::RangeOpen>().swap(t.opens);
+    } else {
+      t.events.clearKeepingBlocks();
+      t.opens.clear();
+    }
   }
   // Device work and CUPTI's API records went into the stream too (the writer keeps the API
   // records it may still need).
@@ -537,7 +550,7 @@ void Store::finalize(uint64_t endTicks) {
     auto it = threadNames_.find(thread.tid);
     if (it != threadNames_.end()) {
       thread.name = it->second;
-    } else {
+    } else if (!thread.exited) {  // an exited thread's last name was taken at its exit; its tid may be another's now
       // Threads often name themselves after their first CUDA call; prefer the latest name.
       std::string latest = readThreadName(thread.tid);
       if (!latest.empty()) thread.name = std::move(latest);

@@ -207,6 +207,11 @@ class BlockList {
     size_ = 0;
     next_ = blockEnd_ = nullptr;  // the next append starts at block 0 again
   }
+  // Empties the list and unmaps its blocks (a list that will not be refilled).
+  void clearReleasingBlocks() {
+    release();
+    std::vector<T*>().swap(blocks_);
+  }
   T& operator[](std::size_t i) { return blocks_[i / BlockSize][i % BlockSize]; }
   const T& operator[](std::size_t i) const { return blocks_[i / BlockSize][i % BlockSize]; }
   // Element i and how many follow it in memory (to the end of its block or of the list): loops
@@ -300,6 +305,11 @@ struct ThreadTrack {
   uint64_t dropped = 0;   // events lost: a full ring, or the memory cap (seq numbers never seen)
   uint64_t capped = 0;    // of those, dropped by the store at the memory cap
   uint64_t seqEnd = 0;    // the next seq the thread would have used, once it exited (0: unknown)
+  // The thread exited and the drain took its last records, with no range of it left open: no
+  // event of it comes after these (but the end of a start/end range begun on it). Once they are
+  // streamed, what held them and the views' state for the thread are given back, not kept for
+  // events to come: a program of 30,000 short threads holds only this list's entries.
+  bool exited = false;
   uint64_t lostEnds = 0;  // NVTX pops/ends lost to a full ring
 };
 

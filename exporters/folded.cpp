@@ -589,6 +589,15 @@ struct FoldBuilder::Impl {
     folder.pushEnded(t.stack, start, static_cast<uint64_t>(data.toTraceNs(e.end)), folder.rangeNode(data, t.stack, o.name));
     return true;
   }
+  // The thread's end: what is held folds, every frame closes.
+  void closeThread(const TraceData& data, Thread& t) {
+    flushHeld(data, t);
+    while (!t.stack.empty()) {
+      // A range still open here has no end in the trace either: it counts no time.
+      if (t.stack.back().end == Folder::kOpenEnd) folder.end(t.stack, t.stack.back(), t.stack.back().start, t.stack.back().start);
+      folder.close(t.stack);
+    }
+  }
   void open(const TraceData& data, Thread& t, const ThreadTrack::RangeOpen& o) {
     flushHeld(data, t);
     const uint64_t start = static_cast<uint64_t>(data.toTraceNs(o.start));
@@ -689,21 +698,20 @@ void FoldBuilder::pass(const TraceData& data) {
     b.keepInner(t);  // the pass's events are released after it
     t.folded = track.released + track.events.size();
     t.opened = track.releasedOpens + track.opens.size();
+    // Nothing more folds on a thread that exited (ThreadTrack::exited): it is closed as finish()
+    // would close it, and its lists are given back.
+    if (track.exited && (!t.stack.empty() || t.stack.capacity() != 0 || t.held.capacity() != 0)) {
+      b.closeThread(data, t);
+      Folder::Stack().swap(t.stack);
+      decltype(t.held)().swap(t.held);
+    }
   }
 }
 
 FoldedStacks FoldBuilder::finish(const TraceData& data) {
   pass(data);
   Impl& b = *impl_;
-  for (Impl::Thread& t : b.threads) {
-    b.flushHeld(data, t);
-    while (!t.stack.empty()) {
-      // A range still open here has no end in the trace either: it counts no time.
-      if (t.stack.back().end == Folder::kOpenEnd)
-        b.folder.end(t.stack, t.stack.back(), t.stack.back().start, t.stack.back().start);
-      b.folder.close(t.stack);
-    }
-  }
+  for (Impl::Thread& t : b.threads) b.closeThread(data, t);
   b.f.finish();
   return std::move(b.f);
 }

@@ -706,6 +706,58 @@ TEST_CASE("folded stacks built pass by pass equal the whole trace's", "[folded][
   CHECK(plain["main;launch_site;cudaDeviceSynchronize"].calls == 2);
 }
 
+// A thread that exited (ThreadTrack::exited: its last records taken, no range open) is closed
+// by the pass that folds its last events and its lists are given back; what it folded, with
+// calls still on its stack then and a range around them, is what folding the whole trace gives,
+// and the other threads fold on.
+TEST_CASE("folded stacks: a thread that exited is closed early, with the same weights", "[folded][builder]") {
+  auto feed = [](TraceBuilder& b, FoldBuilder* builder) {
+    auto pass = [&] {
+      if (builder == nullptr) return;
+      builder->pass(b.store().data());
+      b.store().releaseEvents();
+    };
+    b.push(7, 0, 100, 0, "step");
+    b.launch(7, test::kCuLaunchKernel, 2, 120, 130, nullptr, kNestedCallBit);
+    b.launch(7, test::kCudaLaunchKernel, 1, 110, 150, "k1");
+    b.api(7, test::kCudaDeviceSynchronize, 3, 160, 170);
+    b.pop(7, 180, 0);
+    // A launch whose runtime call stays on the fold's stack after the pass (nothing after it).
+    b.launch(7, test::kCuLaunchKernel, 5, 192, 194, nullptr, kNestedCallBit);
+    b.launch(7, test::kCudaLaunchKernel, 4, 190, 199, "k1");
+    b.api(8, test::kCudaDeviceSynchronize, 0, 120, 130);
+    b.store().data().threads[0].exited = true;
+    pass();
+    b.api(8, test::kCudaDeviceSynchronize, 1, 200, 260);
+    b.push(8, 2, 270, 0, "step");
+    b.pop(8, 290, 0);
+    pass();
+  };
+  TraceBuilder whole, parts;
+  feed(whole, nullptr);
+  const FoldedStacks expected = foldStacks(whole.finish(400));
+  FoldBuilder builder;
+  feed(parts, &builder);
+  const FoldedStacks got = builder.finish(parts.finish(400));
+  Sink a, b;
+  for (FoldWeight w : {FoldWeight::HostTime, FoldWeight::Calls}) {
+    writeFolded(expected, w, a);
+    writeFolded(got, w, b);
+  }
+  CHECK(b.text() == a.text());
+  std::map<std::string, FoldWeights> weights;
+  for (const auto& [stack, w] : got) weights[stack] = w;
+  CHECK(weights["step"].calls == 2);
+  CHECK(weights["step"].hostNs == 80 - 40 - 10 + 20);
+  CHECK(weights["step;cudaLaunchKernel;k1"].hostNs == 40 - 10);
+  CHECK(weights["step;cudaDeviceSynchronize"].calls == 1);
+  CHECK(weights["cudaLaunchKernel;k1"].calls == 1);
+  CHECK(weights["cudaLaunchKernel;k1"].hostNs == 9 - 2);
+  CHECK(weights["cudaLaunchKernel;k1;cuLaunchKernel"].hostNs == 2);
+  CHECK(weights["cudaDeviceSynchronize"].calls == 2);
+  CHECK(weights["cudaDeviceSynchronize"].hostNs == 10 + 60);
+}
+
 // The JSON size estimate the traced process makes as it runs (chromeTraceSample, scaled to the
 // run's events) is close to the Chrome trace written, with device work and flows in it, and
 // takes only the sampled events' time (nothing linked).

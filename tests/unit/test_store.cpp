@@ -1,3 +1,6 @@
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 
 #include "collector/collector.h"
@@ -445,6 +448,40 @@ TEST_CASE("a push and its pop taken together store what they store one by one", 
     }
     CHECK(eventsOf(paired) == expected);
   }
+}
+
+// A thread that exited is marked so once its last records are taken with none of its ranges
+// open: the store forgets its decoding state, and its name stays the one it had at its exit, even
+// where its tid is now another thread's (here: this live thread's, named otherwise).
+TEST_CASE("a thread that exited with nothing open is marked exited and keeps its last name", "[store]") {
+  TraceBuilder b;
+  Store& store = b.store();
+  TestThread gone;
+  gone.s.tid = static_cast<uint32_t>(syscall(SYS_gettid));
+  strcpy(gone.s.name, "gone");
+  gone.putCall(0, 10, 20);
+  CHECK_FALSE(store.consume(gone.s, true));
+  TestThread open;
+  open.s.trackId = 2;
+  open.s.tid = 8;
+  Record push;
+  memset(&push, 0, sizeof(push));
+  push.type = RecordType::NvtxPush;
+  push.t0 = push.t1 = 30;
+  push.nvtx.length = 4;
+  open.put(push, "left");
+  CHECK_FALSE(store.consume(open.s, true));
+  TraceData& d = store.data();
+  REQUIRE(d.threads.size() == 2);
+  CHECK(d.threads[0].exited);
+  CHECK_FALSE(d.threads[1].exited);  // its range is still open: closed at the end
+  store.releaseEvents();
+  CHECK(d.threads[0].events.empty());
+  CHECK(d.threads[0].released == 1);
+  b.finish(100);
+  CHECK(d.threads[0].name == "gone");
+  REQUIRE(d.threads[1].events.size() == 1);
+  CHECK(d.strings.get(d.threads[1].events[0].name) == "left");
 }
 
 // The pool's index (open addressing behind a Bloom filter) grows from 64 slots: every text keeps
