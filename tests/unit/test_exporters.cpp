@@ -2,6 +2,7 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 #include <tuple>
@@ -626,17 +627,36 @@ TEST_CASE("domain tracks: ordinals by domain name, sort indices right under thei
   REQUIRE(names.count((uint64_t{1} << 31) + (uint64_t{1} << 22) + 4242) == 1);
 }
 
+// What `feed` records (calling, with a builder, the pass it is given between its parts), folded
+// whole and pass by pass: both must give the same folded text. The weights, by stack.
+using FoldFeed = void (*)(TraceBuilder&, const std::function<void()>&);
+std::map<std::string, FoldWeights> foldBothWays(FoldFeed feed, const FoldOptions& options = {}) {
+  TraceBuilder whole, parts;
+  feed(whole, [] {});
+  const FoldedStacks expected = foldStacks(whole.finish(400), options);
+  FoldBuilder builder(options);
+  feed(parts, [&] {
+    builder.pass(parts.store().data());
+    parts.store().releaseEvents();
+  });
+  const FoldedStacks got = builder.finish(parts.finish(400));
+  Sink a, b;
+  for (FoldWeight w : {FoldWeight::HostTime, FoldWeight::Calls}) {
+    writeFolded(expected, w, a);
+    writeFolded(got, w, b);
+  }
+  CHECK(b.text() == a.text());
+  std::map<std::string, FoldWeights> weights;
+  for (const auto& [stack, w] : got) weights[stack] = w;
+  return weights;
+}
+
 // The folding done as the run goes sees each thread's records in their order, a pass at a time,
 // with the events leaving memory after each pass: a range opens at its push and ends passes
 // later, a driver call arrives before the runtime call that made it (flagged as recorded inside a
 // call) and must not become its parent. It must give exactly what folding the whole trace gives.
 TEST_CASE("folded stacks built pass by pass equal the whole trace's", "[folded][builder]") {
-  auto feed = [](TraceBuilder& b, FoldBuilder* builder) {
-    auto pass = [&] {
-      if (builder == nullptr) return;
-      builder->pass(b.store().data());
-      b.store().releaseEvents();
-    };
+  const FoldFeed feed = [](TraceBuilder& b, const std::function<void()>& pass) {
     b.defineStack(1, {"launch_site", "main"});
     b.push(7, 0, 100, 0, "epoch");
     pass();
@@ -657,21 +677,7 @@ TEST_CASE("folded stacks built pass by pass equal the whole trace's", "[folded][
     b.push(7, 8, 310, 0, "tail");  // never popped: unclosed at the end
     b.api(7, test::kCudaDeviceSynchronize, 9, 320, 330, 0, 1);
   };
-  TraceBuilder whole, parts;
-  feed(whole, nullptr);
-  const FoldedStacks expected = foldStacks(whole.finish(400));
-  FoldBuilder builder;
-  feed(parts, &builder);
-  TraceData& d = parts.finish(400);
-  const FoldedStacks got = builder.finish(d);
-  Sink a, b;
-  for (FoldWeight w : {FoldWeight::HostTime, FoldWeight::Calls}) {
-    writeFolded(expected, w, a);
-    writeFolded(got, w, b);
-  }
-  CHECK(b.text() == a.text());
-  std::map<std::string, FoldWeights> weights;
-  for (const auto& [stack, w] : got) weights[stack] = w;
+  std::map<std::string, FoldWeights> weights = foldBothWays(feed);
   CHECK(weights["epoch"].hostNs == 200 - 95 - 60 - 10);
   CHECK(weights["epoch;step"].calls == 2);
   CHECK(weights["epoch;eval"].calls == 1);
@@ -684,21 +690,7 @@ TEST_CASE("folded stacks built pass by pass equal the whole trace's", "[folded][
 
   // Without NVTX frames (CUTRACE_FOLDED_NVTX=0) the ranges are no frames at all: the calls fold
   // under their own stacks, the same pass by pass as whole.
-  const FoldOptions noRanges{false};
-  TraceBuilder whole2, parts2;
-  feed(whole2, nullptr);
-  const FoldedStacks expected2 = foldStacks(whole2.finish(400), noRanges);
-  FoldBuilder builder2(noRanges);
-  feed(parts2, &builder2);
-  const FoldedStacks got2 = builder2.finish(parts2.finish(400));
-  Sink a2, b2;
-  for (FoldWeight w : {FoldWeight::HostTime, FoldWeight::Calls}) {
-    writeFolded(expected2, w, a2);
-    writeFolded(got2, w, b2);
-  }
-  CHECK(b2.text() == a2.text());
-  std::map<std::string, FoldWeights> plain;
-  for (const auto& [stack, w] : got2) plain[stack] = w;
+  std::map<std::string, FoldWeights> plain = foldBothWays(feed, FoldOptions{false});
   CHECK(plain.size() == 3);
   CHECK(plain["main;launch_site;cudaLaunchKernel;k1"].calls == 2);
   CHECK(plain["main;launch_site;cudaLaunchKernel;k1"].hostNs == 30 - 10 + 40);
@@ -711,12 +703,7 @@ TEST_CASE("folded stacks built pass by pass equal the whole trace's", "[folded][
 // calls still on its stack then and a range around them, is what folding the whole trace gives,
 // and the other threads fold on.
 TEST_CASE("folded stacks: a thread that exited is closed early, with the same weights", "[folded][builder]") {
-  auto feed = [](TraceBuilder& b, FoldBuilder* builder) {
-    auto pass = [&] {
-      if (builder == nullptr) return;
-      builder->pass(b.store().data());
-      b.store().releaseEvents();
-    };
+  const FoldFeed feed = [](TraceBuilder& b, const std::function<void()>& pass) {
     b.push(7, 0, 100, 0, "step");
     b.launch(7, test::kCuLaunchKernel, 2, 120, 130, nullptr, kNestedCallBit);
     b.launch(7, test::kCudaLaunchKernel, 1, 110, 150, "k1");
@@ -733,20 +720,7 @@ TEST_CASE("folded stacks: a thread that exited is closed early, with the same we
     b.pop(8, 290, 0);
     pass();
   };
-  TraceBuilder whole, parts;
-  feed(whole, nullptr);
-  const FoldedStacks expected = foldStacks(whole.finish(400));
-  FoldBuilder builder;
-  feed(parts, &builder);
-  const FoldedStacks got = builder.finish(parts.finish(400));
-  Sink a, b;
-  for (FoldWeight w : {FoldWeight::HostTime, FoldWeight::Calls}) {
-    writeFolded(expected, w, a);
-    writeFolded(got, w, b);
-  }
-  CHECK(b.text() == a.text());
-  std::map<std::string, FoldWeights> weights;
-  for (const auto& [stack, w] : got) weights[stack] = w;
+  std::map<std::string, FoldWeights> weights = foldBothWays(feed);
   CHECK(weights["step"].calls == 2);
   CHECK(weights["step"].hostNs == 80 - 40 - 10 + 20);
   CHECK(weights["step;cudaLaunchKernel;k1"].hostNs == 40 - 10);
