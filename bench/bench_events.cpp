@@ -4,6 +4,10 @@
 //
 //   bench_events --libtrace PATH [--runs N] [--calls N]      (driver: spawns the workers)
 //   bench_events --worker LOOP --calls N [--depth D]         (one timed loop; prints ns/call)
+//   bench_events --libtrace PATH --idle-after-threads N
+//                                  (N short threads one after another, a CUDA call each, then the
+//                                   drain thread's CPU per second while the process idles: what
+//                                   a pass costs for threads that ended)
 //   bench_events --libtrace PATH --sustained N [--pace-ns P | --find-rate] [--ring SIZE] [--sync]
 //                                  (N launches back to back at a pace (0, the default: none,
 //                                   not even a clock read between calls), default settings but for
@@ -24,6 +28,7 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <nvtx3/nvToolsExt.h>
+#include <pthread.h>
 #include <spawn.h>
 #include <dirent.h>
 #include <sys/resource.h>
@@ -159,6 +164,19 @@ int worker(const std::string& which, long calls, int depth) {
       }
     }
   };
+  if (which == "threads-idle") {
+    // `calls` short threads, then 2 s of idling: prints "0 0 <drain ms of CPU per second>".
+    for (long i = 0; i < calls; ++i) {
+      pthread_t t;
+      if (pthread_create(&t, nullptr, [](void*) -> void* { cuCtxSynchronize(); return nullptr; }, nullptr) != 0) return 1;
+      pthread_join(t, nullptr);
+    }
+    usleep(300000);  // the passes that take the last threads' records
+    const double d0 = drainCpuSeconds();
+    usleep(2000000);
+    printf("0 0 %.3f\n", (drainCpuSeconds() - d0) * 1000 / 2);
+    return 0;
+  }
   if (which == "sustained" || which == "sustained-sync") {
     // A launch-bound training loop: launches back to back, each at least `depth` ns apart (the
     // argument is reused as the pace), with no pause for the drain. Prints when the loop began
@@ -431,7 +449,7 @@ double median(std::vector<double> v) {
 int main(int argc, char** argv) {
   std::string libtrace, workerCase;
   long calls = 100000;
-  long sustainedLaunches = 0, paceNs = 0;
+  long sustainedLaunches = 0, paceNs = 0, idleThreads = 0;
   bool findRateMode = false, syncLoop = false;
   std::string ring;
   int runs = 7;
@@ -448,8 +466,9 @@ int main(int argc, char** argv) {
     else if (a == "--ring" && i + 1 < argc) ring = argv[++i];
     else if (a == "--find-rate") findRateMode = true;
     else if (a == "--sync") syncLoop = true;
+    else if (a == "--idle-after-threads" && i + 1 < argc) idleThreads = atol(argv[++i]);
     else {
-      fprintf(stderr, "usage: bench_events --libtrace PATH [--runs N] [--calls N] | [--sustained CALLS [--pace-ns NS | --find-rate] [--ring SIZE] [--sync]]\n");
+      fprintf(stderr, "usage: bench_events --libtrace PATH [--runs N] [--calls N] | [--sustained CALLS [--pace-ns NS | --find-rate] [--ring SIZE] [--sync]] | [--idle-after-threads N]\n");
       return 2;
     }
   }
@@ -462,6 +481,22 @@ int main(int argc, char** argv) {
   const ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
   if (len <= 0) return 1;
   self[len] = '\0';
+  if (idleThreads > 0) {
+    // Medians of 3 runs, each against 100 threads first: the cost of a pass that grows with the
+    // threads a process had.
+    const Case idle{"threads-idle", "threads-idle", 1, 0, "CUTRACE_JSON_LIMIT=1"};
+    for (long n : {100L, idleThreads}) {
+      std::vector<double> ms;
+      for (int r = 0; r < 3; ++r) {
+        double wall = 0, cpu = 0, drain = 0, traceB = 0, streamB = 0;
+        if (!runWorker(self, idle, n, libtrace, wall, cpu, drain, traceB, streamB)) return 1;
+        ms.push_back(drain);
+      }
+      std::sort(ms.begin(), ms.end());
+      printf("after %ld short threads, each with a CUDA call: the idle drain takes %.1f ms of CPU per second\n", n, ms[1]);
+    }
+    return 0;
+  }
   if (sustainedLaunches > 0 && findRateMode) return findRate(self, libtrace, sustainedLaunches, ring, syncLoop);
   if (sustainedLaunches > 0) {
     SustainedResult r;

@@ -298,7 +298,7 @@ void streamOut(bool passEnd) {
   // it for one pass, not for the run (lock order: the drain mutex, then CUPTI's).
   if (passEnd) Cupti::collect(gl.store->data(), gl.names);
   // Nothing is written for a process that recorded nothing (a shell, a helper process).
-  if (gl.stream != nullptr && gl.store->data().eventCount() + gl.store->data().droppedEvents() > 0) {
+  if (gl.stream != nullptr && gl.store->recordedAny()) {
     TraceMeta& meta = gl.store->data().meta;
     if (!gl.streamMeta) {
       fillProcessMeta(meta);

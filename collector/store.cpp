@@ -227,6 +227,7 @@ void Store::decodeRun(Track& t, const Record* records, std::size_t count) {
 
 bool Store::consume(ThreadState& s, bool retired, uint64_t maxTicks, uint64_t maxRecords, uint64_t upTo) {
   Track& t = track(s.trackId, s.tid, s.pthreadLow);  // first sight: the track keeps both thread ids
+  data_.markChanged(t.index);
   auto& ring = s.ring;
   // Committed before the previous pass ended, so before this pass's anchor. (Decoding never
   // touches `carried`; cleared, it keeps its capacity for the next hand-over.)
@@ -293,6 +294,7 @@ bool Store::consume(ThreadState& s, bool retired, uint64_t maxTicks, uint64_t ma
   ring.release(i);
   ThreadTrack& thread = data_.threads[t.index];
   thread.dropped = s.dropped.load(std::memory_order_relaxed) + thread.capped;
+  recordedAny_ = recordedAny_ || thread.dropped != 0;
   thread.lostEnds = s.lostEnds.load(std::memory_order_relaxed);
   // The owner wrote its final name before it published Retired (collector.cpp, threadExit);
   // before that the name is the owner's to change, so it is only read here.
@@ -314,7 +316,9 @@ bool Store::consume(ThreadState& s, bool retired, uint64_t maxTicks, uint64_t ma
 }
 
 void Store::releaseEvents() {
-  for (ThreadTrack& t : data_.threads) {
+  // Only a changed thread holds events or opens (every append marks its thread).
+  data_.forEachChanged([&](std::size_t i) {
+    ThreadTrack& t = data_.threads[i];
     t.released += t.events.size();
     eventsStored_ -= t.events.size();
     t.releasedOpens += t.opens.size();
@@ -325,7 +329,8 @@ void Store::releaseEvents() {
       t.events.clearKeepingBlocks();
       t.opens.clear();
     }
-  }
+  });
+  data_.clearChanged();
   // Device work and CUPTI's API records went into the stream too (the writer keeps the API
   // records it may still need).
   data_.releasedDevice += data_.device.size();
@@ -430,7 +435,9 @@ void Store::decodeRange(Track& t, const Record& push, const Record& pop, const c
 }
 
 void Store::decode(uint32_t trackId, uint32_t tid, const Record& r, const char* text, std::size_t textLen) {
-  decodeInto(track(trackId, tid), r, text, textLen);
+  Track& t = track(trackId, tid);
+  data_.markChanged(t.index);
+  decodeInto(t, r, text, textLen);
 }
 
 void Store::decodeInto(Track& t, const Record& r, const char* text, std::size_t textLen) {
@@ -532,6 +539,8 @@ void Store::decodeInto(Track& t, const Record& r, const char* text, std::size_t 
 }
 
 void Store::finalize(uint64_t endTicks) {
+  // Ranges close and names are settled on any thread.
+  for (std::size_t i = 0; i < data_.threads.size(); ++i) data_.markChanged(i);
   for (auto& [id, t] : tracks_) {
     for (auto& [domain, stack] : t.stacks) {
       // Innermost first, so each range's end is known to its parent.

@@ -23,7 +23,7 @@ class Symbolizer;
 
 class Store {
  public:
-  explicit Store(const NameTable& names) : names_(names) {}
+  explicit Store(const NameTable& names) : names_(names) { data_.changesListed = true; }
 
   // Moves every committed record of `s` into the track of its current owner. `retired`: the
   // caller saw the owner's exit (Life::Retired, acquire), so its final name can be read.
@@ -50,6 +50,9 @@ class Store {
   // ThreadTrack::released). Open ranges stay until they end.
   void releaseEvents();
   uint64_t recordsSeen() const { return recordsSeen_; }
+  // Whether any thread stored or lost an event so far (TraceData::eventCount() +
+  // droppedEvents() > 0, without visiting every thread).
+  bool recordedAny() const { return recordedAny_; }
   // The fit that maps this pass's record ticks to CLOCK_MONOTONIC nanoseconds. Events are
   // stored in nanoseconds, converted once as they are decoded, so the stream and every view of
   // it read the same numbers.
@@ -139,6 +142,7 @@ class Store {
   // An event whose times are still ticks (marks, start/end ranges). Past the memory cap the
   // newest events are dropped and counted on their thread.
   void emit(std::size_t trackIndex, const Event& e) {
+    data_.markChanged(trackIndex);  // another thread's track, for a start/end range
     Event* slot = newEvent(trackIndex);
     if (slot == nullptr) return;
     *slot = e;
@@ -149,6 +153,7 @@ class Store {
   // nullptr when it is dropped (memory cap, or no memory for another block: tracing then ends).
   Event* newEvent(std::size_t trackIndex) {
     ThreadTrack& t = data_.threads[trackIndex];
+    recordedAny_ = true;  // stored, or counted as dropped below
     if (__builtin_expect(eventsStored_ >= eventBudget_, 0)) {
       ++t.capped;
       ++t.dropped;
@@ -185,6 +190,7 @@ class Store {
   std::size_t stringBytesCap_ = std::size_t{16} << 20;
   uint64_t eventsStored_ = 0;
   bool outOfMemory_ = false;
+  bool recordedAny_ = false;
 };
 
 }  // namespace cutrace

@@ -3,6 +3,7 @@
 // Built by the drain (collector/store.cpp) in a traced process, or by hand in unit tests.
 // Exporters only read it.
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -310,6 +311,7 @@ struct ThreadTrack {
   // streamed, what held them and the views' state for the thread are given back, not kept for
   // events to come: a program of 30,000 short threads holds only this list's entries.
   bool exited = false;
+  bool changed = false;   // listed in TraceData::changed
   uint64_t lostEnds = 0;  // NVTX pops/ends lost to a full ring
 };
 
@@ -476,6 +478,42 @@ struct TraceData {
   int64_t toTraceNs(uint64_t ns) const { return static_cast<int64_t>(ns - meta.originMonotonicNs); }
   uint64_t droppedEvents() const;
   uint64_t eventCount() const;
+
+  // The threads whose track changed (events, opens, drop counts, name, exit) since the drain last
+  // released its events (Store::releaseEvents), when the drain keeps that list
+  // (`changesListed`): a pass then costs the threads that ran, not every thread the process ever
+  // had (100,000 short threads made an idle drain spend a fifth of a core). Otherwise (a trace
+  // read from a file, hand-made data) every thread is visited. In index order.
+  bool changesListed = false;
+  template <typename F>
+  void forEachChanged(F&& f) const {
+    if (!changesListed) {
+      for (std::size_t i = 0; i < threads.size(); ++i) f(i);
+      return;
+    }
+    if (!changedSorted_) {
+      std::sort(changed_.begin(), changed_.end());
+      changedSorted_ = true;
+    }
+    for (uint32_t i : changed_) f(std::size_t{i});
+  }
+  void markChanged(std::size_t index) {
+    ThreadTrack& t = threads[index];
+    if (t.changed) return;
+    t.changed = true;
+    if (!changed_.empty() && changed_.back() > index) changedSorted_ = false;
+    changed_.push_back(static_cast<uint32_t>(index));
+  }
+  void clearChanged() {
+    for (uint32_t i : changed_) threads[i].changed = false;
+    changed_.clear();
+    changedSorted_ = true;
+  }
+
+ private:
+  // Sorted when first visited (one thread at a time uses a TraceData).
+  mutable std::vector<uint32_t> changed_;
+  mutable bool changedSorted_ = true;
 };
 
 }  // namespace cutrace

@@ -668,7 +668,7 @@ FoldBuilder::~FoldBuilder() = default;
 void FoldBuilder::pass(const TraceData& data) {
   Impl& b = *impl_;
   if (b.threads.size() < data.threads.size()) b.threads.resize(data.threads.size());
-  for (std::size_t ti = 0; ti < data.threads.size(); ++ti) {
+  data.forEachChanged([&](std::size_t ti) {
     const ThreadTrack& track = data.threads[ti];
     Impl::Thread& t = b.threads[ti];
     // The lists hold what came since they were last released: continue where this left off.
@@ -705,7 +705,7 @@ void FoldBuilder::pass(const TraceData& data) {
       Folder::Stack().swap(t.stack);
       decltype(t.held)().swap(t.held);
     }
-  }
+  });
 }
 
 FoldedStacks FoldBuilder::finish(const TraceData& data) {

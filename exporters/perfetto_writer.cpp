@@ -710,8 +710,9 @@ void PerfettoWriter::endEvent(Sequence& seq, uint64_t ns, uint64_t track) {
 
 void PerfettoWriter::encodeThreadEvents(const TraceData& data, std::size_t thread, std::string& out) {
   ThreadMark& mark = threads_[thread];
-  const auto& events = data.threads[thread].events;
-  const std::size_t base = mark.events;
+  const ThreadTrack& track = data.threads[thread];
+  const auto& events = track.events;
+  const std::size_t base = mark.events > track.released ? static_cast<std::size_t>(mark.events - track.released) : 0;
   nodes_.clear();
   roots_.clear();
   for (std::size_t i = base; i < events.size();) {
@@ -740,7 +741,7 @@ void PerfettoWriter::encodeThreadEvents(const TraceData& data, std::size_t threa
       nodes_.push_back(Node{&e, start, 0, first, height + 1});
     }
   }
-  mark.events = events.size();
+  mark.events = track.released + events.size();
   // Depth first: BEGIN, the children, END (instants have no END). A node without children (most
   // calls) ends at once, while its event is at hand.
   Sequence& seq = mark.seq;
@@ -845,12 +846,14 @@ void PerfettoWriter::encodePass(const TraceData& data, uint64_t nowNs, std::stri
     memoryHooks_.resize(data.hooks.size());
     for (std::size_t h = 0; h < data.hooks.size(); ++h) memoryHooks_[h] = changesMemory(data.hooks[h]);
   }
-  for (std::size_t i = 0; i < data.threads.size(); ++i) {
+  data.forEachChanged([&](std::size_t i) {
     const ThreadTrack& t = data.threads[i];
     ThreadMark& mark = threads_[i];
-    if (mark.events == t.events.size() && mark.dropped == t.dropped && (!mark.seq.started || mark.name == t.name)) continue;
+    if (mark.events == t.released + t.events.size() && mark.dropped == t.dropped && (!mark.seq.started || mark.name == t.name))
+      return;
     if (!mark.seq.started) {
-      const uint64_t first = t.events.size() > mark.events ? t.events[mark.events].start : nowNs;
+      const std::size_t next = mark.events > t.released ? static_cast<std::size_t>(mark.events - t.released) : 0;
+      const uint64_t first = t.events.size() > next ? t.events[next].start : nowNs;
       startThread(data, i, first, out);
     } else if (mark.name != t.name) {
       describeThread(data, i, out);
@@ -887,7 +890,7 @@ void PerfettoWriter::encodePass(const TraceData& data, uint64_t nowNs, std::stri
     // A thread that exited repeats nothing more (ThreadTrack::exited): its templates go (1 KB a
     // thread: 30 MB for a program of 30,000 short threads).
     if (t.exited) mark.seq.templates.reset();
-  }
+  });
   if (!passEnd) return;
   encodeMemoryCounters(data, out);
   encodeDevice(data, out);

@@ -152,12 +152,12 @@ class PerfettoWriter {
   // (`metadataJson`: the Chrome trace's metadata object).
   void encodeEnd(const TraceData& data, uint64_t nowNs, std::string_view metadataJson,
                  std::string& out);
-  // The events encoded so far left `data` (Store::releaseEvents): the next pass starts at each
-  // thread's first event again.
   // Device slices written so far that were joined to their CUDA call by a flow.
   uint64_t linkedDevice() const { return linkedDevice_; }
+  // The device work and CUPTI's API records encoded so far left `data` (Store::releaseEvents):
+  // the next pass starts at their first again. (A thread's events are counted with its
+  // ThreadTrack::released, so no thread is visited here.)
   void eventsReleased() {
-    for (ThreadMark& t : threads_) t.events = 0;
     devicesEncoded_ = 0;
     apiSeen_ = 0;
   }
@@ -199,7 +199,7 @@ class PerfettoWriter {
     std::size_t nextTemplate = 0, nextRangeTemplate = 0;
   };
   struct ThreadMark {
-    std::size_t events = 0;
+    uint64_t events = 0;  // the thread's events encoded, released ones included (ThreadTrack::released)
     std::string name;
     uint64_t dropped = 0;
     Sequence seq;
@@ -208,7 +208,7 @@ class PerfettoWriter {
   void startProcess(const TraceData& data, std::string& out);
   void startThread(const TraceData& data, std::size_t index, uint64_t ns, std::string& out);
   void describeThread(const TraceData& data, std::size_t index, std::string& out);
-  // A thread's events of this pass, nested (see above): node i is event mark.events + i. Events
+  // A thread's events of this pass, nested (see above): node i is the pass's first event not yet encoded + i. Events
   // come in the order they ended, children before their parent, so the nodes are the forest in
   // post-order: a node's subtree is the contiguous run [first, itself], and its children are
   // found walking back from the node before it (child c, then the one ending at c.first - 1).

@@ -91,7 +91,7 @@ bool streamPass(const TraceData& data, const Config& config, uint64_t nowNs, boo
   s.folded->pass(data);
   if (config.jsonLimit != 0) {
     uint64_t events = 0;
-    for (const ThreadTrack& t : data.threads) events += t.events.size();
+    data.forEachChanged([&](std::size_t i) { events += data.threads[i].events.size(); });
     s.unmeteredEvents += events;
     // Once per pass, with its last piece: a busy thread's batches (collector.cpp) would each be
     // sampled, and the first ones, metered in full, held up the drain while the rings filled.

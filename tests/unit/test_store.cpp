@@ -484,6 +484,49 @@ TEST_CASE("a thread that exited with nothing open is marked exited and keeps its
   CHECK(d.strings.get(d.threads[1].events[0].name) == "left");
 }
 
+// A pass visits the threads whose tracks changed since the last release, not every thread the
+// process had: the ones it drained, and a thread whose start/end range another thread ended.
+TEST_CASE("the store lists the threads a pass changed", "[store]") {
+  TraceBuilder b;
+  Store& store = b.store();
+  TestThread a, c, idle;
+  c.s.trackId = 2;
+  c.s.tid = 8;
+  idle.s.trackId = 3;
+  idle.s.tid = 9;
+  Record start;
+  memset(&start, 0, sizeof(start));
+  start.type = RecordType::NvtxStart;
+  start.t0 = start.t1 = 10;
+  start.nvtx.rangeId = 5;
+  start.nvtx.length = 4;
+  a.put(start, "span");
+  idle.putCall(0, 1, 2);
+  store.consume(a.s, false);
+  store.consume(idle.s, false);
+  TraceData& d = store.data();
+  auto visited = [&] {
+    std::vector<std::size_t> out;
+    d.forEachChanged([&](std::size_t i) { out.push_back(i); });
+    return out;
+  };
+  CHECK(visited() == std::vector<std::size_t>{0, 1});
+  store.releaseEvents();
+  CHECK(visited().empty());
+  Record end = start;
+  end.type = RecordType::NvtxEnd;
+  end.t0 = end.t1 = 20;
+  end.nvtx.length = 0;
+  c.put(end);
+  store.consume(c.s, false);
+  CHECK(visited() == std::vector<std::size_t>{0, 2});  // the span's thread, then the one that ended it
+  REQUIRE(d.threads[0].events.size() == 1);
+  CHECK(d.threads[0].events[0].end == 20);
+  store.releaseEvents();
+  b.finish(100);
+  CHECK(visited() == std::vector<std::size_t>{0, 1, 2});  // the end settles every thread's name
+}
+
 // The pool's index (open addressing behind a Bloom filter) grows from 64 slots: every text keeps
 // its id through every growth, and a text the pool holds is never taken for one it does not.
 TEST_CASE("string pool: ids stay, pooled texts are found past the cap, others are transient", "[store]") {
