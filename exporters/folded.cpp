@@ -520,6 +520,9 @@ struct FoldBuilder::Impl {
 
   explicit Impl(const FoldOptions& options) : folder(f, options) {}
 
+  // One thread's events and range opens of the pass (FoldBuilder::pass).
+  void passThread(const TraceData& data, std::size_t ti);
+
   // A complete event in timeline order (times in trace ns: the views' times).
   void complete(const TraceData& data, Thread& t, const Event& e, uint32_t label) {
     const uint64_t start = static_cast<uint64_t>(data.toTraceNs(e.start));
@@ -668,44 +671,46 @@ FoldBuilder::~FoldBuilder() = default;
 void FoldBuilder::pass(const TraceData& data) {
   Impl& b = *impl_;
   if (b.threads.size() < data.threads.size()) b.threads.resize(data.threads.size());
-  data.forEachChanged([&](std::size_t ti) {
-    const ThreadTrack& track = data.threads[ti];
-    Impl::Thread& t = b.threads[ti];
-    // The lists hold what came since they were last released: continue where this left off.
-    std::size_t i = t.folded > track.released ? static_cast<std::size_t>(t.folded - track.released) : 0;
-    std::size_t o = t.opened > track.releasedOpens ? static_cast<std::size_t>(t.opened - track.releasedOpens) : 0;
-    // Ranges that are no frames (FoldOptions::nvtxFrames off) open none: their ends are skipped
-    // as every other event that does not fold, and an opened frame would never be ended.
-    if (!b.folder.rangeFrames()) o = track.opens.size();
-    // The next open's place, or past every event: the loop over a run compares one number.
-    auto nextOpen = [&] { return o < track.opens.size() ? std::size_t{track.opens[o].before} : SIZE_MAX; };
-    for (std::size_t at = nextOpen(); i < track.events.size();) {
-      const auto run = track.events.run(i);
-      for (std::size_t k = 0; k < run.count; ++k, ++i) {
-        if (__builtin_expect(at <= i, 0)) {
-          for (; o + 1 < track.opens.size() && track.opens[o + 1].before <= i; ++o) b.open(data, t, track.opens[o]);
-          // The last range opened before this event: when the event is that range's end, nothing
-          // was recorded inside it (a loop's ranges around nothing traced, PyTorch's op ranges).
-          const bool ended = b.openEnded(data, t, track.opens[o], run.at[k]);
-          ++o;
-          at = nextOpen();
-          if (ended) continue;
-        }
-        b.event(data, t, run.at[k]);
+  data.forEachChanged([&](std::size_t ti) { b.passThread(data, ti); });
+}
+
+void FoldBuilder::Impl::passThread(const TraceData& data, std::size_t ti) {
+  const ThreadTrack& track = data.threads[ti];
+  Thread& t = threads[ti];
+  // The lists hold what came since they were last released: continue where this left off.
+  std::size_t i = t.folded > track.released ? static_cast<std::size_t>(t.folded - track.released) : 0;
+  std::size_t o = t.opened > track.releasedOpens ? static_cast<std::size_t>(t.opened - track.releasedOpens) : 0;
+  // Ranges that are no frames (FoldOptions::nvtxFrames off) open none: their ends are skipped
+  // as every other event that does not fold, and an opened frame would never be ended.
+  if (!folder.rangeFrames()) o = track.opens.size();
+  // The next open's place, or past every event: the loop over a run compares one number.
+  auto nextOpen = [&] { return o < track.opens.size() ? std::size_t{track.opens[o].before} : SIZE_MAX; };
+  for (std::size_t at = nextOpen(); i < track.events.size();) {
+    const auto run = track.events.run(i);
+    for (std::size_t k = 0; k < run.count; ++k, ++i) {
+      if (__builtin_expect(at <= i, 0)) {
+        for (; o + 1 < track.opens.size() && track.opens[o + 1].before <= i; ++o) open(data, t, track.opens[o]);
+        // The last range opened before this event: when the event is that range's end, nothing
+        // was recorded inside it (a loop's ranges around nothing traced, PyTorch's op ranges).
+        const bool ended = openEnded(data, t, track.opens[o], run.at[k]);
+        ++o;
+        at = nextOpen();
+        if (ended) continue;
       }
+      event(data, t, run.at[k]);
     }
-    for (; o < track.opens.size(); ++o) b.open(data, t, track.opens[o]);
-    b.keepInner(t);  // the pass's events are released after it
-    t.folded = track.released + track.events.size();
-    t.opened = track.releasedOpens + track.opens.size();
-    // Nothing more folds on a thread that exited (ThreadTrack::exited): it is closed as finish()
-    // would close it, and its lists are given back.
-    if (track.exited && (!t.stack.empty() || t.stack.capacity() != 0 || t.held.capacity() != 0)) {
-      b.closeThread(data, t);
-      Folder::Stack().swap(t.stack);
-      decltype(t.held)().swap(t.held);
-    }
-  });
+  }
+  for (; o < track.opens.size(); ++o) open(data, t, track.opens[o]);
+  keepInner(t);  // the pass's events are released after it
+  t.folded = track.released + track.events.size();
+  t.opened = track.releasedOpens + track.opens.size();
+  // Nothing more folds on a thread that exited (ThreadTrack::exited): it is closed as finish()
+  // would close it, and its lists are given back.
+  if (track.exited && (!t.stack.empty() || t.stack.capacity() != 0 || t.held.capacity() != 0)) {
+    closeThread(data, t);
+    Folder::Stack().swap(t.stack);
+    decltype(t.held)().swap(t.held);
+  }
 }
 
 FoldedStacks FoldBuilder::finish(const TraceData& data) {
