@@ -111,12 +111,14 @@ const char* copyKindName(uint8_t kind) {
 uint64_t TraceData::droppedEvents() const {
   uint64_t n = 0;
   for (const auto& t : threads) n += t.dropped;
+  for (const auto& t : exitedThreads) n += t.dropped;
   return n;
 }
 
 uint64_t TraceData::eventCount() const {
   uint64_t n = 0;
   for (const auto& t : threads) n += t.released + t.events.size();
+  for (const auto& t : exitedThreads) n += t.events;
   return n;
 }
 
@@ -142,11 +144,20 @@ Store::Track& Store::track(uint32_t trackId, uint32_t tid, uint32_t pthreadLow) 
   auto it = tracks_.find(trackId);
   if (it != tracks_.end()) return it->second;
   ThreadTrack t;
+  t.ordinal = nextOrdinal_++;
   t.tid = tid;
   t.pthreadLow = pthreadLow;
   t.name = readThreadName(tid);
-  data_.threads.push_back(std::move(t));
-  return tracks_.emplace(trackId, Track{data_.threads.size() - 1, {}}).first->second;
+  std::size_t index;
+  if (!freeSlots_.empty()) {
+    index = freeSlots_.back();
+    freeSlots_.pop_back();
+    data_.threads[index] = std::move(t);
+  } else {
+    index = data_.threads.size();
+    data_.threads.push_back(std::move(t));
+  }
+  return tracks_.emplace(trackId, Track{index, {}}).first->second;
 }
 
 uint32_t Store::nameFromTable(uint32_t id) {
@@ -303,6 +314,8 @@ bool Store::consume(ThreadState& s, bool retired, uint64_t maxTicks, uint64_t ma
     thread.seqEnd = s.nextSeq;
     const std::string_view last(s.name, strnlen(s.name, sizeof(s.name)));
     if (!last.empty()) thread.name = std::string(last);
+    // A name given with NVTX wins, as at the end (finalize): the thread's slot may not be there then.
+    if (auto named = threadNames_.find(thread.tid); named != threadNames_.end()) thread.name = named->second;
     // Its last records taken and no range of it left open: nothing more comes for it, and what
     // the drain and the views keep for it can go once this is streamed.
     bool open = !t.carried.empty();
@@ -325,6 +338,14 @@ void Store::releaseEvents() {
     if (t.exited) {
       t.events.clearReleasingBlocks();
       std::vector<ThreadTrack::RangeOpen>().swap(t.opens);
+      if (!spanBegunOn(i)) {
+        // The stream and the folding took its last events in this pass (they run before the
+        // release): its figures are all that is kept, and the slot goes to the next new thread.
+        data_.exitedThreads.push_back(ExitedThread{t.ordinal, t.tid, t.released, t.dropped, t.lostEnds, t.seqEnd});
+        t = ThreadTrack();
+        t.ordinal = ThreadTrack::kVacant;
+        freeSlots_.push_back(i);
+      }
     } else {
       t.events.clearKeepingBlocks();
       t.opens.clear();
@@ -540,7 +561,8 @@ void Store::decodeInto(Track& t, const Record& r, const char* text, std::size_t 
 
 void Store::finalize(uint64_t endTicks) {
   // Ranges close and names are settled on any thread.
-  for (std::size_t i = 0; i < data_.threads.size(); ++i) data_.markChanged(i);
+  for (std::size_t i = 0; i < data_.threads.size(); ++i)
+    if (!data_.threads[i].vacant()) data_.markChanged(i);
   for (auto& [id, t] : tracks_) {
     for (auto& [domain, stack] : t.stacks) {
       // Innermost first, so each range's end is known to its parent.
@@ -556,6 +578,7 @@ void Store::finalize(uint64_t endTicks) {
   }
   openSpans_.clear();
   for (auto& thread : data_.threads) {
+    if (thread.vacant()) continue;
     auto it = threadNames_.find(thread.tid);
     if (it != threadNames_.end()) {
       thread.name = it->second;

@@ -169,10 +169,21 @@ class Store {
     return slot;
   }
 
+  // Whether a start/end range begun on the thread in slot `index` is still open: its event
+  // will go to that thread's track when it ends (on any thread), so the slot is kept.
+  bool spanBegunOn(std::size_t index) const {
+    for (const auto& [rangeId, span] : openSpans_)
+      if (span.track == index) return true;
+    return false;
+  }
+
   const NameTable& names_;
   TickTimeline clock_;
   TraceData data_;
   std::unordered_map<uint32_t, Track> tracks_;
+  // Slots of data_.threads whose thread exited and left them (releaseEvents), for new threads.
+  std::vector<std::size_t> freeSlots_;
+  uint32_t nextOrdinal_ = 0;  // ThreadTrack::ordinal of the next new thread
   // NameTable id -> StringPool id + 1 (0: not interned yet). NameTable ids are dense and
   // bounded by its capacity; one is looked up for every launch and every named NVTX domain.
   std::vector<uint32_t> tableToPool_;

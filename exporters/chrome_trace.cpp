@@ -600,13 +600,14 @@ class ChromeWriter {
       out_.put('}');
     }
     out_.put(",\"threads\":[");
-    for (std::size_t i = 0; i < data_.threads.size(); ++i) {
-      const ThreadTrack& t = data_.threads[i];
-      if (i) out_.put(',');
+    bool firstThread = true;
+    data_.forEachThreadFigures([&](const ExitedThread& t) {
+      if (!firstThread) out_.put(',');
+      firstThread = false;
       out_.put("{\"tid\":");
       out_.putUint(t.tid);
       out_.put(",\"events\":");
-      out_.putUint(t.released + t.events.size());
+      out_.putUint(t.events);
       out_.put(",\"dropped\":");
       out_.putUint(t.dropped);
       out_.put(",\"lost_ends\":");
@@ -616,7 +617,7 @@ class ChromeWriter {
         out_.putUint(t.seqEnd);
       }
       out_.put('}');
-    }
+    });
     out_.put("]}");
   }
 

@@ -504,6 +504,7 @@ struct FoldBuilder::Impl {
   FoldedStacks f;
   Folder folder;
   struct Thread {
+    uint32_t ordinal = ThreadTrack::kIndexOrdinal;  // the thread it is for (TraceData::ordinal)
     Folder::Stack stack;
     // Recorded inside a CUDA call whose own event is still to come, with a range's label made
     // when it arrived (a transient name does not outlive its pass).
@@ -676,7 +677,13 @@ void FoldBuilder::pass(const TraceData& data) {
 
 void FoldBuilder::Impl::passThread(const TraceData& data, std::size_t ti) {
   const ThreadTrack& track = data.threads[ti];
+  if (track.vacant()) return;
   Thread& t = threads[ti];
+  // A slot another thread left (ThreadTrack::ordinal): that one was closed when it exited.
+  if (t.ordinal != data.ordinal(ti)) {
+    t = Thread();
+    t.ordinal = data.ordinal(ti);
+  }
   // The lists hold what came since they were last released: continue where this left off.
   std::size_t i = t.folded > track.released ? static_cast<std::size_t>(t.folded - track.released) : 0;
   std::size_t o = t.opened > track.releasedOpens ? static_cast<std::size_t>(t.opened - track.releasedOpens) : 0;

@@ -498,6 +498,7 @@ bool Decoder::trackDescriptor(uint32_t sequence, std::string_view bytes, std::st
     if (!threadName.empty()) t.name = std::string(threadName);
   } else if (up != nullptr && up->kind == PfTrackKind::Thread) {
     t.thread = up->uuid;
+    t.pid = up->pid;  // not the uuid's bits: a thread's number may reach past them (threadUuid)
     t.kind = isCounter ? PfTrackKind::DropCounter : (uuid & kSpanTrackBit) ? PfTrackKind::Span : PfTrackKind::Domain;
   } else if (up != nullptr && up->kind == PfTrackKind::Process && !isCounter && (uuid & kDeviceTrackBit) &&
              !(uuid & kSpanTrackBit)) {
@@ -863,7 +864,8 @@ class Rebuild : public PerfettoVisitor {
       final_.ended = true;
       final_.events = k->eventCount();
       final_.distinctStacks = k->stacks.empty() ? 0 : k->stacks.size() - 1;
-      for (const ThreadTrack& t : k->threads) final_.threads.push_back(PfFinalThread{t.tid, t.dropped, t.lostEnds, t.seqEnd});
+      k->forEachThreadFigures(
+          [&](const ExitedThread& t) { final_.threads.push_back(PfFinalThread{t.tid, t.dropped, t.lostEnds, t.seqEnd}); });
     }
   }
 

@@ -322,8 +322,8 @@ void PerfettoWriter::startProcess(const TraceData& data, std::string& out) {
 void PerfettoWriter::startThread(const TraceData& data, std::size_t index, uint64_t ns, std::string& out) {
   ThreadMark& mark = threads_[index];
   Sequence& seq = mark.seq;
-  seq.id = static_cast<uint32_t>(2 + index);
-  seq.uuid = threadUuid(data.meta.pid, index);
+  seq.id = 2 + data.ordinal(index);
+  seq.uuid = threadUuid(data.meta.pid, data.ordinal(index));
   const auto p = w_.begin(pf::Trace::kPacket);
   w_.varint(pf::TracePacket::kTimestamp, ns);
   w_.varint(pf::TracePacket::kTimestampClockId, pf::BuiltinClock::kMonotonic);
@@ -848,7 +848,13 @@ void PerfettoWriter::encodePass(const TraceData& data, uint64_t nowNs, std::stri
   }
   data.forEachChanged([&](std::size_t i) {
     const ThreadTrack& t = data.threads[i];
+    if (t.vacant()) return;
     ThreadMark& mark = threads_[i];
+    // A slot another thread left (ThreadTrack::ordinal): a new sequence, nothing of the old one's.
+    if (mark.ordinal != data.ordinal(i)) {
+      mark = ThreadMark();
+      mark.ordinal = data.ordinal(i);
+    }
     if (mark.events == t.released + t.events.size() && mark.dropped == t.dropped && (!mark.seq.started || mark.name == t.name))
       return;
     if (!mark.seq.started) {

@@ -118,8 +118,12 @@ inline constexpr uint64_t kSpanTrackBit = 0x800000;
 inline constexpr uint64_t kDropCounterSlot = 63;
 inline constexpr uint32_t kMaxDomainSlots = 62;
 inline uint64_t processUuid(uint32_t pid) { return (uint64_t{pid} << 24) | 1; }
-inline uint64_t threadUuid(uint32_t pid, std::size_t threadIndex) {
-  return (uint64_t{pid} << 24) | (0x100 + (threadIndex & 0x3fff) * 64);
+// A thread's 64 uuids: the first 16,384 threads of a process below bit 24 as they always were,
+// later ones with the rest of their number from bit 46 up, past any pid (pid_max is at most
+// 2^22): the uuids of two threads never meet (trace_processor keeps the first of two tracks
+// described with one uuid and puts the second one's events on it).
+inline uint64_t threadUuid(uint32_t pid, uint32_t ordinal) {
+  return (uint64_t{ordinal >> 14} << 46) | (uint64_t{pid} << 24) | (0x100 + uint64_t{ordinal & 0x3fff} * 64);
 }
 inline uint64_t deviceUuid(uint32_t pid, uint32_t device, uint32_t stream) {
   return (uint64_t{pid} << 24) | kDeviceTrackBit | (uint64_t{device & 0x3f} << 16) | (stream & 0xffff);
@@ -199,6 +203,7 @@ class PerfettoWriter {
     std::size_t nextTemplate = 0, nextRangeTemplate = 0;
   };
   struct ThreadMark {
+    uint32_t ordinal = ThreadTrack::kIndexOrdinal;  // the thread it is for (TraceData::ordinal)
     uint64_t events = 0;  // the thread's events encoded, released ones included (ThreadTrack::released)
     std::string name;
     uint64_t dropped = 0;

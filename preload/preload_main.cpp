@@ -144,6 +144,7 @@ void writeOutputsAndReport(TraceData& data, const Config& config) {
   // not be written at all leaves the events in memory, and the views come from there.
   uint64_t released = 0;
   for (const ThreadTrack& t : data.threads) released += t.released;
+  for (const ExitedThread& t : data.exitedThreads) released += t.events;
   // The host-time and calls folded files come from the folding done as the run went (bounded
   // memory whatever its length); the Chrome trace and GPU time, from the stream read back, only
   // when the trace fits CUTRACE_JSON_LIMIT (writeOutputFiles skips it otherwise).

@@ -3,7 +3,13 @@
 
 #include <catch2/catch.hpp>
 
+#include <set>
+
 #include "collector/collector.h"
+#include "exporters/chrome_trace.h"
+#include "exporters/folded.h"
+#include "exporters/perfetto_reader.h"
+#include "exporters/perfetto_writer.h"
 #include "trace_builder.h"
 
 using namespace cutrace;
@@ -474,14 +480,115 @@ TEST_CASE("a thread that exited with nothing open is marked exited and keeps its
   TraceData& d = store.data();
   REQUIRE(d.threads.size() == 2);
   CHECK(d.threads[0].exited);
+  CHECK(d.threads[0].name == "gone");
   CHECK_FALSE(d.threads[1].exited);  // its range is still open: closed at the end
   store.releaseEvents();
+  // Its events streamed, only its figures are kept; the slot waits for a new thread.
+  CHECK(d.threads[0].vacant());
   CHECK(d.threads[0].events.empty());
-  CHECK(d.threads[0].released == 1);
+  REQUIRE(d.exitedThreads.size() == 1);
+  CHECK(d.exitedThreads[0].tid == gone.s.tid);
+  CHECK(d.exitedThreads[0].ordinal == 0);
+  CHECK(d.exitedThreads[0].events == 1);
+  CHECK(d.eventCount() == 1);
   b.finish(100);
-  CHECK(d.threads[0].name == "gone");
+  CHECK(d.threads[0].vacant());
   REQUIRE(d.threads[1].events.size() == 1);
   CHECK(d.strings.get(d.threads[1].events[0].name) == "left");
+}
+
+// Threads that start and end one after another take turns in one slot (ThreadTrack::ordinal
+// numbers them): what memory holds of each one that ended is its figures, and the stream and the
+// views still keep every thread apart, with its own sequence, track, name and events.
+TEST_CASE("threads that exited leave their slot to new ones, and the stream keeps each apart", "[store]") {
+  TraceBuilder b;
+  Store& store = b.store();
+  TraceData& d = store.data();
+  d.meta.pid = 4242;
+  PerfettoWriter writer;
+  FoldBuilder fold(FoldOptions{});
+  std::string bytes;
+  TestThread live;
+  live.s.trackId = 100;
+  live.s.tid = 50;
+  strcpy(live.s.name, "live");
+  for (uint32_t k = 0; k < 5; ++k) {
+    TestThread t;
+    t.s.trackId = k + 1;
+    t.s.tid = 60 + k;
+    snprintf(t.s.name, sizeof(t.s.name), "worker%u", k);
+    t.putCall(0, 100 * k + 10, 100 * k + 20);
+    t.putCall(1, 100 * k + 30, 100 * k + 40);
+    CHECK_FALSE(store.consume(t.s, true));
+    if (k == 1) {  // a thread that runs on, started while worker1 ran
+      live.putCall(0, 150, 160);
+      store.consume(live.s, false);
+    }
+    writer.encodePass(d, 100 * k + 90, bytes);
+    fold.pass(d);
+    store.releaseEvents();
+  }
+  // worker0 left slot 0 to worker1, which left it to... every worker took slot 0; the live
+  // thread slot 1.
+  REQUIRE(d.threads.size() == 2);
+  CHECK(d.threads[0].vacant());
+  CHECK(d.threads[1].tid == 50);
+  CHECK(d.ordinal(1) == 2);  // third thread seen: worker0, worker1, then it
+  REQUIRE(d.exitedThreads.size() == 5);
+  for (uint32_t k = 0; k < 5; ++k) {
+    CHECK(d.exitedThreads[k].tid == 60 + k);
+    CHECK(d.exitedThreads[k].events == 2);
+    CHECK(d.exitedThreads[k].ordinal == (k < 2 ? k : k + 1));
+  }
+  CHECK(d.eventCount() == 11);
+  std::vector<uint32_t> order;
+  d.forEachThreadFigures([&](const ExitedThread& t) { order.push_back(t.tid); });
+  CHECK(order == std::vector<uint32_t>{60, 61, 50, 62, 63, 64});
+  b.finish(1000);
+  const FoldedStacks folded = fold.finish(d);
+  writer.encodeEnd(d, 1000, chromeTraceMetadata(d), bytes);
+
+  TraceData back;
+  std::string error;
+  const PfMetadataSource known{nullptr, nullptr, &d};
+  REQUIRE(rebuildPerfettoBytes(bytes, known, back, error));
+  REQUIRE(back.threads.size() == 6);
+  std::vector<std::pair<uint32_t, std::string>> threads;
+  for (const ThreadTrack& t : back.threads) {
+    CHECK(t.events.size() == (t.tid == 50 ? 1u : 2u));
+    threads.emplace_back(t.tid, t.tid == 50 ? std::string() : t.name);  // a live thread is named from /proc
+  }
+  CHECK(threads == std::vector<std::pair<uint32_t, std::string>>{
+                       {60, "worker0"}, {61, "worker1"}, {50, ""}, {62, "worker2"}, {63, "worker3"}, {64, "worker4"}});
+  CHECK(back.eventCount() == 11);
+  // The folding as the run went counts every call, as the folding of the stream read back does.
+  Sink a, c;
+  writeFolded(folded, FoldWeight::Calls, a);
+  writeFolded(foldStacks(back, FoldOptions{}), FoldWeight::Calls, c);
+  CHECK(a.text() == c.text());
+  uint64_t calls = 0;
+  std::size_t at = 0;
+  for (std::size_t nl; (nl = a.text().find('\n', at)) != std::string::npos; at = nl + 1)
+    calls += std::stoull(a.text().substr(a.text().rfind(' ', nl) + 1, nl));
+  CHECK(calls == 11);
+}
+
+// Every thread of a process has its own 64 track uuids, apart from the process's, its GPU
+// streams' and its spans', past the 16,384th thread too (they wrapped there: trace_processor then
+// put a later thread's events on an earlier thread's track).
+TEST_CASE("thread track uuids never meet", "[perfetto]") {
+  for (uint32_t pid : {1u, 4242u, (1u << 22) - 1}) {
+    std::set<uint64_t> bases;
+    for (uint32_t ordinal = 0; ordinal < 70000; ++ordinal) {
+      const uint64_t u = threadUuid(pid, ordinal);
+      CHECK((u & 63) == 0);
+      CHECK((u & (kDeviceTrackBit | kSpanTrackBit)) == 0);
+      bases.insert(u);
+    }
+    CHECK(bases.size() == 70000);
+    CHECK(bases.count(processUuid(pid) & ~uint64_t{63}) == 0);
+    CHECK(threadUuid(pid, 5) == ((uint64_t{pid} << 24) | (0x100 + 5 * 64)));  // as files before
+  }
 }
 
 // A pass visits the threads whose tracks changed since the last release, not every thread the
