@@ -82,6 +82,13 @@ struct Globals {
   // up hundreds per interval, more when the drain thread waited for a core: every
   // kExitsPerWake-th exit asks for a pass.
   std::atomic<uint32_t> exitedThreads{0};
+  // States of exited threads not yet released by a pass (Retired). Past kMaxRetiredWaiting an
+  // exiting thread waits a little for a pass (threadExit): with the drain thread kept from a
+  // core (a loaded machine), 30,000 exits a second piled up a thousand and more, 30 MiB.
+  std::atomic<uint32_t> retiredWaiting{0};
+  // Incremented after every pass; threads waiting in threadExit (exitWaiters of them) sleep on it.
+  std::atomic<uint32_t> passWord{0};
+  std::atomic<uint32_t> exitWaiters{0};
   std::atomic<bool> stopDrain{false};
   std::atomic<bool> drainStarted{false};
   pthread_t drainThread{};
@@ -127,6 +134,11 @@ __thread bool t_forkLocked __attribute__((tls_model("initial-exec"))) = false;
 pid_t currentTid() { return static_cast<pid_t>(syscall(SYS_gettid)); }
 
 void wakeDrain();
+void waitForPass();
+
+// Exited threads whose states may wait for a pass before their exits wait (about 16 KiB each:
+// the state's header, its ring's first pages).
+constexpr uint32_t kMaxRetiredWaiting = 256;
 
 void threadExit(void* p) {
   auto* s = static_cast<ThreadState*>(p);
@@ -139,12 +151,34 @@ void threadExit(void* p) {
   if (tls::state == s) tls::state = nullptr;
   constexpr uint32_t kExitsPerWake = 64;
   Globals& gl = g();
-  if (gl.exitedThreads.fetch_add(1, std::memory_order_relaxed) % kExitsPerWake == kExitsPerWake - 1 &&
-      gl.drainStarted.load(std::memory_order_relaxed)) {
-    const int savedErrno = errno;  // the program's other thread-exit destructors see it unchanged
+  const uint32_t waiting = gl.retiredWaiting.fetch_add(1, std::memory_order_relaxed) + 1;
+  if (!gl.drainStarted.load(std::memory_order_relaxed)) return;
+  const int savedErrno = errno;  // the program's other thread-exit destructors see it unchanged
+  if (waiting > kMaxRetiredWaiting) {
+    waitForPass();
+  } else if (gl.exitedThreads.fetch_add(1, std::memory_order_relaxed) % kExitsPerWake == kExitsPerWake - 1) {
     wakeDrain();
-    errno = savedErrno;
   }
+  errno = savedErrno;
+}
+
+// An exiting thread (its state retired) waits for the drain to release the states that wait,
+// at most kExitWaits times kExitWaitNs: the pile is bounded, and no exit is held up for long
+// whatever the drain thread is doing (stopped, held up by a fork, starved).
+void waitForPass() {
+  constexpr int kExitWaits = 4;
+  constexpr long kExitWaitNs = 5000000;
+  Globals& gl = g();
+  gl.exitWaiters.fetch_add(1, std::memory_order_acq_rel);
+  for (int i = 0; i < kExitWaits && gl.retiredWaiting.load(std::memory_order_relaxed) > kMaxRetiredWaiting &&
+                  gl.drainStarted.load() && !gl.stopDrain.load();
+       ++i) {
+    const uint32_t seen = gl.passWord.load(std::memory_order_acquire);
+    wakeDrain();
+    const timespec wait{0, kExitWaitNs};
+    syscall(SYS_futex, &gl.passWord, FUTEX_WAIT_PRIVATE, seen, &wait, nullptr, 0);
+  }
+  gl.exitWaiters.fetch_sub(1, std::memory_order_acq_rel);
 }
 
 ThreadState* claimFreeState() {
@@ -339,7 +373,10 @@ void drainPass(bool final) {
     const uint64_t upTo = s->ring.readEnd();
     while (gl.store->consume(*s, life == Life::Retired, whole ? UINT64_MAX : gl.lastAnchor.ticks, kBatchRecords, upTo))
       streamOut(false);
-    if (life == Life::Retired) releaseState(s);
+    if (life == Life::Retired) {
+      releaseState(s);
+      gl.retiredWaiting.fetch_sub(1, std::memory_order_relaxed);
+    }
   }
   streamOut(true);
 }
@@ -399,6 +436,9 @@ void* drainMain(void*) {
       gl.finishDone.store(true);  // nothing will be written: a terminating signal need not wait
       break;
     }
+    gl.passWord.fetch_add(1, std::memory_order_release);
+    if (gl.exitWaiters.load(std::memory_order_acquire) != 0)
+      syscall(SYS_futex, &gl.passWord, FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
   }
   return nullptr;
 }
@@ -469,6 +509,8 @@ void atforkChild() {
   // afresh, which also starts the child's drain thread. Nothing starts a thread here, so a child
   // that records nothing (a shell running a command) never gets one.
   for (ThreadState* s = gl.registry.load(); s; s = s->next) releaseState(s);
+  gl.retiredWaiting.store(0, std::memory_order_relaxed);
+  gl.exitWaiters.store(0, std::memory_order_relaxed);
   gl.ringBytesInUse.store(0, std::memory_order_relaxed);  // also what a state set up at the fork had reserved
   tls::state = nullptr;
   pthread_setspecific(gl.exitKey, nullptr);  // its exit must not retire a state another thread took
