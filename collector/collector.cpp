@@ -154,7 +154,7 @@ void threadExit(void* p) {
   const uint32_t waiting = gl.retiredWaiting.fetch_add(1, std::memory_order_relaxed) + 1;
   if (!gl.drainStarted.load(std::memory_order_relaxed)) return;
   const int savedErrno = errno;  // the program's other thread-exit destructors see it unchanged
-  if (waiting > kMaxRetiredWaiting) {
+  if (waiting > kMaxRetiredWaiting && ownProcess()) {  // a raw-clone child has no drain thread to wait for
     waitForPass();
   } else if (gl.exitedThreads.fetch_add(1, std::memory_order_relaxed) % kExitsPerWake == kExitsPerWake - 1) {
     wakeDrain();

@@ -341,7 +341,7 @@ void Store::releaseEvents() {
       if (!spanBegunOn(i)) {
         // The stream and the folding took its last events in this pass (they run before the
         // release): its figures are all that is kept, and the slot goes to the next new thread.
-        data_.exitedThreads.push_back(ExitedThread{t.ordinal, t.tid, t.released, t.dropped, t.lostEnds, t.seqEnd});
+        data_.exitedThreads.push_back(ExitedThread{t.ordinal, t.tid, t.pthreadLow, t.released, t.dropped, t.lostEnds, t.seqEnd});
         t = ThreadTrack();
         t.ordinal = ThreadTrack::kVacant;
         freeSlots_.push_back(i);

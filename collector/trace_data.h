@@ -326,12 +326,13 @@ struct ThreadTrack {
 };
 
 // What is kept of a thread once it exited and its slot went to another (Store::releaseEvents):
-// the figures of the trace's per-thread metadata, 40 bytes, where its ThreadTrack and the views'
-// state for it were about 800 (a program that starts and ends threads all the time held them
-// all, 56 MiB after 60,000 threads).
+// the figures of the trace's per-thread metadata and the id CUPTI may name it by, 48 bytes,
+// where its ThreadTrack and the views' state for it were about 800 (a program that starts and
+// ends threads all the time held them all, 56 MiB after 60,000 threads).
 struct ExitedThread {
   uint32_t ordinal = 0;
   uint32_t tid = 0;
+  uint32_t pthreadLow = 0;  // ThreadTrack::pthreadLow: its device work may come later
   uint64_t events = 0;  // all released: they are in the stream
   uint64_t dropped = 0;
   uint64_t lostEnds = 0;
@@ -519,7 +520,7 @@ struct TraceData {
     for (std::size_t i = 0; i < threads.size(); ++i) {
       const ThreadTrack& t = threads[i];
       if (t.vacant()) continue;
-      all.push_back(ExitedThread{ordinal(i), t.tid, t.released + t.events.size(), t.dropped, t.lostEnds, t.seqEnd});
+      all.push_back(ExitedThread{ordinal(i), t.tid, t.pthreadLow, t.released + t.events.size(), t.dropped, t.lostEnds, t.seqEnd});
     }
     std::stable_sort(all.begin(), all.end(), [](const ExitedThread& a, const ExitedThread& b) { return a.ordinal < b.ordinal; });
     for (const ExitedThread& t : all) f(t);

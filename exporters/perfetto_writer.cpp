@@ -935,10 +935,13 @@ void PerfettoWriter::encodeDevice(const TraceData& data, std::string& out) {
   // CUPTI names a thread by its OS tid, or by pthread_self() when a program's own profiler set
   // it so: written as the OS tid the thread's track carries.
   std::unordered_map<uint32_t, uint32_t> osTid;
-  for (const ThreadTrack& t : data.threads) {
-    osTid.emplace(t.tid, t.tid);
-    if (t.pthreadLow != 0) osTid.emplace(t.pthreadLow, t.tid);
-  }
+  auto learn = [&](uint32_t tid, uint32_t pthreadLow) {
+    osTid.emplace(tid, tid);
+    if (pthreadLow != 0) osTid.emplace(pthreadLow, tid);
+  };
+  for (const ThreadTrack& t : data.threads)
+    if (!t.vacant()) learn(t.tid, t.pthreadLow);
+  for (const ExitedThread& t : data.exitedThreads) learn(t.tid, t.pthreadLow);  // a launch's record may come after the exit
   for (uint32_t i : order) {
     const DeviceEvent& d = data.device[i];
     const uint64_t track = deviceUuid(data.meta.pid, d.device, d.stream);
