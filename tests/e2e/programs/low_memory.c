@@ -1,12 +1,17 @@
 /* A program that fits in little address space (small thread stacks, no big buffers of its own)
  * and makes many CUDA calls on several threads, for runs under RLIMIT_AS (prlimit --as) where
  * cutrace's own memory runs out: the program must run on and end as it would without cutrace.
- *   usage: low_memory THREADS CALLS_PER_THREAD
- * It ends with exit(0) (fail_alloc.c's exit mode watches for it). */
+ *   usage: low_memory THREADS CALLS_PER_THREAD [wait-stream]
+ * It ends with exit(0) (fail_alloc.c's exit mode watches for it). wait-stream: before that, it
+ * waits (10 s at most) for a stream file (.pftrace) in $CUTRACE_OUTPUT, when that is set: the
+ * drain thread took a pass during the run, so a failure injected at exit hits the writing of the
+ * trace (on a loaded machine the drain thread may not run within this short run at all). */
 #include <cuda.h>
+#include <dirent.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 static long calls;
@@ -27,6 +32,18 @@ static void* worker(void* arg) {
     if (i % 2000 == 0) sleepMs(1);
   }
   return NULL;
+}
+
+static int streamWritten(const char* dir) {
+  DIR* d = opendir(dir);
+  if (d == NULL) return 0;
+  int found = 0;
+  for (struct dirent* e; !found && (e = readdir(d)) != NULL;) {
+    const size_t n = strlen(e->d_name);
+    found = n > 8 && strcmp(e->d_name + n - 8, ".pftrace") == 0;
+  }
+  closedir(d);
+  return found;
 }
 
 int main(int argc, char** argv) {
@@ -53,5 +70,8 @@ int main(int argc, char** argv) {
   pthread_barrier_wait(&started);
   for (int t = 0; t < threads; ++t) pthread_join(tids[t], NULL);
   printf("%d threads made %ld calls each\n", threads, calls);
+  const char* out = getenv("CUTRACE_OUTPUT");
+  if (argc > 3 && strcmp(argv[3], "wait-stream") == 0 && out != NULL)
+    for (int i = 0; i < 2000 && !streamWritten(out); ++i) sleepMs(5);
   exit(0); /* through the PLT, so that fail_alloc.c sees the end coming */
 }
