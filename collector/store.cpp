@@ -341,7 +341,7 @@ void Store::releaseEvents() {
       if (!spanBegunOn(i)) {
         // The stream and the folding took its last events in this pass (they run before the
         // release): its figures are all that is kept, and the slot goes to the next new thread.
-        data_.exitedThreads.push_back(ExitedThread{t.ordinal, t.tid, t.pthreadLow, t.released, t.dropped, t.lostEnds, t.seqEnd});
+        data_.exitedThreads.push_back(t.figures(t.ordinal));
         t = ThreadTrack();
         t.ordinal = ThreadTrack::kVacant;
         freeSlots_.push_back(i);
@@ -561,8 +561,7 @@ void Store::decodeInto(Track& t, const Record& r, const char* text, std::size_t 
 
 void Store::finalize(uint64_t endTicks) {
   // Ranges close and names are settled on any thread.
-  for (std::size_t i = 0; i < data_.threads.size(); ++i)
-    if (!data_.threads[i].vacant()) data_.markChanged(i);
+  for (std::size_t i = 0; i < data_.threads.size(); ++i) data_.markChanged(i);
   for (auto& [id, t] : tracks_) {
     for (auto& [domain, stack] : t.stacks) {
       // Innermost first, so each range's end is known to its parent.

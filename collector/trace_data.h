@@ -312,6 +312,20 @@ class BlockList {
   bool firstSmall_ = false;  // blocks_[0] is the small first block (malloc'd, kFirst elements)
 };
 
+// What is kept of a thread once it exited and its slot went to another (Store::releaseEvents):
+// the figures of the trace's per-thread metadata and the id CUPTI may name it by, 48 bytes,
+// where its ThreadTrack and the views' state for it were about 800 (a program that starts and
+// ends threads all the time held them all, 56 MiB after 60,000 threads).
+struct ExitedThread {
+  uint32_t ordinal = 0;
+  uint32_t tid = 0;
+  uint32_t pthreadLow = 0;  // ThreadTrack::pthreadLow: its device work may come later
+  uint64_t events = 0;  // all released: they are in the stream
+  uint64_t dropped = 0;
+  uint64_t lostEnds = 0;
+  uint64_t seqEnd = 0;
+};
+
 struct ThreadTrack {
   // Which thread of the run this is, in the order threads were first seen (TraceData::ordinal):
   // a slot of TraceData::threads is given to a new thread once the one before it exited
@@ -351,21 +365,13 @@ struct ThreadTrack {
   bool exited = false;
   bool changed = false;   // listed in TraceData::changed
   uint64_t lostEnds = 0;  // NVTX pops/ends lost to a full ring
+  // Its figures for the per-thread metadata, as kept once it exited (ExitedThread).
+  ExitedThread figures(uint32_t ordinalNow) const;
 };
 
-// What is kept of a thread once it exited and its slot went to another (Store::releaseEvents):
-// the figures of the trace's per-thread metadata and the id CUPTI may name it by, 48 bytes,
-// where its ThreadTrack and the views' state for it were about 800 (a program that starts and
-// ends threads all the time held them all, 56 MiB after 60,000 threads).
-struct ExitedThread {
-  uint32_t ordinal = 0;
-  uint32_t tid = 0;
-  uint32_t pthreadLow = 0;  // ThreadTrack::pthreadLow: its device work may come later
-  uint64_t events = 0;  // all released: they are in the stream
-  uint64_t dropped = 0;
-  uint64_t lostEnds = 0;
-  uint64_t seqEnd = 0;
-};
+inline ExitedThread ThreadTrack::figures(uint32_t ordinalNow) const {
+  return ExitedThread{ordinalNow, tid, pthreadLow, released + events.size(), dropped, lostEnds, seqEnd};
+}
 
 // The project's hash of a text: sixteen bytes a step in two independent multiply chains
 // (std::hash reads a byte at a time: an NVTX message of a PyTorch op, ~100 bytes, is hashed
@@ -538,6 +544,18 @@ struct TraceData {
     const uint32_t o = threads[index].ordinal;
     return o == ThreadTrack::kIndexOrdinal ? static_cast<uint32_t>(index) : o;
   }
+  // The state a view keeps for slot `index` of `threads` (the stream's sequence, the fold's
+  // stack), made anew when another thread took the slot: `states` holds one per slot, and State
+  // an `ordinal` (ThreadTrack::kIndexOrdinal at first) naming the thread it is for.
+  template <typename State>
+  State& slotState(std::vector<State>& states, std::size_t index) const {
+    State& s = states[index];
+    if (s.ordinal != ordinal(index)) {
+      s = State();
+      s.ordinal = ordinal(index);
+    }
+    return s;
+  }
   // Every thread of the run, those that left their slot (ExitedThread) and those in `threads`,
   // in ordinal order (the stream's thread order): f(const ExitedThread&), for the per-thread
   // metadata.
@@ -546,9 +564,7 @@ struct TraceData {
     std::vector<ExitedThread> all = exitedThreads;
     all.reserve(all.size() + threads.size());
     for (std::size_t i = 0; i < threads.size(); ++i) {
-      const ThreadTrack& t = threads[i];
-      if (t.vacant()) continue;
-      all.push_back(ExitedThread{ordinal(i), t.tid, t.pthreadLow, t.released + t.events.size(), t.dropped, t.lostEnds, t.seqEnd});
+      if (!threads[i].vacant()) all.push_back(threads[i].figures(ordinal(i)));
     }
     std::stable_sort(all.begin(), all.end(), [](const ExitedThread& a, const ExitedThread& b) { return a.ordinal < b.ordinal; });
     for (const ExitedThread& t : all) f(t);
@@ -572,9 +588,10 @@ struct TraceData {
     }
     for (uint32_t i : changed_) f(std::size_t{i});
   }
+  // A vacant slot (ThreadTrack::vacant) is never listed: no pass visits it.
   void markChanged(std::size_t index) {
     ThreadTrack& t = threads[index];
-    if (t.changed) return;
+    if (t.changed || t.vacant()) return;
     t.changed = true;
     if (!changed_.empty() && changed_.back() > index) changedSorted_ = false;
     changed_.push_back(static_cast<uint32_t>(index));

@@ -677,13 +677,7 @@ void FoldBuilder::pass(const TraceData& data) {
 
 void FoldBuilder::Impl::passThread(const TraceData& data, std::size_t ti) {
   const ThreadTrack& track = data.threads[ti];
-  if (track.vacant()) return;
-  Thread& t = threads[ti];
-  // A slot another thread left (ThreadTrack::ordinal): that one was closed when it exited.
-  if (t.ordinal != data.ordinal(ti)) {
-    t = Thread();
-    t.ordinal = data.ordinal(ti);
-  }
+  Thread& t = data.slotState(threads, ti);  // a slot another thread left: that one was closed at its exit
   // The lists hold what came since they were last released: continue where this left off.
   std::size_t i = t.folded > track.released ? static_cast<std::size_t>(t.folded - track.released) : 0;
   std::size_t o = t.opened > track.releasedOpens ? static_cast<std::size_t>(t.opened - track.releasedOpens) : 0;

@@ -848,13 +848,7 @@ void PerfettoWriter::encodePass(const TraceData& data, uint64_t nowNs, std::stri
   }
   data.forEachChanged([&](std::size_t i) {
     const ThreadTrack& t = data.threads[i];
-    if (t.vacant()) return;
-    ThreadMark& mark = threads_[i];
-    // A slot another thread left (ThreadTrack::ordinal): a new sequence, nothing of the old one's.
-    if (mark.ordinal != data.ordinal(i)) {
-      mark = ThreadMark();
-      mark.ordinal = data.ordinal(i);
-    }
+    ThreadMark& mark = data.slotState(threads_, i);  // a slot another thread left: a new sequence
     if (mark.events == t.released + t.events.size() && mark.dropped == t.dropped && (!mark.seq.started || mark.name == t.name))
       return;
     if (!mark.seq.started) {
