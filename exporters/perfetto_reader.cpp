@@ -89,45 +89,60 @@ int peekVarint(std::string_view s, uint64_t& v) {
 
 // One kind of interned entry of a sequence: iid -> text id. Writers number each kind from 1 up
 // (cutrace's do), so an iid is looked up by index; one far past the entries seen (another
-// writer's numbering, or a malformed file) goes to a map, so the index stays proportional to the
-// entries, whatever iids a file holds.
+// writer's numbering, a malformed file, or cutrace's: its iids are the writer's ids over all
+// threads, so a thread that lived briefly uses a few high ones) goes to a map, so the index stays
+// proportional to the entries, whatever iids a file holds. The map is made on first use: most
+// kinds of most sequences never need it, and a process's every thread has a sequence.
 class IidMap {
  public:
   const uint32_t* find(uint64_t iid) const {
     if (iid < dense_.size()) return dense_[iid] != kNone ? &dense_[iid] : nullptr;
-    auto it = sparse_.find(iid);
-    return it != sparse_.end() ? &it->second : nullptr;
+    if (!sparse_) return nullptr;
+    // Events look up the same few names one after another: the last one found is at hand.
+    if (iid == lastIid_ && last_ != nullptr) return last_;
+    auto it = sparse_->find(iid);
+    if (it == sparse_->end()) return nullptr;
+    lastIid_ = iid;
+    last_ = &it->second;
+    return last_;
   }
   void set(uint64_t iid, uint32_t value) {
-    if (iid < dense_.size() || iid <= 2 * entries_ + 4096) {
+    if (iid < dense_.size() || iid <= 2 * entries_ + kDenseSlack) {
       if (iid >= dense_.size()) grow(std::max<std::size_t>(iid + 1, dense_.size() * 2));
       entries_ += dense_[iid] == kNone;
       dense_[iid] = value;
     } else {
-      entries_ += sparse_.insert_or_assign(iid, value).second;
+      if (!sparse_) sparse_ = std::make_unique<std::unordered_map<uint64_t, uint32_t>>();
+      entries_ += sparse_->insert_or_assign(iid, value).second;
     }
   }
 
  private:
   static constexpr uint32_t kNone = UINT32_MAX;
+  // Below this an iid is indexed whatever the entries: a few hundred bytes at most.
+  static constexpr uint64_t kDenseSlack = 64;
   // The dense index now covers [0, size): entries kept apart below that move in, so an iid is
   // always in the one place find() looks. It doubles at least, so the entries kept apart are
   // looked over a logarithmic number of times however the iids come.
   void grow(std::size_t size) {
     dense_.resize(size, kNone);
-    if (sparse_.empty()) return;
-    for (auto it = sparse_.begin(); it != sparse_.end();) {
+    if (!sparse_) return;
+    last_ = nullptr;
+    for (auto it = sparse_->begin(); it != sparse_->end();) {
       if (it->first < size) {
         dense_[it->first] = it->second;
-        it = sparse_.erase(it);
+        it = sparse_->erase(it);
       } else {
         ++it;
       }
     }
   }
   std::vector<uint32_t> dense_;
-  std::unordered_map<uint64_t, uint32_t> sparse_;
+  std::unique_ptr<std::unordered_map<uint64_t, uint32_t>> sparse_;
   uint64_t entries_ = 0;
+  // A node of sparse_ (node-based: it stays put until erased, which only grow() does).
+  mutable uint64_t lastIid_ = 0;
+  mutable const uint32_t* last_ = nullptr;
 };
 
 bool isRelatableBuiltin(uint64_t clock) {
@@ -1042,9 +1057,10 @@ class Rebuild : public PerfettoVisitor {
   // that is not a cutrace stream, and would cost the rebuild a table of its size.
   static constexpr uint64_t kMaxStackId = uint64_t{1} << 20;
 
-  // Threads are sequences (2 + the writer's thread index). Each costs the rebuild a block of
-  // address space for its events, so a file naming more than any process has is refused.
-  static constexpr std::size_t kMaxThreads = std::size_t{1} << 16;
+  // Threads are sequences (2 + the thread's ordinal: every thread the process ever had, not
+  // only those alive at once). Each costs the read about 1.5 KB (its sequence, track and first
+  // events), so a file naming more than a million is refused: that is 1.5 GB.
+  static constexpr std::size_t kMaxThreads = std::size_t{1} << 20;
   Thread* thread(uint32_t sequence) {
     auto it = threads_.find(sequence);
     if (it != threads_.end()) return &it->second;

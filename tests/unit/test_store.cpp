@@ -10,6 +10,7 @@
 #include "exporters/folded.h"
 #include "exporters/perfetto_reader.h"
 #include "exporters/perfetto_writer.h"
+#include "heap_meter.h"
 #include "trace_builder.h"
 
 using namespace cutrace;
@@ -606,6 +607,62 @@ TEST_CASE("threads that exited leave their slot to new ones, and the stream keep
   for (std::size_t nl; (nl = a.text().find('\n', at)) != std::string::npos; at = nl + 1)
     calls += std::stoull(a.text().substr(a.text().rfind(' ', nl) + 1, nl));
   CHECK(calls == 11);
+}
+
+// A process that made more than 65,536 threads over its life (a server that starts one per
+// request) gets its Chrome trace: the stream reads back with every thread and its event. What the
+// read-back holds per thread stays small: it was refused past 65,536 threads, and each thread's
+// sequence kept an index as long as its highest interned id (a name's id is its hook's).
+TEST_CASE("a stream of 70000 threads that each lived briefly reads back in little memory per thread", "[perfetto]") {
+  TraceBuilder b;
+  Store& store = b.store();
+  TraceData& d = store.data();
+  d.meta.pid = 4242;
+  PerfettoWriter writer;
+  std::string bytes;
+  constexpr uint32_t kThreads = 70000;
+  // A hook table as long as the preload's, the call far down it: its name's interned id is high.
+  const HookDescriptor sync = d.hooks[test::kCudaDeviceSynchronize];
+  d.hooks.resize(400, sync);
+  uint32_t unfinished = 0;
+  for (uint32_t k = 0; k < kThreads; ++k) {
+    TestThread t;
+    t.s.trackId = k + 1;
+    t.s.tid = 1000 + k;
+    Record r;
+    memset(&r, 0, sizeof(r));
+    r.type = RecordType::Api;
+    r.hook = 399;
+    r.t0 = 10 * k + 1;
+    r.t1 = 10 * k + 5;
+    t.put(r);
+    unfinished += store.consume(t.s, true) ? 1 : 0;
+    if (k % 1000 == 999 || k + 1 == kThreads) {
+      writer.encodePass(d, 10 * k + 9, bytes);
+      store.releaseEvents();
+    }
+  }
+  CHECK(unfinished == 0);
+  CHECK(d.exitedThreads.size() == kThreads);
+  CHECK(d.threads.size() == 1000);  // a pass's worth of slots, each taken over and over
+  b.finish(10 * kThreads + 100);
+  writer.encodeEnd(d, 10 * kThreads + 100, chromeTraceMetadata(d), bytes);
+
+  const PfMetadataSource known{nullptr, nullptr, &d};
+  TraceData back;
+  std::string error;
+  const test::HeapPeak heap;
+  REQUIRE(rebuildPerfettoBytes(bytes, known, back, error));
+  REQUIRE(back.threads.size() == kThreads);
+  CHECK(back.eventCount() == kThreads);
+  uint32_t misplaced = 0;
+  for (uint32_t k = 0; k < kThreads; ++k)
+    misplaced += back.threads[k].tid != 1000 + k || back.threads[k].events.size() != 1 ? 1 : 0;
+  CHECK(misplaced == 0);
+  // At its highest, the rebuilt trace included.
+  const double perThread = static_cast<double>(heap.rise()) / kThreads;
+  INFO("heap per thread read back, at the peak: " << perThread << " bytes");
+  CHECK(perThread < 1536);
 }
 
 // Every thread of a process has its own 64 track uuids, apart from the process's, its GPU
