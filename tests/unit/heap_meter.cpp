@@ -2,6 +2,7 @@
 
 #include <malloc.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <new>
@@ -12,13 +13,25 @@ namespace {
 std::atomic<std::size_t> held{0};
 std::atomic<std::size_t> peak{0};
 
-void* take(std::size_t size) {
-  void* p = malloc(size == 0 ? 1 : size);
-  if (p == nullptr) throw std::bad_alloc();
-  const std::size_t now = held.fetch_add(malloc_usable_size(p), std::memory_order_relaxed) + malloc_usable_size(p);
+void count(void* p) {
+  const std::size_t size = malloc_usable_size(p);
+  const std::size_t now = held.fetch_add(size, std::memory_order_relaxed) + size;
   std::size_t high = peak.load(std::memory_order_relaxed);
   while (now > high && !peak.compare_exchange_weak(high, now, std::memory_order_relaxed)) {
   }
+}
+
+void* take(std::size_t size, std::size_t alignment = 0) {
+  // aligned_alloc wants a size that is a multiple of the alignment.
+  void* p = alignment == 0 ? malloc(size == 0 ? 1 : size)
+                           : aligned_alloc(alignment, (std::max<std::size_t>(size, 1) + alignment - 1) / alignment * alignment);
+  if (p != nullptr) count(p);
+  return p;
+}
+
+void* takeOrThrow(std::size_t size, std::size_t alignment = 0) {
+  void* p = take(size, alignment);
+  if (p == nullptr) throw std::bad_alloc();
   return p;
 }
 
@@ -30,12 +43,31 @@ void give(void* p) {
 
 }  // namespace
 
-void* operator new(std::size_t size) { return take(size); }
-void* operator new[](std::size_t size) { return take(size); }
+// Every form, so that no block is taken by one allocator and given back to another.
+void* operator new(std::size_t size) { return takeOrThrow(size); }
+void* operator new[](std::size_t size) { return takeOrThrow(size); }
+void* operator new(std::size_t size, const std::nothrow_t&) noexcept { return take(size); }
+void* operator new[](std::size_t size, const std::nothrow_t&) noexcept { return take(size); }
+void* operator new(std::size_t size, std::align_val_t a) { return takeOrThrow(size, static_cast<std::size_t>(a)); }
+void* operator new[](std::size_t size, std::align_val_t a) { return takeOrThrow(size, static_cast<std::size_t>(a)); }
+void* operator new(std::size_t size, std::align_val_t a, const std::nothrow_t&) noexcept {
+  return take(size, static_cast<std::size_t>(a));
+}
+void* operator new[](std::size_t size, std::align_val_t a, const std::nothrow_t&) noexcept {
+  return take(size, static_cast<std::size_t>(a));
+}
 void operator delete(void* p) noexcept { give(p); }
 void operator delete[](void* p) noexcept { give(p); }
 void operator delete(void* p, std::size_t) noexcept { give(p); }
 void operator delete[](void* p, std::size_t) noexcept { give(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { give(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { give(p); }
+void operator delete(void* p, std::align_val_t) noexcept { give(p); }
+void operator delete[](void* p, std::align_val_t) noexcept { give(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { give(p); }
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { give(p); }
+void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { give(p); }
+void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { give(p); }
 
 namespace cutrace::test {
 
