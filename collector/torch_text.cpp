@@ -41,21 +41,32 @@ std::size_t valueEnd(std::string_view s) {
     std::size_t i = 0;
 #if defined(__SSE2__)
     const __m128i open = _mm_set1_epi8('['), close = _mm_set1_epi8(']');
-    for (; i + 16 <= s.size(); i += 16) {
-      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s.data() + i));
+    // The matching bracket's offset in the 16 bytes at `p`, or -1 (depth carried on).
+    const auto step = [&](const char* p) {
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
       const auto opens = static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, open)));
       for (uint32_t brackets = opens | static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, close))); brackets != 0;
            brackets &= brackets - 1) {
         const int bit = __builtin_ctz(brackets);
         depth += (opens >> bit & 1) ? 1 : -1;
-        if (depth == 0) return i + static_cast<std::size_t>(bit) + 1;
+        if (depth == 0) return bit;
       }
+      return -1;
+    };
+    for (; i + 16 <= s.size(); i += 16)
+      if (const int at = step(s.data() + i); at >= 0) return i + static_cast<std::size_t>(at) + 1;
+    // The last bytes (an op's input_op_ids end its text), copied into 16 with no bracket after them.
+    if (i < s.size()) {
+      char tail[16] = {};
+      memcpy(tail, s.data() + i, s.size() - i);
+      if (const int at = step(tail); at >= 0) return i + static_cast<std::size_t>(at) + 1;
     }
-#endif
+#else
     for (; i < s.size(); ++i) {
       depth += (s[i] == '[') - (s[i] == ']');
       if (depth == 0) return i + 1;
     }
+#endif
     return s.size();
   }
   const std::size_t comma = s.find(", ");
@@ -219,10 +230,18 @@ bool parseExactTorchRange(std::string_view text, TorchOp& out) {
     rest.remove_prefix(v.size());
     return v;
   };
-  // As renderTorchRange writes a number: no sign, no leading zero.
-  const auto number = [&value](uint64_t& n) {
-    const std::string_view v = value();
-    return (v.size() == 1 || (!v.empty() && v.front() != '0')) && parseUint(v, n);
+  // As renderTorchRange writes a number: no sign, no leading zero, at most 19 digits; the value
+  // (up to the next ", ") is its digits alone. Read digit by digit, with no search for the ", "
+  // first (about 50 instructions an op range).
+  const auto number = [&rest](uint64_t& n) {
+    std::size_t i = 0;
+    uint64_t v = 0;
+    for (; i < rest.size() && i < 20 && rest[i] >= '0' && rest[i] <= '9'; ++i) v = v * 10 + static_cast<uint64_t>(rest[i] - '0');
+    if (i == 0 || i > 19 || (i > 1 && rest[0] == '0')) return false;
+    if (i < rest.size() && (i + 1 >= rest.size() || rest[i] != ',' || rest[i + 1] != ' ')) return false;
+    rest.remove_prefix(i);
+    n = v;
+    return true;
   };
   const bool seq = field(", seq = ");
   op.stashed = !seq && field(", stashed seq = ");

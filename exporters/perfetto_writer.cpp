@@ -130,9 +130,7 @@ void PerfettoWriter::needCategory(Sequence& seq, uint32_t iid) {
   interned_.end(e);
 }
 
-void PerfettoWriter::needAnnotation(Sequence& seq, Ann a) {
-  const uint32_t iid = static_cast<uint32_t>(a) + 1;
-  if (!need(seq.annotations, iid)) return;
+void PerfettoWriter::internAnnotation(uint32_t iid) {
   const auto e = interned_.begin(pf::InternedData::kDebugAnnotationNames);
   interned_.varint(pf::InternedEntry::kIid, iid);
   interned_.bytes(pf::InternedEntry::kName, kAnnotationNames[iid - 1]);

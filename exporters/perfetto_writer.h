@@ -172,7 +172,8 @@ class PerfettoWriter {
     uint64_t uuid = 0;
     uint64_t lastNs = 0;  // the incremental clock's value
     bool started = false;
-    std::vector<bool> names, categories, annotations, strings, frames, stacks;
+    std::vector<bool> names, categories, strings, frames, stacks;
+    uint64_t annotations = 0;  // bit iid: that annotation name was interned (every event asks, several times)
     std::vector<uint32_t> domainSlots;  // domain pool id per child-track slot
     uint64_t spans = 0;
     uint64_t lastSeq = 0;  // of the last BEGIN or INSTANT
@@ -270,7 +271,14 @@ class PerfettoWriter {
   bool needFirst(std::vector<bool>& sent, std::size_t iid);
   void needName(Sequence& seq, uint64_t iid, std::string_view text);
   void needCategory(Sequence& seq, uint32_t iid);
-  void needAnnotation(Sequence& seq, Ann a);
+  void needAnnotation(Sequence& seq, Ann a) {
+    static_assert(static_cast<uint32_t>(Ann::Count) < 64);
+    const uint32_t iid = static_cast<uint32_t>(a) + 1;
+    if (seq.annotations >> iid & 1) return;
+    seq.annotations |= uint64_t{1} << iid;
+    internAnnotation(iid);
+  }
+  void internAnnotation(uint32_t iid);
   // The iid of a string value, interned on `seq` (first use: into interned_); a name (of a
   // domain, a kernel) shows demangled, any other text as it is. `poolId` is not transient.
   uint64_t needString(const TraceData& data, Sequence& seq, uint32_t poolId, bool demangle = true);

@@ -78,7 +78,8 @@ TEST_CASE("parseExactTorchRange takes exactly the texts that render back", "[tor
         "AddBackward0, seq = 3612, op_id = 30908, sizes = [[16, 128, 256]], input_op_ids = []",
         "autograd::engine::evaluate_function: AddBackward0, op_id = 1995", "MulBackward0, stashed seq = 77",
         "aten::mul, seq = 0", "aten::empty, sizes = [[2, 3]]", "x, input_op_ids = [1], seq = 2", "x, scope = 2, seq = 5",
-        "aten::add, op_id = 10, seq = 9", "aten::add, seq = 1, seq = 2", "a, sizes = [[1]]junk", "a, sizes = [[1]"}) {
+        "aten::add, op_id = 10, seq = 9", "aten::add, seq = 1, seq = 2", "a, sizes = [[1]]junk", "a, sizes = [[1]",
+        "aten::mul, seq = 9999999999999999999, op_id = 12345678901234567890", "aten::mul, seq = 12,3, op_id = 7,"}) {
     const std::string t = base;
     texts.push_back(t);
     for (std::size_t i = 0; i <= t.size(); ++i) {
