@@ -208,7 +208,8 @@ void PerfettoWriter::needStack(const TraceData& data, Sequence& seq, uint32_t st
   interned_.end(c);
 }
 
-void PerfettoWriter::annotation(Ann a, uint32_t valueField, uint64_t v) {
+// Inlined: several per event (an op range's seq, op_id and sizes), a call each cost as much as the writing.
+[[gnu::always_inline]] inline void PerfettoWriter::annotation(Ann a, uint32_t valueField, uint64_t v) {
   // Every length is known before it is written (at most 14 bytes: a one-byte name iid, a value
   // field of two tag bytes at most): one room check, no length to patch.
   static_assert(static_cast<uint32_t>(Ann::Count) < 0x80 && (pf::TrackEvent::kDebugAnnotations << 3) < 0x80);
@@ -219,6 +220,21 @@ void PerfettoWriter::annotation(Ann a, uint32_t valueField, uint64_t v) {
   w_.close(Writer::putField(p, valueField, v));
 }
 void PerfettoWriter::annotationString(Ann a, std::string_view v) {
+  // A short ASCII text (valid UTF-8 as it is: an op range's input_op_ids, a copy's kind): every
+  // length is one byte, known before it is written.
+  constexpr std::size_t kShort = 0x80 - 4;
+  if (v.size() < kShort && asciiRun(v) == v.size()) {
+    static_assert(pf::DebugAnnotation::kStringValue < 16 && pf::DebugAnnotation::kNameIid < 16);
+    char* p = w_.open(2 + 4 + kShort);
+    *p++ = static_cast<char>(pf::TrackEvent::kDebugAnnotations << 3 | proto::kLengthDelimited);
+    *p++ = static_cast<char>(4 + v.size());
+    p = Writer::putField(p, pf::DebugAnnotation::kNameIid, static_cast<uint32_t>(a) + 1);
+    *p++ = static_cast<char>(pf::DebugAnnotation::kStringValue << 3 | proto::kLengthDelimited);
+    *p++ = static_cast<char>(v.size());
+    memcpy(p, v.data(), v.size());
+    w_.close(p + v.size());
+    return;
+  }
   const auto d = w_.begin(pf::TrackEvent::kDebugAnnotations);
   w_.varint(pf::DebugAnnotation::kNameIid, static_cast<uint32_t>(a) + 1);
   utf8(w_, pf::DebugAnnotation::kStringValue, v);
