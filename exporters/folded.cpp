@@ -644,12 +644,12 @@ struct FoldBuilder::Impl {
     }
     if (t.held.empty()) {  // nothing ran inside it (most calls): no need to hold it
       if (e.kind == EventKind::Api) return completeLeaf(data, t, e);
-      // A range with no open (the drain saw its push and pop together): as complete() with its
-      // label, the node found through the last range's.
+      // A range with no open (the drain saw its push and pop together, so nothing was recorded
+      // inside it): counted as complete() would with its label, the node found through the last
+      // range's, without entering the stack (nothing later can be inside it).
       const uint64_t start = static_cast<uint64_t>(data.toTraceNs(e.start));
       folder.closeBefore(t.stack, start);
-      folder.push(t.stack, start, static_cast<uint64_t>(data.toTraceNs(e.end)), folder.rangeNode(data, t.stack, e.name),
-                  false, 0);
+      folder.leaf(t.stack, start, static_cast<uint64_t>(data.toTraceNs(e.end)), folder.rangeNode(data, t.stack, e.name));
       return;
     }
     // The call the one held call ran in (a runtime call and the driver call it made, the most
