@@ -1058,8 +1058,9 @@ class Rebuild : public PerfettoVisitor {
   static constexpr uint64_t kMaxStackId = uint64_t{1} << 20;
 
   // Threads are sequences (2 + the thread's ordinal: every thread the process ever had, not
-  // only those alive at once). Each costs the read about 1.5 KB (its sequence, track and first
-  // events), so a file naming more than a million is refused: that is 1.5 GB.
+  // only those alive at once). Each costs the read about 2.4 KB at its peak (its sequence,
+  // track and first events; 70,000 short threads read back at a process's exit), so a file
+  // naming more than a million is refused: that is about 2.5 GB.
   static constexpr std::size_t kMaxThreads = std::size_t{1} << 20;
   Thread* thread(uint32_t sequence) {
     auto it = threads_.find(sequence);
