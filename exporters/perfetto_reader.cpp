@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "collector/torch_text.h"
 #include "exporters/perfetto_fields.h"
@@ -299,6 +300,7 @@ class Decoder {
   PerfettoVisitor& visitor_;
   PfReadStats& stats_;
   std::unordered_map<uint32_t, Sequence> sequences_;
+  std::unordered_set<uint32_t> emptied_;  // sequences cleared with nothing set since (not in sequences_)
   std::unordered_map<uint64_t, PfTrack> tracks_;  // node-based: PfTrack pointers stay valid
   std::unordered_map<uint64_t, std::vector<uint32_t>> open_;  // indices into pool_
   // Every string seen, once, for the whole read: views into it outlive a sequence's clearing.
@@ -764,8 +766,19 @@ bool Decoder::packet(std::string_view bytes, std::string& error) {
     }
   }
   if (r.failed()) return fail(error, "malformed packet");
-  Sequence& seq = sequences_[sequence];
-  if (flags & pf::TracePacket::kSeqIncrementalStateCleared) {
+  const bool cleared = flags & pf::TracePacket::kSeqIncrementalStateCleared;
+  if (cleared && !hasTs && !hasEvent && !hasInterned && !hasDefaults && !hasDescriptor && !hasSnapshot && !hasChrome) {
+    // State cleared and nothing set: cutrace's writer says so of a thread's sequence once the
+    // thread ended (nothing more comes on it). Its state goes; should the sequence go on, it
+    // starts from a cleared state, as it would have.
+    sequences_.erase(sequence);
+    emptied_.insert(sequence);
+    return visitor_.ok(error);
+  }
+  auto [at, fresh] = sequences_.try_emplace(sequence);
+  Sequence& seq = at->second;
+  if (fresh && emptied_.erase(sequence) != 0) seq.valid = true;
+  if (cleared) {
     seq = Sequence();
     seq.valid = true;
   } else if ((flags & pf::TracePacket::kSeqNeedsIncrementalState) && !seq.valid) {
@@ -1058,9 +1071,10 @@ class Rebuild : public PerfettoVisitor {
   static constexpr uint64_t kMaxStackId = uint64_t{1} << 20;
 
   // Threads are sequences (2 + the thread's ordinal: every thread the process ever had, not
-  // only those alive at once). Each costs the read about 2.4 KB at its peak (its sequence,
-  // track and first events; 70,000 short threads read back at a process's exit), so a file
-  // naming more than a million is refused: that is about 2.5 GB.
+  // only those alive at once). Each costs the read about 1.6 KB at its peak (its track, its
+  // first events, and its sequence's state until the writer ends the sequence; 70,000 short
+  // threads read back at a process's exit), so a file naming more than a million is refused:
+  // that is about 1.7 GB.
   static constexpr std::size_t kMaxThreads = std::size_t{1} << 20;
   Thread* thread(uint32_t sequence) {
     auto it = threads_.find(sequence);

@@ -860,6 +860,24 @@ void PerfettoWriter::encodePass(const TraceData& data, uint64_t nowNs, std::stri
     memoryHooks_.resize(data.hooks.size());
     for (std::size_t h = 0; h < data.hooks.size(); ++h) memoryHooks_[h] = changesMemory(data.hooks[h]);
   }
+  // Threads that ended and left their slot since the last pass: nothing more is written on
+  // their sequences, which say so (incremental state cleared, nothing set) so that readers can
+  // let go of what they keep for each (interned entries: a process may have had a million
+  // threads). One that wrote nothing never had its sequence started.
+  for (; exitedSeen_ < data.exitedThreads.size(); ++exitedSeen_) {
+    const ExitedThread& x = data.exitedThreads[exitedSeen_];
+    if (x.events == 0 && x.dropped == 0) continue;
+    const auto p = w_.begin(pf::Trace::kPacket);
+    w_.varint(pf::TracePacket::kTrustedPacketSequenceId, 2 + uint64_t{x.ordinal});
+    w_.varint(pf::TracePacket::kSequenceFlags, pf::TracePacket::kSeqIncrementalStateCleared);
+    w_.end(p);
+    if (w_.size() >= kFlushBytes) {
+      out += w_.buffer();
+      w_.clear();
+    }
+  }
+  out += w_.buffer();
+  w_.clear();
   data.forEachChanged([&](std::size_t i) {
     const ThreadTrack& t = data.threads[i];
     ThreadMark& mark = data.slotState(threads_, i);  // a slot another thread left: a new sequence

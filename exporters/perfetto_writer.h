@@ -297,6 +297,7 @@ class PerfettoWriter {
   void annotationString(Ann a, std::string_view v);
 
   bool processStarted_ = false;
+  std::size_t exitedSeen_ = 0;  // TraceData::exitedThreads whose sequences were ended
   Sequence process_;
   std::vector<ThreadMark> threads_;
   proto::Writer w_;         // the packets of this call

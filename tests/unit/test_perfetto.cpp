@@ -509,6 +509,60 @@ TEST_CASE("pftrace reader: interned ids of any size, dense or far apart, name th
   CHECK(error.find("event name iid 4999 not interned") != std::string::npos);
 }
 
+// The writer ends a thread's sequence with a packet that clears its state and sets nothing; the
+// reader lets go of that state. A sequence that goes on after it reads as from a cleared state:
+// what does not need interned entries is read, what names an entry from before fails.
+TEST_CASE("pftrace reader: a sequence cleared with nothing set reads on from a cleared state", "[perfetto]") {
+  proto::Writer w;
+  auto packet = [&](uint32_t sequence, uint32_t flags, bool withTs = true) {
+    const auto p = w.begin(pf::Trace::kPacket);
+    if (withTs) {
+      w.varint(pf::TracePacket::kTimestamp, 100);
+      w.varint(pf::TracePacket::kTimestampClockId, pf::BuiltinClock::kMonotonic);
+    }
+    w.varint(pf::TracePacket::kTrustedPacketSequenceId, sequence);
+    w.varint(pf::TracePacket::kSequenceFlags, flags);
+    return p;
+  };
+  auto slice = [&](uint32_t sequence, uint64_t nameIid, std::string_view name) {
+    for (uint64_t type : {pf::TrackEvent::kTypeSliceBegin, pf::TrackEvent::kTypeSliceEnd}) {
+      const auto p = packet(sequence, pf::TracePacket::kSeqNeedsIncrementalState);
+      const auto te = w.begin(pf::TracePacket::kTrackEvent);
+      w.varint(pf::TrackEvent::kType, type);
+      w.varint(pf::TrackEvent::kTrackUuid, 77);
+      if (type == pf::TrackEvent::kTypeSliceBegin && nameIid != 0) w.varint(pf::TrackEvent::kNameIid, nameIid);
+      if (type == pf::TrackEvent::kTypeSliceBegin && nameIid == 0) w.bytes(pf::TrackEvent::kName, name);
+      w.end(te);
+      w.end(p);
+    }
+  };
+  auto p = packet(2, pf::TracePacket::kSeqIncrementalStateCleared);
+  const auto interned = w.begin(pf::TracePacket::kInternedData);
+  const auto e = w.begin(pf::InternedData::kEventNames);
+  w.varint(pf::InternedEntry::kIid, 1);
+  w.bytes(pf::InternedEntry::kName, "interned");
+  w.end(e);
+  w.end(interned);
+  w.end(p);
+  slice(2, 1, {});
+  w.end(packet(2, pf::TracePacket::kSeqIncrementalStateCleared, false));  // the end the writer writes
+  slice(3, 0, "never started");  // needs a state no packet set: skipped
+  slice(2, 0, "after the end");
+  struct Names : PerfettoVisitor {
+    std::vector<std::string> seen;
+    void slice(const PfSlice& s) override { seen.emplace_back(s.name); }
+  } names;
+  std::string error;
+  PfReadStats stats;
+  REQUIRE(readPerfettoBytes(w.buffer(), names, error, &stats));
+  CHECK(names.seen == std::vector<std::string>{"interned", "after the end"});
+  CHECK(stats.skipped == 2);
+  slice(2, 1, {});
+  names.seen.clear();
+  CHECK_FALSE(readPerfettoBytes(w.buffer(), names, error));
+  CHECK(error.find("event name iid 1 not interned") != std::string::npos);
+}
+
 TEST_CASE("pftrace reader: visitor sees tracks, slices with interned names, counters, metadata", "[perfetto]") {
   SampleStream s;
   s.build();
