@@ -27,6 +27,8 @@ namespace {
 using proto::Writer;
 
 constexpr uint32_t kProcessSequence = 1;
+// A thread's sequence: numbered by the thread's ordinal (TraceData::ordinal), after the process's.
+uint32_t threadSequence(uint32_t ordinal) { return 2 + ordinal; }
 
 uint64_t clockNs(clockid_t id) {
   timespec ts{};
@@ -336,7 +338,7 @@ void PerfettoWriter::startProcess(const TraceData& data, std::string& out) {
 void PerfettoWriter::startThread(const TraceData& data, std::size_t index, uint64_t ns, std::string& out) {
   ThreadMark& mark = threads_[index];
   Sequence& seq = mark.seq;
-  seq.id = 2 + data.ordinal(index);
+  seq.id = threadSequence(data.ordinal(index));
   seq.uuid = threadUuid(data.meta.pid, data.ordinal(index));
   const auto p = w_.begin(pf::Trace::kPacket);
   w_.varint(pf::TracePacket::kTimestamp, ns);
@@ -868,13 +870,9 @@ void PerfettoWriter::encodePass(const TraceData& data, uint64_t nowNs, std::stri
     const ExitedThread& x = data.exitedThreads[exitedSeen_];
     if (x.events == 0 && x.dropped == 0) continue;
     const auto p = w_.begin(pf::Trace::kPacket);
-    w_.varint(pf::TracePacket::kTrustedPacketSequenceId, 2 + uint64_t{x.ordinal});
+    w_.varint(pf::TracePacket::kTrustedPacketSequenceId, threadSequence(x.ordinal));
     w_.varint(pf::TracePacket::kSequenceFlags, pf::TracePacket::kSeqIncrementalStateCleared);
     w_.end(p);
-    if (w_.size() >= kFlushBytes) {
-      out += w_.buffer();
-      w_.clear();
-    }
   }
   out += w_.buffer();
   w_.clear();
