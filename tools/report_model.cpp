@@ -144,6 +144,8 @@ int64_t toNs(double micros) { return std::llround(micros * 1000.0); }
 
 class Aggregator {
  public:
+  explicit Aggregator(const ReadOptions& options) : options_(options) {}
+
   // Parses one document (the parser's current one) as a trace.
   bool addTrace(od::document& doc, const std::string& path, std::string_view text, std::string& error) {
     file_ = fileCount_++;
@@ -190,21 +192,23 @@ class Aggregator {
     return true;
   }
 
-  void finish(Report& out, const ReadOptions& options) {
+  void finish(Report& out) {
     out.wallNs = 0;
     for (const auto& [key, span] : processes_) out.wallNs += span.second - span.first;
     out.processes = static_cast<uint32_t>(processes_.size());
     if (out.cuptiNote.empty()) out.cuptiNote = cuptiNote_;
     std::vector<int64_t> childNs;
-    out.sections[0] = nested(api_, apiNames_, true, childNs);
+    nested(api_, apiRows_, childNs);
+    out.sections[0] = rowsOf(apiRows_, apiNames_, true);
     for (Row& r : out.sections[0]) {
       if (out.wallNs > 0) r.percent = 100.0 * static_cast<double>(r.totalNs) / static_cast<double>(out.wallNs);
     }
     out.deviceKernels = !kernels_.empty();
     out.gpuBusyNs = kernelRows(out.sections[1]);
-    out.sections[2] = nested(nvtx_, nvtxNames_, false, childNs);
-    out.opsGroupedByShapes = options.groupByShapes;
-    out.sections[3] = opRows(childNs, options.groupByShapes, out);
+    nested(nvtx_, nvtxRows_, childNs);
+    out.sections[2] = rowsOf(nvtxRows_, nvtxNames_, false);
+    out.opsGroupedByShapes = options_.groupByShapes;
+    out.sections[3] = opRows(childNs, out);
   }
 
  private:
@@ -343,6 +347,7 @@ class Aggregator {
   void beginStream(const std::string& path) {
     file_ = fileCount_++;
     path_ = path;
+    hostTracks_.clear();  // a track of another file
   }
 
   void addStreamEvent(const TraceEvent& t) {
@@ -363,7 +368,8 @@ class Aggregator {
     ev.hasOpSeq = t.hasOpSeq;
     ev.hasSizes = t.hasSizes;
     ev.sizes = t.sizes;
-    addSpan(ev, t.startNs, t.endNs);
+    if (t.track == 0) addSpan(ev, t.startNs, t.endNs);
+    else addNestedSlice(ev, t.track, t.startNs, t.endNs);
   }
 
   // The stream's `cutrace` metadata: the Chrome trace's metadata object.
@@ -378,39 +384,117 @@ class Aggregator {
   }
 
  private:
+  enum class Kind { Api, Nvtx, Kernel, Other };
+  static Kind kindOf(std::string_view cat) {
+    if (cat == "cuda_runtime" || cat == "cuda_driver") return Kind::Api;
+    if (cat == "nvtx") return Kind::Nvtx;
+    return cat == "kernel" ? Kind::Kernel : Kind::Other;
+  }
+  static bool isOpRange(const Event& ev) { return ev.hasOpSeq || ev.hasOpId || ev.hasSizes; }
+
+  // A complete event of a JSON trace: its nesting is found at the end (finish), from all of them.
   void addSpan(const Event& ev, int64_t start, int64_t end) {
     touchProcess(ev.pid, start, end);
-    const bool runtime = ev.cat == "cuda_runtime";
-    if (runtime || ev.cat == "cuda_driver") {
-      const uint32_t name = apiNames_.intern(ev.name);
-      if (apiLayer_.size() < apiNames_.names.size()) apiLayer_.push_back(runtime ? "runtime" : "driver");
-      api_.push_back({start, end, name, thread(ev.pid, ev.tid), static_cast<uint8_t>(runtime ? 0 : 1)});
-      if (!ev.kernel.empty()) {
-        const uint32_t k = kernelNames_.intern(ev.kernel);
-        if (launches_.size() <= k) launches_.resize(k + 1);
-        Launches& l = launches_[k];
-        const int64_t dur = end - start;
-        l.minNs = l.count == 0 ? dur : std::min(l.minNs, dur);
-        l.maxNs = l.count == 0 ? dur : std::max(l.maxNs, dur);
-        l.totalNs += dur;
-        ++l.count;
+    switch (kindOf(ev.cat)) {
+      case Kind::Api:
+        api_.push_back({start, end, apiName(ev, end - start), thread(ev.pid, ev.tid), static_cast<uint8_t>(ev.cat == "cuda_runtime" ? 0 : 1)});
+        break;
+      case Kind::Nvtx: {
+        uint32_t op = kNoOp;
+        if (isOpRange(ev)) {
+          op = static_cast<uint32_t>(opRanges_.size());
+          opRanges_.push_back({file_, ev.pid, opNames_.intern(ev.name), shapesOf(ev), ev.hasOpId, ev.opId});
+        }
+        nvtx_.push_back({start, end, nvtxNames_.intern(ev.name), thread(ev.pid, ev.tid), 0, op});
+        break;
       }
-    } else if (ev.cat == "nvtx") {
-      uint32_t op = kNoOp;
-      if (ev.hasOpSeq || ev.hasOpId || ev.hasSizes) {
-        op = static_cast<uint32_t>(opRanges_.size());
-        const uint32_t shapes = ev.sizes.empty() ? kNoOp : shapeTexts_.intern(ev.sizes);
-        opRanges_.push_back({file_, ev.pid, opNames_.intern(ev.name), shapes, ev.hasOpId, ev.opId});
-      }
-      nvtx_.push_back({start, end, nvtxNames_.intern(ev.name), thread(ev.pid, ev.tid), 0, op});
-    } else if (ev.cat == "kernel") {
-      // Device tracks encode the device above bit 22 of the offset from 2^30 (one per stream).
-      const int64_t device = ev.tid >= kDeviceTidBase ? (ev.tid - kDeviceTidBase) >> 22 : -1;
-      kernels_.push_back({start, end, kernelNames_.intern(ev.name), thread(ev.pid, -1 - device), 0});
-      if (!ev.op.empty() || ev.hasOpId) {
-        kernelOps_.push_back({file_, ev.pid, ev.op.empty() ? kNoOp : opNames_.intern(ev.op), ev.hasOpId, ev.opId, end - start});
-      }
+      case Kind::Kernel: addKernel(ev, start, end); break;
+      case Kind::Other: break;
     }
+  }
+
+  // A slice of a stream's host track: counted at once. Its direct children of its kind are the
+  // slices of that kind on its track that began inside it and have no parent yet: they arrived
+  // before it (slices arrive at their end), and nothing that arrived since began before them,
+  // so they are the top of the track's stack of such slices, sorted by start. A call or range
+  // that spanned a drain pass comes after slices written in later passes, and takes them as
+  // its children all the same: the nesting is by time, as the Chrome trace's readers find it.
+  void addNestedSlice(const Event& ev, uint64_t track, int64_t start, int64_t end) {
+    touchProcess(ev.pid, start, end);
+    const Kind kind = kindOf(ev.cat);
+    if (kind != Kind::Api && kind != Kind::Nvtx) return;
+    HostTrack& t = hostTracks_[track];
+    std::vector<Unparented>& stack = kind == Kind::Api ? t.api : t.nvtx;
+    int64_t childNs = 0;
+    while (!stack.empty() && stack.back().start >= start && stack.back().start < end) {
+      childNs += stack.back().end - stack.back().start;
+      stack.pop_back();
+    }
+    // Past the cap the older half can have no parent any more: a range reaching that far back
+    // (more top-level ranges inside it than the cap) counts those in its self time.
+    if (stack.size() >= (kind == Kind::Api ? kMaxUnparentedCalls : kMaxUnparentedRanges))
+      stack.erase(stack.begin(), stack.begin() + static_cast<std::ptrdiff_t>(stack.size() / 2));
+    stack.push_back({start, end});
+    const int64_t dur = end - start;
+    if (kind == Kind::Api) {
+      count(rowAt(apiRows_, apiName(ev, dur)), dur, childNs);
+      return;
+    }
+    count(rowAt(nvtxRows_, nvtxNames_.intern(ev.name)), dur, childNs);
+    if (isOpRange(ev)) {
+      const std::size_t r = opRow(opNames_.intern(ev.name), shapesOf(ev));
+      count(opRows_[r], dur, childNs);
+      if (ev.hasOpId) rowOfOpId_.try_emplace({file_, ev.pid, ev.opId}, r);
+    }
+  }
+
+  // The API name of a call (interned, with its layer) and, for a launch, its kernel's host figures.
+  uint32_t apiName(const Event& ev, int64_t dur) {
+    const uint32_t name = apiNames_.intern(ev.name);
+    if (apiLayer_.size() < apiNames_.names.size()) apiLayer_.push_back(ev.cat == "cuda_runtime" ? "runtime" : "driver");
+    if (!ev.kernel.empty()) {
+      const uint32_t k = kernelNames_.intern(ev.kernel);
+      if (launches_.size() <= k) launches_.resize(k + 1);
+      Launches& l = launches_[k];
+      l.minNs = l.count == 0 ? dur : std::min(l.minNs, dur);
+      l.maxNs = l.count == 0 ? dur : std::max(l.maxNs, dur);
+      l.totalNs += dur;
+      ++l.count;
+    }
+    return name;
+  }
+
+  uint32_t shapesOf(const Event& ev) { return ev.sizes.empty() ? kNoOp : shapeTexts_.intern(ev.sizes); }
+
+  void addKernel(const Event& ev, int64_t start, int64_t end) {
+    // Device tracks encode the device above bit 22 of the offset from 2^30 (one per stream).
+    const int64_t device = ev.tid >= kDeviceTidBase ? (ev.tid - kDeviceTidBase) >> 22 : -1;
+    kernels_.push_back({start, end, kernelNames_.intern(ev.name), thread(ev.pid, -1 - device), 0});
+    if (!ev.op.empty() || ev.hasOpId) {
+      kernelOps_.push_back({file_, ev.pid, ev.op.empty() ? kNoOp : opNames_.intern(ev.op), ev.hasOpId, ev.opId, end - start});
+    }
+  }
+
+  static void count(Row& r, int64_t dur, int64_t childNs) {
+    r.minNs = r.calls == 0 ? dur : std::min(r.minNs, dur);
+    r.maxNs = r.calls == 0 ? dur : std::max(r.maxNs, dur);
+    r.totalNs += dur;
+    r.selfNs += std::max<int64_t>(0, dur - childNs);
+    ++r.calls;
+  }
+  static Row& rowAt(std::vector<Row>& rows, uint32_t id) {
+    if (rows.size() <= id) rows.resize(std::size_t{id} + 1);
+    return rows[id];
+  }
+  // The op row of (name, shapes), made on first use; shapes count only when grouping by them.
+  std::size_t opRow(uint32_t name, uint32_t shapes) {
+    const auto [it, added] = opRowOf_.try_emplace({name, options_.groupByShapes ? shapes : kNoOp}, opRows_.size());
+    if (added) {
+      opRows_.emplace_back();
+      opRows_.back().name = opNames_.names[name];
+      if (options_.groupByShapes && shapes != kNoOp) opRows_.back().shapes = shapeTexts_.names[shapes];
+    }
+    return it->second;
   }
 
   bool readMetadata(od::value value, std::string& error) {
@@ -455,10 +539,11 @@ class Aggregator {
     return lastThread_->second;
   }
 
-  // Self time: on each thread, an interval starting inside another is its child (calls and
-  // push/pop ranges nest by construction), so a stack over start order finds direct parents.
-  // `childNs` receives, per span in the sorted order, the time of its direct children.
-  std::vector<Row> nested(std::vector<Span>& spans, const Names& names, bool withLayer, std::vector<int64_t>& childNs) {
+  // Self time of a JSON trace's spans: on each thread, an interval starting inside another is
+  // its child (calls and push/pop ranges nest by construction), so a stack over start order
+  // finds direct parents. Each span is counted in `rows` (by name id); `childNs` receives, per
+  // span in the sorted order, the time of its direct children.
+  static void nested(std::vector<Span>& spans, std::vector<Row>& rows, std::vector<int64_t>& childNs) {
     std::stable_sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) {
       return std::tie(a.track, a.start, b.end, a.rank) < std::tie(b.track, b.start, a.end, b.rank);
     });
@@ -470,21 +555,17 @@ class Aggregator {
       if (!stack.empty()) childNs[stack.back()] += spans[i].end - spans[i].start;
       stack.push_back(i);
     }
-    std::vector<Row> rows(names.names.size());
+    for (std::size_t i = 0; i < spans.size(); ++i) count(rowAt(rows, spans[i].name), spans[i].end - spans[i].start, childNs[i]);
+  }
+
+  // The rows of a section, one per name (every name was counted at least once).
+  std::vector<Row> rowsOf(std::vector<Row>& rows, const Names& names, bool withLayer) const {
+    rows.resize(names.names.size());
     for (std::size_t n = 0; n < rows.size(); ++n) {
       rows[n].name = names.names[n];
       if (withLayer) rows[n].layer = apiLayer_[n];
     }
-    for (std::size_t i = 0; i < spans.size(); ++i) {
-      Row& r = rows[spans[i].name];
-      const int64_t dur = spans[i].end - spans[i].start;
-      r.minNs = r.calls == 0 ? dur : std::min(r.minNs, dur);
-      r.maxNs = r.calls == 0 ? dur : std::max(r.maxNs, dur);
-      r.totalNs += dur;
-      r.selfNs += std::max<int64_t>(0, dur - childNs[i]);
-      ++r.calls;
-    }
-    return rows;
+    return std::move(rows);
   }
 
   int64_t kernelRows(std::vector<Row>& rows) {
@@ -509,12 +590,7 @@ class Aggregator {
         busy += k.end - std::max(k.start, coveredTo);
         coveredTo = k.end;
       }
-      Row& r = rows[k.name];
-      const int64_t dur = k.end - k.start;
-      r.minNs = r.calls == 0 ? dur : std::min(r.minNs, dur);
-      r.maxNs = r.calls == 0 ? dur : std::max(r.maxNs, dur);
-      r.totalNs += dur;
-      ++r.calls;
+      count(rows[k.name], k.end - k.start, 0);
     }
     for (Row& r : rows) {
       r.selfNs = r.totalNs;
@@ -525,64 +601,59 @@ class Aggregator {
     return busy;
   }
 
-  // Op rows from the NVTX op ranges (nvtx_ sorted by nested(), `childNs` its result) and the
-  // kernels naming an op. A kernel goes to the range whose op_id it carries, within its file
-  // and process (PyTorch numbers ops per process; should two ranges share a number the first
-  // in the file wins); without such a range, by op name alone, which only a table per name
-  // can do.
-  std::vector<Row> opRows(const std::vector<int64_t>& childNs, bool byShapes, Report& out) {
-    std::vector<Row> rows;
-    std::map<std::pair<uint32_t, uint32_t>, std::size_t> rowOf;  // (name, shapes) -> row
-    const auto row = [&](uint32_t name, uint32_t shapes) -> std::size_t {
-      const auto [it, added] = rowOf.try_emplace({name, byShapes ? shapes : kNoOp}, rows.size());
-      if (added) {
-        rows.emplace_back();
-        rows.back().name = opNames_.names[name];
-        if (byShapes && shapes != kNoOp) rows.back().shapes = shapeTexts_.names[shapes];
-      }
-      return it->second;
-    };
+  // Op rows: those the streams' op ranges made as they were read, and those of the JSON
+  // traces' op ranges (nvtx_ sorted by nested(), `childNs` its result); then the kernels naming
+  // an op. A kernel goes to the range whose op_id it carries, within its file and process
+  // (PyTorch numbers ops per process; should two ranges share a number the first in the file
+  // wins); without such a range, by op name alone, which only a table per name can do.
+  std::vector<Row> opRows(const std::vector<int64_t>& childNs, Report& out) {
     std::vector<std::size_t> rangeRow(opRanges_.size(), 0);
     for (std::size_t i = 0; i < nvtx_.size(); ++i) {
       const Span& s = nvtx_[i];
       if (s.op == kNoOp) continue;
       const OpRange& op = opRanges_[s.op];
-      rangeRow[s.op] = row(op.name, op.shapes);
-      Row& r = rows[rangeRow[s.op]];
-      const int64_t dur = s.end - s.start;
-      r.minNs = r.calls == 0 ? dur : std::min(r.minNs, dur);
-      r.maxNs = r.calls == 0 ? dur : std::max(r.maxNs, dur);
-      r.totalNs += dur;
-      r.selfNs += std::max<int64_t>(0, dur - childNs[i]);
-      ++r.calls;
+      rangeRow[s.op] = opRow(op.name, op.shapes);
+      count(opRows_[rangeRow[s.op]], s.end - s.start, childNs[i]);
     }
-    std::map<std::tuple<uint32_t, int64_t, uint64_t>, std::size_t> rowOfOpId;
     for (std::size_t i = 0; i < opRanges_.size(); ++i) {
       const OpRange& op = opRanges_[i];
-      if (op.hasOpId) rowOfOpId.try_emplace({op.file, op.pid, op.opId}, rangeRow[i]);
+      if (op.hasOpId) rowOfOpId_.try_emplace({op.file, op.pid, op.opId}, rangeRow[i]);
     }
     out.opUnmatchedKernels = 0;
     for (const KernelOp& k : kernelOps_) {
       std::size_t r = SIZE_MAX;
-      if (const auto it = k.hasOpId ? rowOfOpId.find({k.file, k.pid, k.opId}) : rowOfOpId.end(); it != rowOfOpId.end()) {
+      if (const auto it = k.hasOpId ? rowOfOpId_.find({k.file, k.pid, k.opId}) : rowOfOpId_.end(); it != rowOfOpId_.end()) {
         r = it->second;
-      } else if (!byShapes && k.name != kNoOp) {
-        r = row(k.name, kNoOp);
+      } else if (!options_.groupByShapes && k.name != kNoOp) {
+        r = opRow(k.name, kNoOp);
       }
       if (r == SIZE_MAX) {
         ++out.opUnmatchedKernels;
         continue;
       }
-      rows[r].gpuNs += k.durNs;
-      ++rows[r].kernels;
+      opRows_[r].gpuNs += k.durNs;
+      ++opRows_[r].kernels;
     }
-    for (Row& r : rows) {
+    for (Row& r : opRows_) {
       if (out.deviceKernels && out.gpuBusyNs > 0) r.percent = 100.0 * static_cast<double>(r.gpuNs) / static_cast<double>(out.gpuBusyNs);
     }
-    return rows;
+    return std::move(opRows_);
   }
 
  private:
+  // A stream's slices of one kind on a host track that have no parent yet (addNestedSlice).
+  struct Unparented {
+    int64_t start, end;
+  };
+  struct HostTrack {
+    std::vector<Unparented> api, nvtx;
+  };
+  // A call is late only by a batch of its thread (a runtime call whose driver call the drain
+  // took in the batch before); a range by as long as it stayed open.
+  static constexpr std::size_t kMaxUnparentedCalls = 256;
+  static constexpr std::size_t kMaxUnparentedRanges = std::size_t{1} << 16;
+
+  ReadOptions options_;
   const char* base_ = nullptr;
   uint32_t fileCount_ = 0;
   uint32_t file_ = 0;
@@ -590,7 +661,12 @@ class Aggregator {
   uint64_t bytes_ = 0;
   Names apiNames_, nvtxNames_, kernelNames_, opNames_, shapeTexts_;
   std::vector<const char*> apiLayer_;
-  std::vector<Span> api_, nvtx_, kernels_;
+  std::vector<Span> api_, nvtx_, kernels_;  // of JSON traces, but kernels_ of both
+  std::vector<Row> apiRows_, nvtxRows_;     // by name id
+  std::vector<Row> opRows_;
+  std::map<std::pair<uint32_t, uint32_t>, std::size_t> opRowOf_;                 // (name, shapes) -> row
+  std::map<std::tuple<uint32_t, int64_t, uint64_t>, std::size_t> rowOfOpId_;   // (file, pid, op_id) -> row
+  std::unordered_map<uint64_t, HostTrack> hostTracks_;                         // of the stream being read, by uuid
   std::vector<OpRange> opRanges_;
   std::vector<KernelOp> kernelOps_;
   std::vector<Launches> launches_;
@@ -818,9 +894,9 @@ bool readTraceOrReportPadded(simdjson::padded_string_view text, const std::strin
       return readReport(doc, path, out, error);
     }
   }
-  Aggregator agg;
+  Aggregator agg(options);
   if (!parseTrace(parser, text, agg, path, error)) return false;
-  agg.finish(out, options);
+  agg.finish(out);
   return true;
 }
 
@@ -828,7 +904,7 @@ bool readTraceOrReportPadded(simdjson::padded_string_view text, const std::strin
 
 bool readTraces(const std::vector<std::string>& paths, Report& out, std::string& error, const ReadOptions& options) {
   od::parser parser;
-  Aggregator agg;
+  Aggregator agg(options);
   InputBytes text;
   for (const std::string& path : paths) {
     TraceInput input;
@@ -839,7 +915,7 @@ bool readTraces(const std::vector<std::string>& paths, Report& out, std::string&
     }
     if (!loadJson(input, text, error) || !parseTrace(parser, paddedView(text), agg, input.name, error)) return false;
   }
-  agg.finish(out, options);
+  agg.finish(out);
   return true;
 }
 
@@ -847,9 +923,9 @@ bool readTraceOrReport(const std::string& path, Report& out, std::string& error,
   TraceInput input;
   if (!openTraceInput(path, input, error)) return false;
   if (input.format == TraceFormat::Perfetto) {
-    Aggregator agg;
+    Aggregator agg(options);
     if (!addStream(input, agg, error)) return false;
-    agg.finish(out, options);
+    agg.finish(out);
     return true;
   }
   InputBytes text;
@@ -864,9 +940,9 @@ bool readTraceText(std::string_view bytes, const std::string& name, Report& out,
     return false;
   }
   od::parser parser;
-  Aggregator agg;
+  Aggregator agg(ReadOptions{});
   if (!parseTrace(parser, text, agg, name, error)) return false;
-  agg.finish(out, {});
+  agg.finish(out);
   return true;
 }
 

@@ -83,6 +83,7 @@ class EventAdapter : public PerfettoVisitor {
       case PfTrackKind::Domain: {
         const uint64_t thread = track.kind == PfTrackKind::Thread ? track.uuid : track.thread;
         ev.tid = track.kind == PfTrackKind::Thread ? track.tid : kDomainTrackBase + static_cast<int64_t>(track.uuid);
+        ev.track = track.uuid;
         if (s.instant) {
           ev.ph = 'i';
         } else if (s.category == kCategories[0] || s.category == kCategories[1]) {

@@ -52,6 +52,10 @@ struct TraceEvent {
   int64_t pid = 0;
   int64_t tid = 0;  // the Chrome trace's track: thread tid, a distinct id per NVTX domain
                     // track, deviceTrackId(device, stream) for device work
+  // Slices of a thread or NVTX domain track: the stream's track (its uuid, never 0). They
+  // arrive at their END: after the slices they nest, and ranges or calls that spanned a drain
+  // pass after slices that came later in the file (the writer writes an event once it ended).
+  uint64_t track = 0;
   // PyTorch (emit_nvtx): on op ranges op_seq/stashed_seq, op_id, sizes; on device work the
   // innermost op range around its launch (args.op, args.op_id).
   std::string_view op;
