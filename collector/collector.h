@@ -222,6 +222,18 @@ inline uint64_t takeSeq(ThreadState* s) { return s->nextSeq++; }
   }
   return dst;
 }
+// newRecord() of a text shorter than kShortText held in `head` (kShortText bytes, the text's
+// and whatever followed it): one block, filled by a fixed-size copy.
+inline constexpr std::size_t kShortText = 32;
+static_assert(kShortText <= kRecordSize);
+[[gnu::always_inline]] inline Record* newRecordShort(ThreadState* s, const char* head, std::size_t textLen, uint32_t keepFree) {
+  const uint64_t at = s->ring.reserve(textLen == 0 ? 1 + keepFree : 2 + keepFree);
+  if (__builtin_expect(at == UINT64_MAX, 0)) return nullptr;
+  Record* dst = &s->ring.at(at);
+  dst->extra = textLen == 0 ? 0 : 1;
+  if (textLen != 0) memcpy(&s->ring.at(at + 1), head, kShortText);
+  return dst;
+}
 [[gnu::always_inline]] inline void commitRecord(ThreadState* s, const Record* r) {
   s->ring.commit(1u + r->extra);
   // A burst would fill the ring before the next timed pass: past half full, the drain is woken

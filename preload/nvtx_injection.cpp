@@ -13,6 +13,9 @@
 #include <nvtx3/nvToolsExt.h>
 
 #include <unistd.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include <atomic>
 #include <cstring>
@@ -44,10 +47,15 @@ uint32_t domainName(uint32_t index) { return domains[index].nameId.load(std::mem
 // Text of an NVTX message: ASCII is used in place, wide strings are converted to UTF-8 into
 // `buf`, registered strings are carried by id.
 struct Message {
+  Message() {}  // `head` is left as it is: a pop's empty message costs nothing
   const char* text = nullptr;
   std::size_t length = 0;
   uint32_t registered = 0;
   bool truncated = false;
+  // A short text's bytes, and whatever follows them in its page (shortText): copied to the
+  // ring as a whole.
+  bool inHead = false;
+  alignas(16) char head[kShortText];
 };
 
 std::size_t boundedLength(const char* s, bool& truncated) {
@@ -56,11 +64,36 @@ std::size_t boundedLength(const char* s, bool& truncated) {
   return truncated ? kMaxTextBytes : n;
 }
 
-Message asciiMessage(const char* s) {
+// A text shorter than kShortText (most labels: "forward", "step 12") is found and copied 16
+// bytes at a time: one or two loads, each within the text's page (a load that does not cross a
+// page boundary cannot fault, whatever lies past the NUL), where strnlen and memcpy took about
+// 60 of a push's 240 instructions. The bytes past the NUL go to the ring but are never read.
+// The sanitizers would report the read past the NUL (it is within the page, not the object).
+#if defined(__SSE2__)
+[[gnu::no_sanitize("address", "thread")]] inline bool shortText(const char* s, Message& m) {
+  const auto at = reinterpret_cast<uintptr_t>(s);
+  const __m128i zero = _mm_setzero_si128();
+  for (std::size_t off = 0; off < kShortText; off += 16) {
+    if (((at + off) & 4095) > 4096 - 16) return false;
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + off));
+    _mm_store_si128(reinterpret_cast<__m128i*>(m.head + off), v);
+    if (const auto nul = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, zero))); nul != 0) {
+      m.length = off + static_cast<std::size_t>(__builtin_ctz(nul));
+      m.inHead = true;
+      return true;
+    }
+  }
+  return false;
+}
+#else
+inline bool shortText(const char*, Message&) { return false; }
+#endif
+
+[[gnu::always_inline]] inline Message asciiMessage(const char* s) {
   Message m;
   if (s == nullptr) return m;
   m.text = s;
-  m.length = boundedLength(s, m.truncated);
+  if (!shortText(s, m)) m.length = boundedLength(s, m.truncated);
   return m;
 }
 
@@ -144,7 +177,7 @@ uint32_t attributeCategory(const nvtxEventAttributes_t* a) {
     --s->popCredits;
   }
   // Written in place, field by field (the payload whole, its padding zeroed).
-  if (Record* r = newRecord(s, m.text, m.registered ? 0 : m.length, keepFree)) {
+  if (Record* r = m.inHead ? newRecordShort(s, m.head, m.length, keepFree) : newRecord(s, m.text, m.registered ? 0 : m.length, keepFree)) {
     r->type = type;
     r->hook = 0;
     r->result = 0;

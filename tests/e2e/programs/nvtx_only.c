@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <wchar.h>
@@ -51,6 +52,21 @@ int main(void) {
 
   nvtxRangePop(); /* wide */
   nvtxRangePop(); /* ascii */
+
+  /* Texts of 0 to 40 bytes whose NUL is the last byte before a page that cannot be read: the
+   * tool reads a short text in 16-byte loads, none of which may cross into that page. */
+  const long page = sysconf(_SC_PAGESIZE);
+  char* edge = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (edge == MAP_FAILED || mprotect(edge + page, page, PROT_NONE) != 0) return 1;
+  static const char letters[] = "edge-abcdefghijklmnopqrstuvwxyz0123456789";
+  for (int n = 0; n <= 40; ++n) {
+    char* text = edge + page - (n + 1);
+    memcpy(text, letters, n);
+    text[n] = '\0';
+    nvtxRangePushA(text);
+    nvtxRangePop();
+  }
+  munmap(edge, 2 * page);
 
   nvtxDomainHandle_t domain = nvtxDomainCreateA("my-domain");
   nvtxStringHandle_t registered = nvtxDomainRegisterStringA(domain, "registered message");
