@@ -1,0 +1,163 @@
+// The drain's work per recorded event, alone and the same run after run: a ring filled with the
+// records the NVTX hooks write (a loop's ranges of one label, or PyTorch op ranges: a text
+// each), decoded by the Store, encoded by the stream writer and folded, pass by pass, as the
+// drain thread does (collector.cpp, preload_main.cpp's streamPass), in one thread, with no
+// file, no clock reads and no other thread to wait for.
+//
+//   bench_drain [--case nvtx|nvtx-ops] [--ranges N] [--batch B] [--runs R]
+//
+// Prints the drain's thread CPU per range (median of R runs). Nanoseconds on a shared machine
+// wobble; instructions do not: under callgrind, only the passes are counted
+//
+//   valgrind --tool=callgrind --collect-atstart=no --toggle-collect='*drainPasses*' build/bench/bench_drain --runs 1
+//
+// and the total Ir divided by the ranges (printed) is the drain's instructions per range,
+// identical from run to run for the same build. Not counted here: the drain's locking, clock
+// anchors, the file write and the JSON size sample (see bench_events for the whole drain).
+#include <time.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "collector/collector.h"
+#include "collector/name_table.h"
+#include "collector/store.h"
+#include "exporters/folded.h"
+#include "exporters/perfetto_writer.h"
+
+namespace {
+
+using namespace cutrace;
+
+struct Options {
+  std::string which = "nvtx";
+  long ranges = 1000000;
+  long batch = 4096;  // ranges a pass: a busy thread's ring between two passes
+  int runs = 5;
+};
+
+// What the hooks write for a push of `text` and its pop (preload/nvtx_injection.cpp): the push's
+// record, its text in whole blocks, the pop's record.
+void putRange(ThreadState& s, uint64_t seq, uint64_t t, const std::string& text) {
+  const std::size_t blocks = (text.size() + kRecordSize - 1) / kRecordSize;
+  uint64_t at = s.ring.reserve(2 + blocks);
+  Record& push = s.ring.at(at);
+  memset(&push, 0, sizeof(push));
+  push.type = RecordType::NvtxPush;
+  push.extra = static_cast<uint8_t>(blocks);
+  push.seq = seq;
+  push.t0 = push.t1 = t;
+  push.nvtx.length = static_cast<uint16_t>(text.size());
+  for (std::size_t b = 0; b < blocks; ++b) {
+    Record& block = s.ring.at(at + 1 + b);
+    memset(&block, 0, sizeof(block));
+    memcpy(&block, text.data() + b * kRecordSize, std::min<std::size_t>(kRecordSize, text.size() - b * kRecordSize));
+  }
+  Record& pop = s.ring.at(at + 1 + blocks);
+  memset(&pop, 0, sizeof(pop));
+  pop.type = RecordType::NvtxPop;
+  pop.t0 = pop.t1 = t + 40;
+  s.ring.commit(2 + blocks);
+}
+
+std::string rangeText(const Options& o, long i) {
+  if (o.which == "nvtx") return "bench";
+  // As PyTorch's emit_nvtx names an op (bench_events' nvtx-ops loop).
+  char text[256];
+  snprintf(text, sizeof(text), "aten::addmm, seq = %ld, op_id = %ld, sizes = [[64, 128], [128, 256], [256]], input_op_ids = [%ld, %ld]",
+           i, i + 7, i + 3, i + 5);
+  return text;
+}
+
+double threadCpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+struct Drain {
+  NameTable names;
+  std::unique_ptr<Store> store;
+  PerfettoWriter writer;
+  FoldBuilder fold{FoldOptions{}};
+  std::string out;
+  std::vector<Record> slots;
+  ThreadState s;
+  explicit Drain(std::size_t ringRecords) : slots(ringRecords) {
+    names.init(1024, 1 << 20);
+    store = std::make_unique<Store>(names);
+    TraceData& d = store->data();
+    d.meta.pid = 4242;
+    d.meta.exe = "bench_drain";
+    // Ticks of a 2.5 GHz TSC, mapped to ns between the anchors each pass adds (drainPasses).
+    store->setClock(TickTimeline(ClockAnchor{0, 0}, false));
+    s.ring.attach(slots.data(), slots.size());
+    s.trackId = 1;
+    s.tid = 7;
+    out.reserve(std::size_t{1} << 20);
+  }
+};
+
+// The passes: what is measured (and what callgrind counts, --toggle-collect).
+[[gnu::noinline]] void drainPasses(Drain& d, uint64_t now) {
+  d.store->addClockAnchor(ClockAnchor{now, now * 2 / 5});
+  d.store->consume(d.s, false, now);
+  TraceData& data = d.store->data();
+  d.writer.encodePass(data, now * 2 / 5, d.out, true);
+  d.fold.pass(data);
+  d.writer.eventsReleased();
+  d.store->releaseEvents();
+  d.out.clear();
+}
+
+double run(const Options& o) {
+  std::vector<std::string> texts;
+  for (long i = 0; i < o.batch; ++i) texts.push_back(rangeText(o, i));
+  const std::size_t perRange = 2 + (texts.back().size() + kRecordSize - 1) / kRecordSize;
+  std::size_t ring = 1;
+  while (ring < perRange * static_cast<std::size_t>(o.batch)) ring <<= 1;
+  Drain d(ring);
+  double cpu = 0;
+  uint64_t t = 1000, seq = 0;
+  for (long done = 0; done < o.ranges;) {
+    const long n = std::min(o.batch, o.ranges - done);
+    for (long i = 0; i < n; ++i, t += 100) putRange(d.s, seq++, t, o.which == "nvtx" ? texts[0] : texts[i]);
+    const double before = threadCpuSeconds();
+    drainPasses(d, t);
+    cpu += threadCpuSeconds() - before;
+    done += n;
+  }
+  return cpu * 1e9 / static_cast<double>(o.ranges);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--case" && i + 1 < argc) o.which = argv[++i];
+    else if (a == "--ranges" && i + 1 < argc) o.ranges = atol(argv[++i]);
+    else if (a == "--batch" && i + 1 < argc) o.batch = atol(argv[++i]);
+    else if (a == "--runs" && i + 1 < argc) o.runs = atoi(argv[++i]);
+    else {
+      fprintf(stderr, "usage: bench_drain [--case nvtx|nvtx-ops] [--ranges N] [--batch B] [--runs R]\n");
+      return 2;
+    }
+  }
+  if ((o.which != "nvtx" && o.which != "nvtx-ops") || o.ranges <= 0 || o.batch <= 0 || o.runs <= 0) {
+    fprintf(stderr, "bench_drain: --case nvtx|nvtx-ops, positive counts\n");
+    return 2;
+  }
+  std::vector<double> ns;
+  for (int r = 0; r < o.runs; ++r) ns.push_back(run(o));
+  std::sort(ns.begin(), ns.end());
+  printf("%s: %ld ranges in passes of %ld, drain %.1f ns of thread CPU a range (median of %d; min %.1f, max %.1f)\n",
+         o.which.c_str(), o.ranges, o.batch, ns[ns.size() / 2], o.runs, ns.front(), ns.back());
+  return 0;
+}
