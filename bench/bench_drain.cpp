@@ -42,9 +42,10 @@ struct Options {
 };
 
 // What the hooks write for a push of `text` and its pop (preload/nvtx_injection.cpp): the push's
-// record, its text in whole blocks, the pop's record.
-void putRange(ThreadState& s, uint64_t seq, uint64_t t, const std::string& text) {
-  const std::size_t blocks = (text.size() + kRecordSize - 1) / kRecordSize;
+// record, its text in whole blocks (none where it repeats the thread's last push: `same`), the
+// pop's record.
+void putRange(ThreadState& s, uint64_t seq, uint64_t t, const std::string& text, bool same) {
+  const std::size_t blocks = same ? 0 : (text.size() + kRecordSize - 1) / kRecordSize;
   uint64_t at = s.ring.reserve(2 + blocks);
   Record& push = s.ring.at(at);
   memset(&push, 0, sizeof(push));
@@ -53,6 +54,7 @@ void putRange(ThreadState& s, uint64_t seq, uint64_t t, const std::string& text)
   push.seq = seq;
   push.t0 = push.t1 = t;
   push.nvtx.length = static_cast<uint16_t>(text.size());
+  push.nvtx.sameText = same ? 1 : 0;
   for (std::size_t b = 0; b < blocks; ++b) {
     Record& block = s.ring.at(at + 1 + b);
     memset(&block, 0, sizeof(block));
@@ -126,7 +128,11 @@ double run(const Options& o) {
   uint64_t t = 1000, seq = 0;
   for (long done = 0; done < o.ranges;) {
     const long n = std::min(o.batch, o.ranges - done);
-    for (long i = 0; i < n; ++i, t += 100) putRange(d.s, seq++, t, o.which == "nvtx" ? texts[0] : texts[i]);
+    for (long i = 0; i < n; ++i, t += 100) {
+      const bool label = o.which == "nvtx";
+      putRange(d.s, seq, t, label ? texts[0] : texts[i], label && seq > 0);
+      ++seq;
+    }
     const double before = threadCpuSeconds();
     drainPasses(d, t);
     cpu += threadCpuSeconds() - before;

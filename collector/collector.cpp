@@ -276,6 +276,7 @@ void resetState(ThreadState* s) {
   memset(s->nvtxPushMissing, 0, sizeof(s->nvtxPushMissing));
   memset(s->nvtxPopCredited, 0, sizeof(s->nvtxPopCredited));
   s->popCredits = 0;
+  s->lastPushLength = ThreadState::kNoLastPush;
   memset(s->name, 0, sizeof(s->name));
   prctl(PR_GET_NAME, s->name, 0, 0, 0);
 }

@@ -82,6 +82,12 @@ struct ThreadState {
   // that range ended. At most a quarter of the ring is held so.
   uint32_t nvtxPopCredited[kMaxNvtxDomains] = {};
   uint32_t popCredits = 0;
+  // Owner, inside sections: the text of the last push written to the ring when it was short (its
+  // bytes, its NUL and what followed, kShortText in all), and its length; kNoLastPush: the last
+  // push's text was not short, or none was written. Reset when a thread attaches.
+  static constexpr uint8_t kNoLastPush = 0xff;
+  uint8_t lastPushLength = kNoLastPush;
+  alignas(16) char lastPushText[kShortText];
   // Signal handlers (RecordSection): 1 while the owner is inside a section; what handlers
   // that found it taken dropped, packed (kPending*), for the section to fold in when it closes.
   std::atomic<uint32_t> section{0};
@@ -224,8 +230,6 @@ inline uint64_t takeSeq(ThreadState* s) { return s->nextSeq++; }
 }
 // newRecord() of a text shorter than kShortText held in `head` (kShortText bytes, the text's
 // and whatever followed it): one block, filled by a fixed-size copy.
-inline constexpr std::size_t kShortText = 32;
-static_assert(kShortText <= kRecordSize);
 [[gnu::always_inline]] inline Record* newRecordShort(ThreadState* s, const char* head, std::size_t textLen, uint32_t keepFree) {
   const uint64_t at = s->ring.reserve(textLen == 0 ? 1 + keepFree : 2 + keepFree);
   if (__builtin_expect(at == UINT64_MAX, 0)) return nullptr;

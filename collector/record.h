@@ -11,6 +11,10 @@
 namespace cutrace {
 
 inline constexpr std::size_t kRecordSize = 64;
+// An NVTX text shorter than this is read, copied and compared whole by the hooks
+// (preload/nvtx_injection.cpp): one block, and a push repeating the thread's last one carries none.
+inline constexpr std::size_t kShortText = 32;
+static_assert(kShortText <= kRecordSize);
 
 enum class RecordType : uint8_t {
   Invalid = 0,
@@ -78,6 +82,9 @@ struct NvtxPayload {
   uint16_t length;    // bytes of message text in extras
   uint8_t truncated;  // the message was longer than kMaxTextBytes
   uint8_t insideCall; // recorded while a recorded CUDA call of the thread was running
+  // A push whose text (shorter than kShortText) is that of the thread's last push in the ring:
+  // no text follows; the drain takes the text it kept (Store::pushName).
+  uint8_t sameText;
 };
 
 struct ThreadNamePayload {

@@ -192,6 +192,26 @@ uint32_t Store::nvtxName(const Record& r, const char* text, std::size_t textLen,
   return id;
 }
 
+uint32_t Store::pushName(Track& t, const Record& r, const char* text, std::size_t textLen, uint8_t& flags,
+                         TorchPayload* torch) {
+  if (r.nvtx.sameText) {
+    if (t.lastPushPlain) return t.lastPushName;
+    text = t.hasLastPush ? t.lastPush.data() : "";  // none: a ring the hooks wrote otherwise
+    textLen = t.hasLastPush ? t.lastPush.size() : 0;
+  }
+  const uint32_t id = nvtxName(r, text, textLen, flags, torch);
+  const std::size_t length = std::min<std::size_t>(textLen, r.nvtx.length);
+  // What the hooks compare the next push with (ThreadState::lastPush*): a short text, not a
+  // registered string.
+  if (!r.nvtx.sameText) {
+    t.hasLastPush = r.nvtx.message == 0 && r.nvtx.length < kShortText && !r.nvtx.truncated;
+    if (t.hasLastPush) t.lastPush.assign(text, length);
+  }
+  t.lastPushPlain = t.hasLastPush && !StringPool::isTransient(id) && (torch == nullptr || torch->fields == 0);
+  t.lastPushName = id;
+  return id;
+}
+
 void Store::decodeRun(Track& t, const Record* records, std::size_t count) {
   for (std::size_t i = 0; i < count;) {
     const Record& r = records[i];
@@ -440,7 +460,13 @@ void Store::decodeRange(Track& t, const Record& push, const Record& pop, const c
   if (domain == 0 && !stack.empty() && !stack.back().sealed)
     stack.back().lastInside = std::max(stack.back().lastInside, pop.t0);
   Event* e = newEvent(t.index);
-  if (e == nullptr) return;
+  if (e == nullptr) {
+    // Dropped (memory cap) but read: the next push may repeat its text (NvtxPayload::sameText).
+    uint8_t flags = 0;
+    TorchPayload torch{};
+    pushName(t, push, text, textLen, flags, &torch);
+    return;
+  }
   e->start = clock_.toMonotonicNs(push.t0);
   e->end = clock_.toMonotonicNs(pop.t0);
   e->seq = push.seq;
@@ -451,7 +477,7 @@ void Store::decodeRange(Track& t, const Record& push, const Record& pop, const c
   e->result = 0;
   memset(e->raw, 0, sizeof(e->raw));
   uint8_t flags = push.nvtx.insideCall ? kEventInsideCall : 0;
-  e->name = nvtxName(push, text, textLen, flags, &e->torch);
+  e->name = pushName(t, push, text, textLen, flags, &e->torch);
   e->flags = flags;
 }
 
@@ -480,7 +506,7 @@ void Store::decodeInto(Track& t, const Record& r, const char* text, std::size_t 
       open.category = r.nvtx.category;
       open.flags = 0;
       open.torch.fields = 0;
-      open.name = nvtxName(r, text, textLen, open.flags, &open.torch);
+      open.name = pushName(t, r, text, textLen, open.flags, &open.torch);
       open.depth = r.nvtx.depth;
       open.lastInside = r.t0;
       open.sealStart = open.sealEnd = 0;

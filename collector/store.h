@@ -103,6 +103,12 @@ class Store {
     // ring order: decoded first in the next pass (whose anchor is later), so the ring is emptied
     // and still no tick is mapped past an anchor.
     std::vector<Record> carried;
+    // The text of the thread's last push when it was short (NvtxPayload::sameText), with its name
+    // when that is an interned one (not an op range's, not transient: lastPushPlain).
+    std::string lastPush;
+    bool hasLastPush = false;
+    bool lastPushPlain = false;
+    uint32_t lastPushName = 0;
   };
   void decodeRun(Track& t, const Record* records, std::size_t count);
   struct OpenSpan {
@@ -127,6 +133,9 @@ class Store {
   // op ranges, its parts go there and the name is the op name.
   uint32_t nvtxName(const Record& r, const char* text, std::size_t textLen, uint8_t& flags,
                     TorchPayload* torch = nullptr);
+  // nvtxName() of a push, which may carry no text and repeat the thread's last one
+  // (NvtxPayload::sameText): pushes are decoded in ring order, as the hooks wrote them.
+  uint32_t pushName(Track& t, const Record& r, const char* text, std::size_t textLen, uint8_t& flags, TorchPayload* torch);
   uint32_t internText(std::string_view text) { return data_.strings.internBounded(text, stringCap_, stringBytesCap_); }
   void closeLost(Track& t, std::vector<OpenRange>& stack, uint32_t minDepth, uint64_t at, bool defaultDomain);
   // The range on top of `stack` ends at `end` (ticks; `flags`: a lost or missing pop): its event

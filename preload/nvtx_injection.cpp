@@ -89,6 +89,28 @@ std::size_t boundedLength(const char* s, bool& truncated) {
 inline bool shortText(const char*, Message&) { return false; }
 #endif
 
+// Whether a push of `m` repeats the thread's last push in the ring (ThreadState::lastPush*):
+// its bytes and its NUL equal, what follows the NUL ignored. A loop's label then takes no text
+// block: a third of the ring a range, and of what the drain reads.
+[[gnu::always_inline]] inline bool sameAsLastPush(const ThreadState* s, const Message& m) {
+#if defined(__SSE2__)
+  if (!m.inHead || s->lastPushLength != m.length) return false;
+  const auto lane = [&](std::size_t off) {
+    const __m128i a = _mm_load_si128(reinterpret_cast<const __m128i*>(m.head + off));
+    const __m128i b = _mm_load_si128(reinterpret_cast<const __m128i*>(s->lastPushText + off));
+    return static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(a, b)));
+  };
+  uint32_t equal = lane(0);
+  if (m.length >= 16) equal |= lane(16) << 16;
+  const uint32_t need = m.length >= 31 ? UINT32_MAX : (uint32_t{2} << m.length) - 1;
+  return (equal & need) == need;
+#else
+  (void)s;
+  (void)m;
+  return false;
+#endif
+}
+
 [[gnu::always_inline]] inline Message asciiMessage(const char* s) {
   Message m;
   if (s == nullptr) return m;
@@ -177,7 +199,10 @@ uint32_t attributeCategory(const nvtxEventAttributes_t* a) {
     --s->popCredits;
   }
   // Written in place, field by field (the payload whole, its padding zeroed).
-  if (Record* r = m.inHead ? newRecordShort(s, m.head, m.length, keepFree) : newRecord(s, m.text, m.registered ? 0 : m.length, keepFree)) {
+  const bool push = type == RecordType::NvtxPush;
+  const bool same = push && sameAsLastPush(s, m);
+  if (Record* r = m.inHead ? newRecordShort(s, m.head, same ? 0 : m.length, keepFree)
+                           : newRecord(s, m.text, m.registered ? 0 : m.length, keepFree)) {
     r->type = type;
     r->hook = 0;
     r->result = 0;
@@ -192,8 +217,14 @@ uint32_t attributeCategory(const nvtxEventAttributes_t* a) {
     p.length = static_cast<uint16_t>(m.length);
     p.truncated = m.truncated ? 1 : 0;
     p.insideCall = s->apiDepth != 0 ? 1 : 0;
+    p.sameText = same ? 1 : 0;
     r->nvtx = p;
     commitRecord(s, r);
+    if (push && !same) {
+      // In the ring now, in the order the drain decodes: what the next push compares with.
+      s->lastPushLength = m.inHead ? static_cast<uint8_t>(m.length) : ThreadState::kNoLastPush;
+      if (m.inHead) memcpy(s->lastPushText, m.head, kShortText);
+    }
     if (credit) {
       s->nvtxPopCredited[domain] |= bit;
       ++s->popCredits;

@@ -492,6 +492,104 @@ TEST_CASE("a push and its pop taken together store what they store one by one", 
   }
 }
 
+// The hooks leave the text out of a push that repeats the thread's last push, when short
+// (NvtxPayload::sameText): the drain names it by the text it kept for the thread, whether the
+// push is taken with its pop or alone, across passes and budgets, for an op range too (taken
+// apart again), and a dropped event's text still counts as the last one.
+TEST_CASE("a push that repeats its thread's last short text carries none and is named by it", "[store]") {
+  struct Put {
+    RecordType type;
+    uint64_t t;
+    uint16_t depth;
+    std::string text;
+    bool same;  // written as the hooks write a repeat: no text
+  };
+  const std::string longText(40, 'L');  // not short: the next push carries its text again
+  const std::string op = "aten::mm, seq = 4, op_id = 9";
+  const std::vector<Put> puts = {
+      {RecordType::NvtxPush, 10, 0, "loop", false},  {RecordType::NvtxPop, 12, 0, "", false},
+      {RecordType::NvtxPush, 14, 0, "loop", true},   {RecordType::NvtxPop, 16, 0, "", false},
+      {RecordType::NvtxPush, 18, 0, "loop", true},   {RecordType::Api, 19, 20, "", false},
+      {RecordType::NvtxPop, 22, 0, "", false},       {RecordType::NvtxPush, 30, 0, "outer", false},
+      {RecordType::NvtxPush, 32, 1, "outer", true},  {RecordType::NvtxPop, 34, 1, "", false},
+      {RecordType::NvtxPop, 36, 0, "", false},       {RecordType::NvtxPush, 40, 0, longText, false},
+      {RecordType::NvtxPop, 42, 0, "", false},       {RecordType::NvtxPush, 44, 0, "loop", false},
+      {RecordType::NvtxPop, 46, 0, "", false},       {RecordType::NvtxPush, 50, 0, op, false},
+      {RecordType::NvtxPop, 52, 0, "", false},       {RecordType::NvtxPush, 54, 0, op, true},
+      {RecordType::NvtxPop, 56, 0, "", false},       {RecordType::NvtxPush, 160, 0, "late", false},
+      {RecordType::NvtxPop, 162, 0, "", false},      {RecordType::NvtxPush, 164, 0, "late", true},
+      {RecordType::NvtxPop, 166, 0, "", false},
+  };
+  auto recordOf = [](const Put& p, uint64_t seq, bool asHooks) {
+    Record r;
+    memset(&r, 0, sizeof(r));
+    r.type = p.type;
+    r.seq = seq;
+    r.t0 = p.t;
+    r.t1 = p.type == RecordType::Api ? p.t + 1 : p.t;
+    if (p.type == RecordType::Api) {
+      r.hook = test::kCudaDeviceSynchronize;
+    } else {
+      r.nvtx.depth = p.depth;
+      r.nvtx.length = static_cast<uint16_t>(p.text.size());
+      r.nvtx.sameText = asHooks && p.same ? 1 : 0;
+    }
+    return r;
+  };
+  auto eventsOf = [](TraceBuilder& b) {
+    std::vector<std::string> out;
+    TraceData& d = b.finish(1000);
+    for (const ThreadTrack& t : d.threads)
+      for (const Event& e : t.events)
+        out.push_back(std::string(d.strings.get(e.name)) + " seq " + std::to_string(e.seq) + " " + std::to_string(e.start) +
+                      "-" + std::to_string(e.end) + " flags " + std::to_string(e.flags) + " op " +
+                      std::to_string(e.torch.fields) + "/" + std::to_string(e.torch.seq) + "/" + std::to_string(e.torch.opId));
+    return out;
+  };
+  // Every push with its text, decoded one record at a time.
+  TraceBuilder whole;
+  for (std::size_t i = 0; i < puts.size(); ++i)
+    whole.store().decode(1, 7, recordOf(puts[i], i, false), puts[i].text.data(), puts[i].text.size());
+  const std::vector<std::string> expected = eventsOf(whole);
+  REQUIRE(expected.size() == 12);
+  CHECK(expected[1].starts_with("loop seq 2 "));
+  CHECK(expected[8].starts_with("aten::mm seq 15 "));
+  CHECK(expected[9].starts_with("aten::mm seq 17 "));
+  CHECK(expected[9].ends_with("/4/9"));  // taken apart: op seq 4, op_id 9
+  for (const uint64_t budget : {UINT64_MAX, uint64_t{1}, uint64_t{2}, uint64_t{3}}) {
+    CAPTURE(budget);
+    TraceBuilder b;
+    TestThread thread;
+    for (std::size_t i = 0; i < puts.size(); ++i)
+      thread.put(recordOf(puts[i], i, true), puts[i].same || puts[i].text.empty() ? nullptr : puts[i].text.c_str());
+    while (b.store().consume(thread.s, false, 100, budget)) {
+    }
+    while (b.store().consume(thread.s, false, UINT64_MAX, budget)) {
+    }
+    CHECK(eventsOf(b) == expected);
+  }
+  // Past the memory cap a range is dropped, but the text of its push is still the thread's last.
+  TraceBuilder capped;
+  capped.store().setMemoryCap(sizeof(Event));
+  TestThread thread;
+  const Put other = {RecordType::NvtxPush, 20, 0, "other", false};
+  thread.put(recordOf(puts[0], 0, true), "loop");
+  thread.put(recordOf(puts[1], 1, true));
+  thread.put(recordOf(other, 2, true), "other");  // dropped
+  thread.put(recordOf({RecordType::NvtxPop, 22, 0, "", false}, 3, true));
+  capped.store().consume(thread.s, false);
+  capped.store().releaseEvents();
+  capped.store().setMemoryCap(0);
+  thread.put(recordOf({RecordType::NvtxPush, 30, 0, "other", true}, 4, true));
+  thread.put(recordOf({RecordType::NvtxPop, 32, 0, "", false}, 5, true));
+  capped.store().consume(thread.s, false);
+  TraceData& d = capped.finish(1000);
+  REQUIRE(d.threads.size() == 1);
+  REQUIRE(d.threads[0].events.size() == 1);
+  CHECK(d.threads[0].events[0].seq == 4);
+  CHECK(d.strings.get(d.threads[0].events[0].name) == "other");
+}
+
 // A thread that exited is marked so once its last records are taken with none of its ranges
 // open: the store forgets its decoding state, and its name stays the one it had at its exit, even
 // where its tid is now another thread's (here: this live thread's, named otherwise).
