@@ -444,7 +444,7 @@ class Aggregator {
     if (isOpRange(ev)) {
       const std::size_t r = opRow(opNames_.intern(ev.name), shapesOf(ev));
       count(opRows_[r], dur, childNs);
-      if (ev.hasOpId) rowOfOpId_.try_emplace({file_, ev.pid, ev.opId}, r);
+      if (ev.hasOpId) streamOpIds_.push_back({file_, static_cast<uint32_t>(r), ev.pid, ev.opId});
     }
   }
 
@@ -615,14 +615,19 @@ class Aggregator {
       rangeRow[s.op] = opRow(op.name, op.shapes);
       count(opRows_[rangeRow[s.op]], s.end - s.start, childNs[i]);
     }
-    for (std::size_t i = 0; i < opRanges_.size(); ++i) {
-      const OpRange& op = opRanges_[i];
-      if (op.hasOpId) rowOfOpId_.try_emplace({op.file, op.pid, op.opId}, rangeRow[i]);
+    // Only kernels look op ids up: without any, no index of them is made.
+    std::map<std::tuple<uint32_t, int64_t, uint64_t>, std::size_t> rowOfOpId;  // (file, pid, op_id) -> row
+    if (!kernelOps_.empty()) {
+      for (const StreamOpId& op : streamOpIds_) rowOfOpId.try_emplace({op.file, op.pid, op.opId}, op.row);
+      for (std::size_t i = 0; i < opRanges_.size(); ++i) {
+        const OpRange& op = opRanges_[i];
+        if (op.hasOpId) rowOfOpId.try_emplace({op.file, op.pid, op.opId}, rangeRow[i]);
+      }
     }
     out.opUnmatchedKernels = 0;
     for (const KernelOp& k : kernelOps_) {
       std::size_t r = SIZE_MAX;
-      if (const auto it = k.hasOpId ? rowOfOpId_.find({k.file, k.pid, k.opId}) : rowOfOpId_.end(); it != rowOfOpId_.end()) {
+      if (const auto it = k.hasOpId ? rowOfOpId.find({k.file, k.pid, k.opId}) : rowOfOpId.end(); it != rowOfOpId.end()) {
         r = it->second;
       } else if (!options_.groupByShapes && k.name != kNoOp) {
         r = opRow(k.name, kNoOp);
@@ -665,7 +670,14 @@ class Aggregator {
   std::vector<Row> apiRows_, nvtxRows_;     // by name id
   std::vector<Row> opRows_;
   std::map<std::pair<uint32_t, uint32_t>, std::size_t> opRowOf_;                 // (name, shapes) -> row
-  std::map<std::tuple<uint32_t, int64_t, uint64_t>, std::size_t> rowOfOpId_;   // (file, pid, op_id) -> row
+  // The op id of each stream's op range that has one, with its row, in file order (24 bytes a
+  // range; the index opRows() makes of them only when kernels name ops).
+  struct StreamOpId {
+    uint32_t file, row;
+    int64_t pid;
+    uint64_t opId;
+  };
+  std::vector<StreamOpId> streamOpIds_;
   std::unordered_map<uint64_t, HostTrack> hostTracks_;                         // of the stream being read, by uuid
   std::vector<OpRange> opRanges_;
   std::vector<KernelOp> kernelOps_;
