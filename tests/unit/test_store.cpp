@@ -353,6 +353,33 @@ std::vector<uint64_t> storedSeqs(Store& store) {
   return out;
 }
 
+// A record as the hooks write it: a CUDA call (cudaDeviceSynchronize), or an NVTX record of a
+// text of `length` bytes at `depth`.
+Record testRecord(RecordType type, uint64_t seq, uint64_t t0, uint64_t t1, uint16_t depth, std::size_t length) {
+  Record r = TraceBuilder::base(type, seq, t0, t1);
+  if (type == RecordType::Api) {
+    r.hook = test::kCudaDeviceSynchronize;
+  } else {
+    r.nvtx.depth = depth;
+    r.nvtx.length = static_cast<uint16_t>(length);
+  }
+  return r;
+}
+
+// Every event the store holds once finished, thread by thread, as text: kind, name, seq, times,
+// domain, flags and an op range's parts.
+std::vector<std::string> eventsOf(TraceBuilder& b) {
+  std::vector<std::string> out;
+  TraceData& d = b.finish(1000);
+  for (const ThreadTrack& t : d.threads)
+    for (const Event& e : t.events)
+      out.push_back(std::to_string(int(e.kind)) + " " + std::string(d.strings.get(e.name)) + " seq " + std::to_string(e.seq) +
+                    " " + std::to_string(e.start) + "-" + std::to_string(e.end) + " domain " +
+                    std::string(d.strings.get(e.domain)) + " flags " + std::to_string(e.flags) + " op " +
+                    std::to_string(e.torch.fields) + "/" + std::to_string(e.torch.seq) + "/" + std::to_string(e.torch.opId));
+  return out;
+}
+
 }  // namespace
 
 // A pass decodes the records that ended by its clock anchor; those that end later (and all after
@@ -445,30 +472,9 @@ TEST_CASE("a push and its pop taken together store what they store one by one", 
       {RecordType::NvtxPop, 265, 265, 0, false, ""},     {RecordType::NvtxPush, 270, 270, 0, false, "tail"},
   };
   auto recordOf = [](const Put& p, uint64_t seq, uint32_t domain) {
-    Record r;
-    memset(&r, 0, sizeof(r));
-    r.type = p.type;
-    r.seq = seq;
-    r.t0 = p.t0;
-    r.t1 = p.t1;
-    if (p.type == RecordType::Api) {
-      r.hook = test::kCudaDeviceSynchronize;
-    } else {
-      r.nvtx.depth = p.depth;
-      r.nvtx.domain = p.named ? domain : 0;
-      r.nvtx.length = static_cast<uint16_t>(p.text.size());
-    }
+    Record r = testRecord(p.type, seq, p.t0, p.t1, p.depth, p.text.size());
+    if (p.type != RecordType::Api) r.nvtx.domain = p.named ? domain : 0;
     return r;
-  };
-  auto eventsOf = [](TraceBuilder& b) {
-    std::vector<std::string> out;
-    TraceData& d = b.finish(1000);
-    for (const ThreadTrack& t : d.threads)
-      for (const Event& e : t.events)
-        out.push_back(std::to_string(int(e.kind)) + " " + std::string(d.strings.get(e.name)) + " seq " + std::to_string(e.seq) +
-                      " " + std::to_string(e.start) + "-" + std::to_string(e.end) + " domain " +
-                      std::string(d.strings.get(e.domain)) + " flags " + std::to_string(e.flags));
-    return out;
   };
   TraceBuilder one;
   const uint32_t domainOne = one.name("dom");
@@ -521,30 +527,9 @@ TEST_CASE("a push that repeats its thread's last short text carries none and is 
       {RecordType::NvtxPop, 166, 0, "", false},
   };
   auto recordOf = [](const Put& p, uint64_t seq, bool asHooks) {
-    Record r;
-    memset(&r, 0, sizeof(r));
-    r.type = p.type;
-    r.seq = seq;
-    r.t0 = p.t;
-    r.t1 = p.type == RecordType::Api ? p.t + 1 : p.t;
-    if (p.type == RecordType::Api) {
-      r.hook = test::kCudaDeviceSynchronize;
-    } else {
-      r.nvtx.depth = p.depth;
-      r.nvtx.length = static_cast<uint16_t>(p.text.size());
-      r.nvtx.sameText = asHooks && p.same ? 1 : 0;
-    }
+    Record r = testRecord(p.type, seq, p.t, p.type == RecordType::Api ? p.t + 1 : p.t, p.depth, p.text.size());
+    if (p.type != RecordType::Api) r.nvtx.sameText = asHooks && p.same ? 1 : 0;
     return r;
-  };
-  auto eventsOf = [](TraceBuilder& b) {
-    std::vector<std::string> out;
-    TraceData& d = b.finish(1000);
-    for (const ThreadTrack& t : d.threads)
-      for (const Event& e : t.events)
-        out.push_back(std::string(d.strings.get(e.name)) + " seq " + std::to_string(e.seq) + " " + std::to_string(e.start) +
-                      "-" + std::to_string(e.end) + " flags " + std::to_string(e.flags) + " op " +
-                      std::to_string(e.torch.fields) + "/" + std::to_string(e.torch.seq) + "/" + std::to_string(e.torch.opId));
-    return out;
   };
   // Every push with its text, decoded one record at a time.
   TraceBuilder whole;
@@ -552,9 +537,9 @@ TEST_CASE("a push that repeats its thread's last short text carries none and is 
     whole.store().decode(1, 7, recordOf(puts[i], i, false), puts[i].text.data(), puts[i].text.size());
   const std::vector<std::string> expected = eventsOf(whole);
   REQUIRE(expected.size() == 12);
-  CHECK(expected[1].starts_with("loop seq 2 "));
-  CHECK(expected[8].starts_with("aten::mm seq 15 "));
-  CHECK(expected[9].starts_with("aten::mm seq 17 "));
+  CHECK(expected[1].starts_with("1 loop seq 2 "));
+  CHECK(expected[8].starts_with("1 aten::mm seq 15 "));
+  CHECK(expected[9].starts_with("1 aten::mm seq 17 "));
   CHECK(expected[9].ends_with("/4/9"));  // taken apart: op seq 4, op_id 9
   for (const uint64_t budget : {UINT64_MAX, uint64_t{1}, uint64_t{2}, uint64_t{3}}) {
     CAPTURE(budget);

@@ -111,7 +111,7 @@ class TraceBuilder {
   }
   Store& store() { return store_; }
 
- private:
+  // A zeroed record of `type`, as the hooks start one.
   static Record base(RecordType type, uint64_t seq, uint64_t t0, uint64_t t1) {
     Record r;
     memset(&r, 0, sizeof(r));
@@ -122,6 +122,7 @@ class TraceBuilder {
     return r;
   }
 
+ private:
   NameTable names_;
   Store store_;
 };
