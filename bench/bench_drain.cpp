@@ -87,7 +87,6 @@ struct Drain {
   std::unique_ptr<Store> store;
   PerfettoWriter writer;
   FoldBuilder fold{FoldOptions{}};
-  std::string out;
   std::vector<Record> slots;
   ThreadState s;
   explicit Drain(std::size_t ringRecords) : slots(ringRecords) {
@@ -101,7 +100,7 @@ struct Drain {
     s.ring.attach(slots.data(), slots.size());
     s.trackId = 1;
     s.tid = 7;
-    out.reserve(std::size_t{1} << 20);
+    writer.reserve(std::size_t{1} << 20);  // as the stream's (preload_main.cpp)
   }
 };
 
@@ -110,11 +109,11 @@ struct Drain {
   d.store->addClockAnchor(ClockAnchor{now, now * 2 / 5});
   d.store->consume(d.s, false, now);
   TraceData& data = d.store->data();
-  d.writer.encodePass(data, now * 2 / 5, d.out, true);
+  d.writer.encodePass(data, now * 2 / 5, true);
   d.fold.pass(data);
   d.writer.eventsReleased();
   d.store->releaseEvents();
-  d.out.clear();
+  d.writer.clearPending();  // where the drain hands the packets to the file
 }
 
 double run(const Options& o) {

@@ -243,7 +243,7 @@ void PerfettoWriter::annotationString(Ann a, std::string_view v) {
   w_.end(d);
 }
 
-void PerfettoWriter::startProcess(const TraceData& data, std::string& out) {
+void PerfettoWriter::startProcess(const TraceData& data) {
   const TraceMeta& m = data.meta;
   process_.id = kProcessSequence;
   process_.uuid = processUuid(m.pid);
@@ -331,11 +331,9 @@ void PerfettoWriter::startProcess(const TraceData& data, std::string& out) {
   w_.end(p);
   process_.started = true;
   processStarted_ = true;
-  out += w_.buffer();
-  w_.clear();
 }
 
-void PerfettoWriter::startThread(const TraceData& data, std::size_t index, uint64_t ns, std::string& out) {
+void PerfettoWriter::startThread(const TraceData& data, std::size_t index, uint64_t ns) {
   ThreadMark& mark = threads_[index];
   Sequence& seq = mark.seq;
   seq.id = threadSequence(data.ordinal(index));
@@ -366,12 +364,10 @@ void PerfettoWriter::startThread(const TraceData& data, std::size_t index, uint6
   w_.end(p);
   seq.lastNs = ns;
   seq.started = true;
-  out += w_.buffer();
-  w_.clear();
-  describeThread(data, index, out);
+  describeThread(data, index);
 }
 
-void PerfettoWriter::describeThread(const TraceData& data, std::size_t index, std::string& out) {
+void PerfettoWriter::describeThread(const TraceData& data, std::size_t index) {
   const ThreadTrack& t = data.threads[index];
   ThreadMark& mark = threads_[index];
   mark.name = t.name;
@@ -386,8 +382,6 @@ void PerfettoWriter::describeThread(const TraceData& data, std::size_t index, st
   w_.end(td);
   w_.end(d);
   w_.end(p);
-  out += w_.buffer();
-  w_.clear();
 }
 
 uint64_t PerfettoWriter::beginEvent(const TraceData& data, std::size_t thread, const Event& e) {
@@ -724,7 +718,7 @@ void PerfettoWriter::endEvent(Sequence& seq, uint64_t ns, uint64_t track) {
   w_.end(p);
 }
 
-void PerfettoWriter::encodeThreadEvents(const TraceData& data, std::size_t thread, std::string& out) {
+void PerfettoWriter::encodeThreadEvents(const TraceData& data, std::size_t thread) {
   ThreadMark& mark = threads_[thread];
   const ThreadTrack& track = data.threads[thread];
   const auto& events = track.events;
@@ -771,12 +765,6 @@ void PerfettoWriter::encodeThreadEvents(const TraceData& data, std::size_t threa
     if (!fromTemplate(data, seq, e, true)) end(e, beginEvent(data, thread, e));
   };
   for (uint32_t root : roots_) {
-    // The packets leave in pieces: the buffer stays small (in cache, its pages touched once)
-    // however many events a pass has.
-    if (w_.size() >= kFlushBytes) {
-      out += w_.buffer();
-      w_.clear();
-    }
     const uint32_t first = nodes_[root].first;
     if (first == root) {  // a call that nested nothing (most of them)
       leaf(*nodes_[root].event);
@@ -814,11 +802,9 @@ void PerfettoWriter::encodeThreadEvents(const TraceData& data, std::size_t threa
       }
     }
   }
-  out += w_.buffer();
-  w_.clear();
 }
 
-void PerfettoWriter::encodeMemoryCounters(const TraceData& data, std::string& out) {
+void PerfettoWriter::encodeMemoryCounters(const TraceData& data) {
   // Stable: changes at the same time keep the order of threads, then of recording.
   std::stable_sort(memoryChanges_.begin(), memoryChanges_.end(),
                    [](const MemoryChange& a, const MemoryChange& b) { return a.ns < b.ns; });
@@ -848,14 +834,12 @@ void PerfettoWriter::encodeMemoryCounters(const TraceData& data, std::string& ou
     w_.int64(pf::TrackEvent::kCounterValue, static_cast<int64_t>(total));
     w_.end(te);
     w_.end(p);
-    out += w_.buffer();
-    w_.clear();
   }
   memoryChanges_.clear();
 }
 
-void PerfettoWriter::encodePass(const TraceData& data, uint64_t nowNs, std::string& out, bool passEnd) {
-  if (!processStarted_) startProcess(data, out);
+void PerfettoWriter::encodePass(const TraceData& data, uint64_t nowNs, bool passEnd) {
+  if (!processStarted_) startProcess(data);
   flows_ = data.cupti.state == "on";
   if (threads_.size() < data.threads.size()) threads_.resize(data.threads.size());
   if (memoryHooks_.size() != data.hooks.size()) {
@@ -874,8 +858,6 @@ void PerfettoWriter::encodePass(const TraceData& data, uint64_t nowNs, std::stri
     w_.varint(pf::TracePacket::kSequenceFlags, pf::TracePacket::kSeqIncrementalStateCleared);
     w_.end(p);
   }
-  out += w_.buffer();
-  w_.clear();
   data.forEachChanged([&](std::size_t i) {
     const ThreadTrack& t = data.threads[i];
     ThreadMark& mark = data.slotState(threads_, i);  // a slot another thread left: a new sequence
@@ -884,11 +866,11 @@ void PerfettoWriter::encodePass(const TraceData& data, uint64_t nowNs, std::stri
     if (!mark.seq.started) {
       const std::size_t next = mark.events > t.released ? static_cast<std::size_t>(mark.events - t.released) : 0;
       const uint64_t first = t.events.size() > next ? t.events[next].start : nowNs;
-      startThread(data, i, first, out);
+      startThread(data, i, first);
     } else if (mark.name != t.name) {
-      describeThread(data, i, out);
+      describeThread(data, i);
     }
-    encodeThreadEvents(data, i, out);
+    encodeThreadEvents(data, i);
     if (mark.dropped != t.dropped) {
       // Ring drops happen before encoding: a counter with the running total gives each loss a
       // time (previous_packet_dropped would make readers distrust the interned state).
@@ -913,8 +895,6 @@ void PerfettoWriter::encodePass(const TraceData& data, uint64_t nowNs, std::stri
       w_.int64(pf::TrackEvent::kCounterValue, static_cast<int64_t>(t.dropped));
       w_.end(te);
       w_.end(p);
-      out += w_.buffer();
-      w_.clear();
       mark.dropped = t.dropped;
     }
     // A thread that exited repeats nothing more (ThreadTrack::exited): its templates go (1 KB a
@@ -922,8 +902,8 @@ void PerfettoWriter::encodePass(const TraceData& data, uint64_t nowNs, std::stri
     if (t.exited) mark.seq.templates.reset();
   });
   if (!passEnd) return;
-  encodeMemoryCounters(data, out);
-  encodeDevice(data, out);
+  encodeMemoryCounters(data);
+  encodeDevice(data);
   if (!flowCalls_.empty() && nowNs >= flowPrunedNs_ + 1000000000) {
     flowPrunedNs_ = nowNs;
     for (auto it = flowCalls_.begin(); it != flowCalls_.end();) {
@@ -933,7 +913,7 @@ void PerfettoWriter::encodePass(const TraceData& data, uint64_t nowNs, std::stri
   }
 }
 
-void PerfettoWriter::encodeDevice(const TraceData& data, std::string& out) {
+void PerfettoWriter::encodeDevice(const TraceData& data) {
   // The CUDA calls CUPTI reported (thread, interval, correlation id), kept until the device work
   // they caused arrives, which may be passes later: the most recent kMaxApiRecords.
   for (; apiSeen_ < data.apiActivity.size(); ++apiSeen_) {
@@ -1027,19 +1007,16 @@ void PerfettoWriter::encodeDevice(const TraceData& data, std::string& out) {
     w_.varint(pf::TrackEvent::kTrackUuid, track);
     w_.end(te);
     w_.end(p);
-    out += w_.buffer();
-    w_.clear();
   }
 }
 
-void PerfettoWriter::encodeEnd(const TraceData& data, uint64_t nowNs,
-                               std::string_view metadataJson, std::string& out) {
-  encodePass(data, nowNs, out);
+void PerfettoWriter::encodeEnd(const TraceData& data, uint64_t nowNs, std::string_view metadataJson) {
+  encodePass(data, nowNs);
   // Threads that recorded nothing still have a name and a line in the metadata: describe them.
   for (std::size_t i = 0; i < threads_.size(); ++i) {
-    if (!threads_[i].seq.started) startThread(data, i, nowNs, out);
+    if (!threads_[i].seq.started) startThread(data, i, nowNs);
   }
-  encodeDevice(data, out);
+  encodeDevice(data);
   auto p = w_.begin(pf::Trace::kPacket);
   w_.varint(pf::TracePacket::kTrustedPacketSequenceId, kProcessSequence);
   auto ce = w_.begin(pf::TracePacket::kChromeEvents);
@@ -1049,8 +1026,6 @@ void PerfettoWriter::encodeEnd(const TraceData& data, uint64_t nowNs,
   w_.end(md);
   w_.end(ce);
   w_.end(p);
-  out += w_.buffer();
-  w_.clear();
 }
 
 bool StreamFile::create(const std::string& dir, const std::string& stem, std::string& error) {
@@ -1074,7 +1049,7 @@ bool StreamFile::create(const std::string& dir, const std::string& stem, std::st
   return false;
 }
 
-bool StreamFile::append(const std::string& bytes) {
+bool StreamFile::append(std::string_view bytes) {
   if (!isOpen()) return false;
   return bytes.empty() || file_.append(bytes.data(), bytes.size()) == WriteStatus::Ok;
 }

@@ -148,14 +148,29 @@ inline uint64_t launchFlowId(uint32_t pid, uint32_t tid, uint64_t seq) {
 
 class PerfettoWriter {
  public:
-  // Packets for what `data` gained since the last call. A pass may come in pieces: the memory
-  // counters (time-ordered across the threads of a pass) and the device work are written with
-  // its last one (`passEnd`).
-  void encodePass(const TraceData& data, uint64_t nowNs, std::string& out, bool passEnd = true);
+  // Packets for what `data` gained since the last call, left in pending(). A pass may come in
+  // pieces: the memory counters (time-ordered across the threads of a pass) and the device work
+  // are written with its last one (`passEnd`).
+  void encodePass(const TraceData& data, uint64_t nowNs, bool passEnd = true);
   // At the end: the remaining events (encodePass), the device work and the final metadata
   // (`metadataJson`: the Chrome trace's metadata object).
-  void encodeEnd(const TraceData& data, uint64_t nowNs, std::string_view metadataJson,
-                 std::string& out);
+  void encodeEnd(const TraceData& data, uint64_t nowNs, std::string_view metadataJson);
+  // The packets written since clearPending(), whole: the stream's file takes them from here, with
+  // no copy between (the drain's stream buffer is this one, reserved once: reserve()).
+  std::string_view pending() const { return w_.buffer(); }
+  void clearPending() { w_.clear(); }
+  void reserve(std::size_t bytes) { w_.reserve(bytes); }
+  // The same, appended to `out`.
+  void encodePass(const TraceData& data, uint64_t nowNs, std::string& out, bool passEnd = true) {
+    encodePass(data, nowNs, passEnd);
+    out += pending();
+    clearPending();
+  }
+  void encodeEnd(const TraceData& data, uint64_t nowNs, std::string_view metadataJson, std::string& out) {
+    encodeEnd(data, nowNs, metadataJson);
+    out += pending();
+    clearPending();
+  }
   // Device slices written so far that were joined to their CUDA call by a flow.
   uint64_t linkedDevice() const { return linkedDevice_; }
   // The device work and CUPTI's API records encoded so far left `data` (Store::releaseEvents):
@@ -211,9 +226,9 @@ class PerfettoWriter {
     Sequence seq;
   };
 
-  void startProcess(const TraceData& data, std::string& out);
-  void startThread(const TraceData& data, std::size_t index, uint64_t ns, std::string& out);
-  void describeThread(const TraceData& data, std::size_t index, std::string& out);
+  void startProcess(const TraceData& data);
+  void startThread(const TraceData& data, std::size_t index, uint64_t ns);
+  void describeThread(const TraceData& data, std::size_t index);
   // A thread's events of this pass, nested (see above): node i is the pass's first event not yet encoded + i. Events
   // come in the order they ended, children before their parent, so the nodes are the forest in
   // post-order: a node's subtree is the contiguous run [first, itself], and its children are
@@ -227,8 +242,7 @@ class PerfettoWriter {
   };
   // Well under the reader's kMaxOpenSlices: deeper wraps are written flat (absolute times).
   static constexpr uint32_t kMaxNesting = 1024;
-  static constexpr std::size_t kFlushBytes = std::size_t{64} << 10;
-  void encodeThreadEvents(const TraceData& data, std::size_t thread, std::string& out);
+  void encodeThreadEvents(const TraceData& data, std::size_t thread);
   // The BEGIN (or INSTANT) of `e`, an event of thread `thread`, and the packets describing its track
   // first when it is new; returns the track (0: the thread's).
   uint64_t beginEvent(const TraceData& data, std::size_t thread, const Event& e);
@@ -252,9 +266,9 @@ class PerfettoWriter {
   // only with flows on (flows_): the caller checks, so a run without CUPTI makes no call.
   void flowOut(const TraceData& data, std::size_t thread, const Event& e, uint64_t start);
   // The device work `data` gained since the last call, on the process sequence.
-  void encodeDevice(const TraceData& data, std::string& out);
+  void encodeDevice(const TraceData& data);
   // The memory counters of the changes gathered this pass, in time order.
-  void encodeMemoryCounters(const TraceData& data, std::string& out);
+  void encodeMemoryCounters(const TraceData& data);
 
   // Packet assembly. A packet is begun with its timestamp on `seq`, interned entries go into
   // `interned_` first (needX), then the track event.
@@ -345,7 +359,7 @@ class StreamFile {
  public:
   // Creates <dir>/<stem>.pftrace (or the first free <stem>.N.pftrace). False with a message.
   bool create(const std::string& dir, const std::string& stem, std::string& error);
-  bool append(const std::string& bytes);
+  bool append(std::string_view bytes);
   // The stream's last bytes are in: the disk reserved past its end goes back (OwnFile).
   void finish() { file_.releaseReserve(); }
   bool isOpen() const { return file_.created() && !file_.stopped(); }

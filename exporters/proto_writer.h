@@ -128,6 +128,10 @@ class Writer {
   const char* at(std::size_t offset) const { return data_.get() + offset; }
   std::size_t size() const { return size_; }
   void clear() { size_ = 0; }
+  // Room for `n` more bytes now, so that writing them allocates nothing.
+  void reserve(std::size_t n) {
+    if (capacity_ - size_ < n) grow(n);
+  }
 
  private:
   void endLong(Nested n, std::size_t body) {

@@ -27,9 +27,10 @@ namespace {
 // The stream (<stem>.pftrace): appended by the drain thread under the collector's drain mutex,
 // ended by the final write. Never destroyed: used at exit.
 struct StreamOutput {
+  // Its packets wait in the writer's buffer (PerfettoWriter::pending) until they go to the file.
   PerfettoWriter writer;
   StreamFile file;
-  std::string buffer;
+  bool reserved = false;  // the writer's buffer, kStreamBufferBytes, at the first pass
   bool failed = false;
   // The folded stacks of the run, built from each pass's events before they leave memory.
   std::unique_ptr<FoldBuilder> folded;
@@ -69,8 +70,8 @@ void appendStream(StreamOutput& s, const Config& config, const TraceData& data) 
       return;
     }
   }
-  if (!s.file.append(s.buffer)) s.failed = true;
-  s.buffer.clear();
+  if (!s.file.append(s.writer.pending())) s.failed = true;
+  s.writer.clearPending();
 }
 
 // The packets of a pass go to the file at its end, or sooner once this many bytes wait (a busy
@@ -83,9 +84,12 @@ constexpr std::size_t kStreamBufferBytes = std::size_t{1} << 20;
 bool streamPass(const TraceData& data, const Config& config, uint64_t nowNs, bool passEnd) {
   StreamOutput& s = stream();
   if (s.failed) return false;
-  if (s.buffer.capacity() < kStreamBufferBytes) s.buffer.reserve(kStreamBufferBytes);
-  s.writer.encodePass(data, nowNs, s.buffer, passEnd);
-  if (passEnd || s.buffer.size() >= kAppendBytes) appendStream(s, config, data);
+  if (!s.reserved) {
+    s.writer.reserve(kStreamBufferBytes);
+    s.reserved = true;
+  }
+  s.writer.encodePass(data, nowNs, passEnd);
+  if (passEnd || s.writer.pending().size() >= kAppendBytes) appendStream(s, config, data);
   if (s.failed) return false;
   if (!s.folded) s.folded = std::make_unique<FoldBuilder>(FoldOptions{config.foldedNvtx});
   s.folded->pass(data);
@@ -111,8 +115,8 @@ bool streamPass(const TraceData& data, const Config& config, uint64_t nowNs, boo
 void forgetStream() {
   StreamOutput& s = stream();
   s.writer = PerfettoWriter();
+  s.reserved = false;
   s.file.forget();
-  s.buffer.clear();
   s.failed = false;
   s.folded.reset();
   s.metered = ChromeTraceSample();  // the child's trace is its own
@@ -133,7 +137,7 @@ void writeOutputsAndReport(TraceData& data, const Config& config) {
     // The metadata's linked_to_host: the device work already written and linked, which left
     // memory, and what is still in `data`, linked by the Chrome writer's rule.
     data.releasedLinked = s.writer.linkedDevice();
-    s.writer.encodeEnd(data, data.meta.endMonotonicNs, chromeTraceMetadata(data), s.buffer);
+    s.writer.encodeEnd(data, data.meta.endMonotonicNs, chromeTraceMetadata(data));
     appendStream(s, config, data);
     s.file.finish();
   }
