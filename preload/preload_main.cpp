@@ -30,7 +30,6 @@ struct StreamOutput {
   // Its packets wait in the writer's buffer (PerfettoWriter::pending) until they go to the file.
   PerfettoWriter writer;
   StreamFile file;
-  bool reserved = false;  // the writer's buffer, kStreamBufferBytes, at the first pass
   bool failed = false;
   // The folded stacks of the run, built from each pass's events before they leave memory.
   std::unique_ptr<FoldBuilder> folded;
@@ -84,10 +83,8 @@ constexpr std::size_t kStreamBufferBytes = std::size_t{1} << 20;
 bool streamPass(const TraceData& data, const Config& config, uint64_t nowNs, bool passEnd) {
   StreamOutput& s = stream();
   if (s.failed) return false;
-  if (!s.reserved) {
-    s.writer.reserve(kStreamBufferBytes);
-    s.reserved = true;
-  }
+  // Room at a pass's first piece (nothing pending); after the first pass the buffer has it.
+  if (s.writer.pending().empty()) s.writer.reserve(kStreamBufferBytes);
   s.writer.encodePass(data, nowNs, passEnd);
   if (passEnd || s.writer.pending().size() >= kAppendBytes) appendStream(s, config, data);
   if (s.failed) return false;
@@ -115,7 +112,6 @@ bool streamPass(const TraceData& data, const Config& config, uint64_t nowNs, boo
 void forgetStream() {
   StreamOutput& s = stream();
   s.writer = PerfettoWriter();
-  s.reserved = false;
   s.file.forget();
   s.failed = false;
   s.folded.reset();
