@@ -1,5 +1,8 @@
 """Assertions shared by the tools' test scripts: every failed check is printed and counted, so
-one run reports all that is wrong, and finish() turns the count into the exit status."""
+one run reports all that is wrong, and finish() turns the count into the exit status. Also
+peak_rss(), for the tests that bound a tool's memory."""
+import os
+import subprocess
 import sys
 
 failures = []
@@ -13,6 +16,15 @@ def check(cond, what):
 
 def eq(got, want, what):
     check(got == want, f"{what}: got {got!r}, want {want!r}")
+
+
+def peak_rss(peak_rss_program, command, tmp):
+    """Exit status, stderr and peak RSS (KiB) of COMMAND, run under the peak_rss program (a
+    process forked from this Python one would count its pages)."""
+    rss = os.path.join(tmp, "rss")
+    p = subprocess.run([peak_rss_program, rss, *command], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    with open(rss) as f:
+        return p.returncode, p.stderr.decode("utf-8", "replace"), int(f.read())
 
 
 def finish():

@@ -14,7 +14,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from checks import check, eq, finish  # noqa: E402
+from checks import check, eq, finish, peak_rss  # noqa: E402
 
 CUTRACE, LIBTRACE, STANDIN, PROG, PEAK_RSS = (os.path.abspath(a) for a in sys.argv[1:6])
 BOUND_RSS = sys.argv[6] == "rss"
@@ -43,10 +43,7 @@ def traced_run(out, steps, calls):
 
 def export(args, tmp):
     """Exit status, stderr and peak RSS (KiB) of `cutrace export ARGS`."""
-    rss = os.path.join(tmp, "rss")
-    p = subprocess.run([PEAK_RSS, rss, CUTRACE, "export", *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    with open(rss) as f:
-        return p.returncode, p.stderr.decode("utf-8", "replace"), int(f.read())
+    return peak_rss(PEAK_RSS, [CUTRACE, "export", *args], tmp)
 
 
 def counted(stderr):

@@ -15,7 +15,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from checks import check, eq, finish  # noqa: E402
+from checks import check, eq, finish, peak_rss  # noqa: E402
 
 CUTRACE, LIBTRACE, STANDIN, PROG, PEAK_RSS = (os.path.abspath(a) for a in sys.argv[1:6])
 BOUND_RSS = sys.argv[6] == "rss"
@@ -57,14 +57,6 @@ def rows(data, section):
     return {(r["name"], r.get("shapes")): r for r in data["sections"].get(section, [])}
 
 
-def peak(args, tmp):
-    """Exit status, stderr and peak RSS (KiB) of `cutrace ARGS`."""
-    rss = os.path.join(tmp, "rss")
-    p = subprocess.run([PEAK_RSS, rss, CUTRACE, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    with open(rss) as f:
-        return p.returncode, p.stderr.decode("utf-8", "replace"), int(f.read())
-
-
 with tempfile.TemporaryDirectory() as tmp:
     # The tables of the stream are those of the Chrome trace written at exit, op rows too, with
     # a pass every millisecond: the epoch and the steps are written after what they hold.
@@ -102,9 +94,9 @@ with tempfile.TemporaryDirectory() as tmp:
 
     figures = {}
     for what, args in (("report", ["report"]), ("diff", ["diff"])):
-        rc, err, base_kib = peak(args + [small + ".pftrace"] * (2 if what == "diff" else 1), tmp)
+        rc, err, base_kib = peak_rss(PEAK_RSS, [CUTRACE, *args] + [small + ".pftrace"] * (2 if what == "diff" else 1), tmp)
         eq(rc, 0, f"{what} of the small stream ({err})")
-        rc, err, big_kib = peak(args + [big + ".pftrace"] * (2 if what == "diff" else 1), tmp)
+        rc, err, big_kib = peak_rss(PEAK_RSS, [CUTRACE, *args] + [big + ".pftrace"] * (2 if what == "diff" else 1), tmp)
         eq(rc, 0, f"{what} of the big stream ({err})")
         figures[what] = (base_kib, big_kib)
         check(not BOUND_RSS or big_kib <= base_kib + SLACK_KIB,
