@@ -323,6 +323,7 @@ bool Store::consume(ThreadState& s, bool retired, uint64_t maxTicks, uint64_t ma
     i += n;
   }
   ring.release(i);
+  listOpenRanges(t);
   ThreadTrack& thread = data_.threads[t.index];
   thread.dropped = s.dropped.load(std::memory_order_relaxed) + thread.capped;
   recordedAny_ = recordedAny_ || thread.dropped != 0;
@@ -431,22 +432,38 @@ void Store::closeLost(Track& t, std::vector<OpenRange>& stack, uint32_t minDepth
 void Store::endTop(std::size_t trackIndex, std::vector<OpenRange>& stack, uint64_t end, uint8_t flags,
                    bool defaultDomain) {
   const OpenRange& open = stack.back();
-  if (Event* e = newEvent(trackIndex)) {
-    e->start = open.startNs;
+  if (Event* e = newEvent(trackIndex, open.listed)) {
+    rangeEvent(open, *e);
     e->end = clock_.toMonotonicNs(end);
-    e->seq = open.seq;
-    e->name = open.name;
-    e->domain = open.domain;
-    e->category = open.category;
-    e->hook = 0;
-    e->kind = EventKind::NvtxRange;
-    e->flags = open.flags | flags;
-    e->result = 0;
-    memset(e->raw, 0, sizeof(e->raw));
-    if (open.torch.fields != 0) e->torch = open.torch;
+    e->flags |= flags;
   }
   if (defaultDomain && stack.size() > 1) childEnded(stack[stack.size() - 2], open, end);
   stack.pop_back();
+}
+
+void Store::rangeEvent(const OpenRange& open, Event& e) const {
+  e.start = open.startNs;
+  e.seq = open.seq;
+  e.name = open.name;
+  e.domain = open.domain;
+  e.category = open.category;
+  e.hook = 0;
+  e.kind = EventKind::NvtxRange;
+  e.flags = open.flags;
+  e.result = 0;
+  memset(e.raw, 0, sizeof(e.raw));
+  if (open.torch.fields != 0) e.torch = open.torch;
+}
+
+void Store::listOpenRanges(Track& t) {
+  std::vector<Event>& list = data_.threads[t.index].openRanges;
+  list.clear();
+  if (t.defaultStack == nullptr) return;
+  for (OpenRange& open : *t.defaultStack) {
+    if (open.flags & kEventInsideCall) continue;
+    open.listed = true;
+    rangeEvent(open, list.emplace_back());
+  }
 }
 
 void Store::decodeRange(Track& t, const Record& push, const Record& pop, const char* text, std::size_t textLen) {
@@ -485,6 +502,7 @@ void Store::decode(uint32_t trackId, uint32_t tid, const Record& r, const char* 
   Track& t = track(trackId, tid);
   data_.markChanged(t.index);
   decodeInto(t, r, text, textLen);
+  listOpenRanges(t);
 }
 
 void Store::decodeInto(Track& t, const Record& r, const char* text, std::size_t textLen) {
@@ -511,6 +529,7 @@ void Store::decodeInto(Track& t, const Record& r, const char* text, std::size_t 
       open.lastInside = r.t0;
       open.sealStart = open.sealEnd = 0;
       open.sealed = false;
+      open.listed = false;
       if (r.nvtx.insideCall) {
         open.flags |= kEventInsideCall;
       } else if (domain == 0) {
@@ -594,6 +613,7 @@ void Store::finalize(uint64_t endTicks) {
       while (!stack.empty())
         endTop(t.index, stack, domain == 0 ? lostEnd(stack.back(), endTicks) : endTicks, kEventUnclosed, domain == 0);
     }
+    data_.threads[t.index].openRanges.clear();
   }
   for (auto& [rangeId, open] : openSpans_) {
     Event e = open.event;

@@ -91,6 +91,9 @@ class Store {
     uint64_t lastInside;
     uint64_t sealStart, sealEnd;
     bool sealed;
+    // Listed in ThreadTrack::openRanges at some point: the stream may have its BEGIN, so its
+    // event is stored even past the memory cap (its END must follow).
+    bool listed;
     TorchPayload torch;  // fields 0: not one of PyTorch's op ranges
     OpenRange() {}  // not zeroed first: the push writes every field (of torch, fields at least)
   };
@@ -141,6 +144,10 @@ class Store {
   // The range on top of `stack` ends at `end` (ticks; `flags`: a lost or missing pop): its event
   // is stored, a default-domain parent learns where it ended, and it leaves the stack.
   void endTop(std::size_t trackIndex, std::vector<OpenRange>& stack, uint64_t end, uint8_t flags, bool defaultDomain);
+  // The event of `open` but for its end and the flags the end sets.
+  void rangeEvent(const OpenRange& open, Event& e) const;
+  // ThreadTrack::openRanges of `t` from its default-domain stack, after a decode.
+  void listOpenRanges(Track& t);
   // Default-domain bookkeeping for lost ends (OpenRange): something recorded on the thread over
   // [t0, t1]; a range that ended at `end`, inside `parent`.
   static void noteInside(std::vector<OpenRange>& stack, uint64_t t0, uint64_t t1);
@@ -159,11 +166,12 @@ class Store {
     slot->end = clock_.toMonotonicNs(e.end);
   }
   // Room for one more event of the track, for the caller to fill with times already mapped;
-  // nullptr when it is dropped (memory cap, or no memory for another block: tracing then ends).
-  Event* newEvent(std::size_t trackIndex) {
+  // nullptr when it is dropped (memory cap, unless `pastCap`; or no memory for another block:
+  // tracing then ends).
+  Event* newEvent(std::size_t trackIndex, bool pastCap = false) {
     ThreadTrack& t = data_.threads[trackIndex];
     recordedAny_ = true;  // stored, or counted as dropped below
-    if (__builtin_expect(eventsStored_ >= eventBudget_, 0)) {
+    if (__builtin_expect(eventsStored_ >= eventBudget_, 0) && !pastCap) {
       ++t.capped;
       ++t.dropped;
       return nullptr;

@@ -156,8 +156,28 @@ class Decoder {
 
   // One whole TracePacket. False with a message when it is malformed.
   bool packet(std::string_view bytes, std::string& error);
+  // NVTX ranges still open where the file ends were open when the process ended without
+  // closing them (the writer writes the BEGIN of a range open at a pass's end: a process killed
+  // in a step leaves the step): each ends at the trace's last timestamp, innermost first,
+  // flagged unclosed as the collector flags ranges open at exit. Anything else open (a pass cut
+  // short by the kill) is left out.
   void finish() {
-    for (const auto& [uuid, stack] : open_) stats_.openAtEnd += stack.size();
+    for (auto& [uuid, stack] : open_) {
+      stats_.openAtEnd += stack.size();
+      for (; !stack.empty(); stack.pop_back()) {
+        Pending& p = pool_[stack.back()];
+        if (p.slice.category != kCategories[2]) continue;
+        p.slice.endNs = std::max(p.slice.startNs, lastNs_);
+        if (p.slice.find(Ann::Unclosed) == nullptr) {
+          PfAnnotation& a = p.slice.annotations.emplace_back();
+          a.id = Ann::Unclosed;
+          a.type = PfAnnotation::Type::Bool;
+          a.value = 1;
+          a.name = kAnnotationNames[static_cast<std::size_t>(Ann::Unclosed)];
+        }
+        emit(p);
+      }
+    }
   }
 
  private:
@@ -294,6 +314,7 @@ class Decoder {
   std::vector<Pending> pool_;
   std::vector<uint32_t> freePending_;
   uint64_t lastOpenUuid_ = 0;
+  uint64_t lastNs_ = 0;  // the latest timestamp of a track event so far
   std::vector<uint32_t>* lastOpen_ = nullptr;
   std::vector<uint64_t> categoryIids_;  // trackEvent's, reused
 
@@ -660,6 +681,7 @@ bool Decoder::trackEvent(Sequence& seq, uint32_t sequence, std::string_view byte
   if (type == 0) return true;  // not a typed event: nothing cutrace writes
   if (!hasTs) return fail(error, "track event without a timestamp");
   if (trackUuid == 0) return fail(error, "track event without a track");
+  lastNs_ = std::max(lastNs_, ns);
   const PfTrack* track = trackOf(trackUuid);
   if (type == pf::TrackEvent::kTypeSliceEnd) {
     std::vector<uint32_t>& open = openOn(trackUuid);
@@ -670,6 +692,11 @@ bool Decoder::trackEvent(Sequence& seq, uint32_t sequence, std::string_view byte
     Pending& done = pool_[open.back()];
     done.slice.endNs = ns;
     done.slice.track = track;
+    // What only the end knew (a range written ahead: unclosed, end_lost) joins the slice's
+    // annotations, as trace_processor merges an END's args; an inline text would not outlive
+    // this event's buffer, and the writer puts none there.
+    if (p.inlineTexts.empty())
+      done.slice.annotations.insert(done.slice.annotations.end(), p.slice.annotations.begin(), p.slice.annotations.end());
     emit(done);
     freePending_.push_back(open.back());
     open.pop_back();

@@ -13,8 +13,9 @@
 // the sequence's default clock, a sequence-scoped clock (64..127) from its ClockSnapshot as
 // deltas when it is incremental, or an explicit timestamp_clock_id (MONOTONIC is absolute;
 // BOOTTIME and REALTIME through a ClockSnapshot that has MONOTONIC); track descriptors; slices
-// paired BEGIN/END per track on a stack; INSTANT and COUNTER events; ChromeEventBundle
-// metadata.
+// paired BEGIN/END per track on a stack, an END's annotations added to its slice's; INSTANT and
+// COUNTER events; ChromeEventBundle metadata. NVTX slices still open where the file ends (ranges
+// a killed process had open) end at its last timestamp, with an `unclosed` annotation.
 //
 // Concurrency: none; a read runs on the calling thread and calls the visitor from it.
 
@@ -34,7 +35,8 @@ namespace cutrace {
 // A TracePacket larger than this is malformed (the writer's largest is one event with the
 // strings it interns: kilobytes).
 inline constexpr std::size_t kMaxPacketBytes = std::size_t{64} << 20;
-// Slices open at once on one track (the writer nests at most PerfettoWriter::kMaxNesting deep).
+// Slices open at once on one track (the writer nests a pass at most PerfettoWriter::kMaxNesting
+// deep, inside at most kMaxBegun ranges written ahead).
 inline constexpr std::size_t kMaxOpenSlices = 4096;
 
 // What a track is, from its descriptor and the writer's uuid layout.
@@ -108,7 +110,8 @@ class PerfettoVisitor {
   virtual ~PerfettoVisitor() = default;
   // A track described (again, when it is described anew: a thread renamed).
   virtual void track(const PfTrack&) {}
-  // A slice when its END arrives, an instant when it arrives.
+  // A slice when its END arrives (an NVTX slice never ended: at the end), an instant when it
+  // arrives.
   virtual void slice(const PfSlice&) {}
   virtual void counter(const PfTrack&, uint32_t /*sequence*/, uint64_t /*ns*/, int64_t /*value*/) {}
   // ChromeEventBundle metadata: its json_value, or string_value.
@@ -128,7 +131,7 @@ struct PfReadStats {
   bool truncated = false;        // the file ended inside a packet
   uint64_t skipped = 0;          // packets that needed incremental state their sequence never had
   uint64_t unmatchedEnds = 0;    // END with no open slice on its track
-  uint64_t openAtEnd = 0;        // BEGINs whose END never came
+  uint64_t openAtEnd = 0;        // BEGINs whose END never came (NVTX ones visited as unclosed)
 };
 
 // false with a message (path and byte offset) on unreadable or malformed input.

@@ -718,6 +718,33 @@ void PerfettoWriter::endEvent(Sequence& seq, uint64_t ns, uint64_t track) {
   w_.end(p);
 }
 
+void PerfettoWriter::endBegun(Sequence& seq, const Event& e) {
+  constexpr uint8_t kEndFlags = kEventUnclosed | kEventEndLost;
+  if (!(e.flags & kEndFlags)) return endEvent(seq, e.end, 0);
+  // Its BEGIN was written before these were known: they go on the END, whose annotations
+  // trace_processor (and our reader) add to the slice's.
+  if (e.flags & kEventUnclosed) needAnnotation(seq, Ann::Unclosed);
+  if (e.flags & kEventEndLost) needAnnotation(seq, Ann::EndLost);
+  const auto p = beginPacket(seq, e.end);
+  flushInterned();
+  const auto te = w_.begin(pf::TracePacket::kTrackEvent);
+  w_.varint(pf::TrackEvent::kType, pf::TrackEvent::kTypeSliceEnd);
+  if (e.flags & kEventUnclosed) annotationBool(Ann::Unclosed);
+  if (e.flags & kEventEndLost) annotationBool(Ann::EndLost);
+  w_.end(te);
+  w_.end(p);
+}
+
+void PerfettoWriter::takeBegun(ThreadMark& mark, Node& n) {
+  const auto at = std::lower_bound(mark.begun.begin(), mark.begun.end(), n.event->seq);
+  if (at == mark.begun.end() || *at != n.event->seq) return;
+  // Normally the last one. Ranges inside it still listed lost their events (tracing stopped
+  // for want of memory): their ENDs keep the track balanced.
+  staleEnds_ += static_cast<std::size_t>(mark.begun.end() - at) - 1;
+  mark.begun.erase(at, mark.begun.end());
+  n.track = kBegunTrack;
+}
+
 void PerfettoWriter::encodeThreadEvents(const TraceData& data, std::size_t thread) {
   ThreadMark& mark = threads_[thread];
   const ThreadTrack& track = data.threads[thread];
@@ -749,32 +776,58 @@ void PerfettoWriter::encodeThreadEvents(const TraceData& data, std::size_t threa
       roots_.resize(keep);
       roots_.push_back(self);
       nodes_.push_back(Node{&e, start, 0, first, height + 1});
+      // A range ending that was written ahead: at most one a pass for most threads (a step).
+      if (__builtin_expect(!mark.begun.empty(), 0) && e.kind == EventKind::NvtxRange && e.domain == 0 &&
+          e.seq <= mark.begun.back())
+        takeBegun(mark, nodes_.back());
     }
   }
   mark.events = track.released + events.size();
+  // Ranges open now (ThreadTrack::openRanges): those written ahead before are the first ones
+  // still listed; the others get their BEGINs in this pass, among the roots by start (what
+  // began at or after a range's start is inside it, as an event wraps what began inside it).
+  const std::vector<Event>& open = track.openRanges;
+  std::size_t kept = 0;
+  while (kept < mark.begun.size() && kept < open.size() && open[kept].seq == mark.begun[kept]) ++kept;
+  staleEnds_ += mark.begun.size() - kept;
+  mark.begun.resize(kept);
+  std::size_t nextOpen = kept;
+  const std::size_t openEnd = std::min(open.size(), kMaxBegun);
   // Depth first: BEGIN, the children, END (instants have no END). A node without children (most
   // calls) ends at once, while its event is at hand.
   Sequence& seq = mark.seq;
   const auto end = [&](const Event& e, uint64_t track) {
     if (e.kind == EventKind::NvtxMark) return;
     if (track == 0 && e.end >= seq.lastNs) w_.close(putThreadEnd(w_.open(kEndBytes), seq, e.end));  // endEvent's common case
+    else if (track == kBegunTrack) endBegun(seq, e);
     else endEvent(seq, e.end, track);
   };
   // An event that nested nothing: BEGIN and END.
-  const auto leaf = [&](const Event& e) {
-    if (!fromTemplate(data, seq, e, true)) end(e, beginEvent(data, thread, e));
+  const auto leaf = [&](const Node& n) {
+    if (__builtin_expect(n.track == kBegunTrack, 0)) endBegun(seq, *n.event);
+    else if (!fromTemplate(data, seq, *n.event, true)) end(*n.event, beginEvent(data, thread, *n.event));
   };
+  // The BEGIN of one that nests others; returns where it went (Node::track).
+  const auto begin = [&](const Node& n) {
+    if (__builtin_expect(n.track == kBegunTrack, 0)) return kBegunTrack;
+    return fromTemplate(data, seq, *n.event, false) ? 0 : beginEvent(data, thread, *n.event);
+  };
+  const auto beginOpen = [&] {
+    beginEvent(data, thread, open[nextOpen]);
+    mark.begun.push_back(open[nextOpen++].seq);
+  };
+  for (; staleEnds_ > 0; --staleEnds_) endEvent(seq, seq.lastNs, 0);
   for (uint32_t root : roots_) {
+    while (nextOpen < openEnd && open[nextOpen].start <= nodes_[root].start) beginOpen();
     const uint32_t first = nodes_[root].first;
     if (first == root) {  // a call that nested nothing (most of them)
-      leaf(*nodes_[root].event);
+      leaf(nodes_[root]);
       continue;
     }
     if (first + 1 == root) {  // one child, which nested nothing: a runtime call and the driver call it made
-      const Event& outer = *nodes_[root].event;
-      const uint64_t track = fromTemplate(data, seq, outer, false) ? 0 : beginEvent(data, thread, outer);
-      leaf(*nodes_[first].event);
-      end(outer, track);
+      const uint64_t track = begin(nodes_[root]);
+      leaf(nodes_[first]);
+      end(*nodes_[root].event, track);
       continue;
     }
     walk_.assign(1, {root, false});
@@ -790,11 +843,11 @@ void PerfettoWriter::encodeThreadEvents(const TraceData& data, std::size_t threa
       begun = true;
       const uint32_t first = nodes_[at].first;
       if (first == at) {
-        leaf(e);
+        leaf(nodes_[at]);
         walk_.pop_back();
         continue;
       }
-      nodes_[at].track = fromTemplate(data, seq, e, false) ? 0 : beginEvent(data, thread, e);
+      nodes_[at].track = begin(nodes_[at]);
       // Its children, last first: the first child is popped first.
       for (uint32_t c = at - 1;; c = nodes_[c].first - 1) {
         walk_.emplace_back(c, false);
@@ -802,6 +855,7 @@ void PerfettoWriter::encodeThreadEvents(const TraceData& data, std::size_t threa
       }
     }
   }
+  while (nextOpen < openEnd) beginOpen();
 }
 
 void PerfettoWriter::encodeMemoryCounters(const TraceData& data) {
@@ -861,11 +915,13 @@ void PerfettoWriter::encodePass(const TraceData& data, uint64_t nowNs, bool pass
   data.forEachChanged([&](std::size_t i) {
     const ThreadTrack& t = data.threads[i];
     ThreadMark& mark = data.slotState(threads_, i);  // a slot another thread left: a new sequence
-    if (mark.events == t.released + t.events.size() && mark.dropped == t.dropped && (!mark.seq.started || mark.name == t.name))
+    if (mark.events == t.released + t.events.size() && mark.dropped == t.dropped && (!mark.seq.started || mark.name == t.name) &&
+        mark.begun.size() == std::min(t.openRanges.size(), kMaxBegun))
       return;
     if (!mark.seq.started) {
       const std::size_t next = mark.events > t.released ? static_cast<std::size_t>(mark.events - t.released) : 0;
-      const uint64_t first = t.events.size() > next ? t.events[next].start : nowNs;
+      uint64_t first = t.events.size() > next ? t.events[next].start : nowNs;
+      if (!t.openRanges.empty()) first = std::min(first, t.openRanges.front().start);
       startThread(data, i, first);
     } else if (mark.name != t.name) {
       describeThread(data, i);

@@ -365,8 +365,89 @@ TEST_CASE("pftrace reader: a process killed after its passes gives its events, s
   CHECK(back.meta.commandLine == original.meta.commandLine);
   CHECK(back.hooks.size() == original.hooks.size());
   CHECK(back.threads.at(0).dropped == 5);
-  // Events of both passes; the ranges still open then (unclosed at the end) are not.
-  CHECK(back.eventCount() == original.eventCount() - 1);
+  // Events of both passes, and the range still open then: its BEGIN was written at the second
+  // pass, and it ends unclosed at the last thing the file holds (the drop count written at 4000).
+  CHECK(back.eventCount() == original.eventCount());
+  REQUIRE(back.threads.size() >= 2);
+  const auto& events = back.threads[1].events;
+  REQUIRE(events.size() == 3);
+  const Event& open = events[2];
+  CHECK(back.strings.get(open.name) == "never popped");
+  CHECK(open.kind == EventKind::NvtxRange);
+  CHECK(open.seq == 3);
+  CHECK(open.start == 3500);
+  CHECK(open.end == 4000);
+  CHECK(open.flags == kEventUnclosed);
+  CHECK(chrome(back).find("\"name\":\"never popped\",\"pid\":4242,\"tid\":12,\"ts\":3.45,\"dur\":0.5,\"args\":{\"seq\":3,\"unclosed\":true}}") !=
+        std::string::npos);
+}
+
+TEST_CASE("pftrace writer: a range open at a pass's end is written then and ends where its event does", "[perfetto]") {
+  // An epoch open over three passes holding a step per pass; its pop is lost (a push at its
+  // depth), so its end is known only at its last pass.
+  TraceBuilder b;
+  TraceData& d = b.store().data();
+  PerfettoWriter writer;
+  std::string bytes;
+  std::vector<std::size_t> passEnds;
+  const auto pass = [&](uint64_t now) {
+    writer.encodePass(d, now, bytes);
+    passEnds.push_back(bytes.size());
+  };
+  b.push(11, 1, 100, 0, "epoch");
+  b.api(11, test::kCudaMalloc, 2, 200, 300);
+  b.push(11, 3, 400, 1, "step");
+  b.api(11, test::kCudaDeviceSynchronize, 4, 500, 600);
+  pass(650);
+  b.pop(11, 700, 1);
+  b.push(11, 5, 800, 1, "step");
+  b.api(11, test::kCudaDeviceSynchronize, 6, 900, 1000);
+  b.pop(11, 1100, 1);
+  pass(1150);
+  b.push(11, 7, 1200, 0, "epoch 2");  // the epoch's pop was lost: it ends here, end_lost
+  b.api(11, test::kCudaFree, 8, 1300, 1400);
+  pass(1450);
+  b.finish(1500);  // epoch 2 unclosed
+  writer.encodeEnd(d, 1500, chromeTraceMetadata(d), bytes);
+
+  struct Order : PerfettoVisitor {
+    std::vector<std::string> ended;  // name start-end flags, in the order read
+    void slice(const PfSlice& s) override {
+      std::string& x = ended.emplace_back(std::string(s.name) + " " + std::to_string(s.startNs) + "-" + std::to_string(s.endNs));
+      if (s.find(Ann::Unclosed)) x += " unclosed";
+      if (s.find(Ann::EndLost)) x += " end_lost";
+    }
+  };
+  const auto read = [&](std::size_t upTo) {
+    Order order;
+    std::string error;
+    PfReadStats stats;
+    REQUIRE(readPerfettoBytes(std::string_view(bytes).substr(0, upTo), order, error, &stats));
+    CHECK(stats.unmatchedEnds == 0);
+    return order.ended;
+  };
+  // Killed after each pass: the ranges open then end at the file's last timestamp.
+  CHECK(read(passEnds[0]) == std::vector<std::string>{"cudaMalloc 200-300", "cudaDeviceSynchronize 500-600",
+                                                      "step 400-600 unclosed", "epoch 100-600 unclosed"});
+  CHECK(read(passEnds[1]) == std::vector<std::string>{"cudaMalloc 200-300", "cudaDeviceSynchronize 500-600", "step 400-700",
+                                                      "cudaDeviceSynchronize 900-1000", "step 800-1100",
+                                                      "epoch 100-1100 unclosed"});
+  CHECK(read(passEnds[2]) == std::vector<std::string>{"cudaMalloc 200-300", "cudaDeviceSynchronize 500-600", "step 400-700",
+                                                      "cudaDeviceSynchronize 900-1000", "step 800-1100",
+                                                      "epoch 100-1200 end_lost", "cudaFree 1300-1400",
+                                                      "epoch 2 1200-1400 unclosed"});
+  // The whole file: what the collector recorded, the flags its end set included.
+  CHECK(read(bytes.size()) == std::vector<std::string>{"cudaMalloc 200-300", "cudaDeviceSynchronize 500-600", "step 400-700",
+                                                       "cudaDeviceSynchronize 900-1000", "step 800-1100",
+                                                       "epoch 100-1200 end_lost", "cudaFree 1300-1400",
+                                                       "epoch 2 1200-1500 unclosed"});
+  TraceData back;
+  std::string error;
+  PfRebuildInfo info;
+  REQUIRE(readPerfettoTraceBytes(bytes, back, error, &info));
+  CHECK(info.stats.openAtEnd == 0);
+  CHECK(chrome(back) == chrome(d));
+  CHECK(folded(back, true) == folded(d, true));
 }
 
 TEST_CASE("pftrace reader: every prefix of the file reads, never more than the whole", "[perfetto]") {

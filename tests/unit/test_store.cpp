@@ -575,6 +575,55 @@ TEST_CASE("a push that repeats its thread's last short text carries none and is 
   CHECK(d.strings.get(d.threads[0].events[0].name) == "other");
 }
 
+// The ranges open after a decode are listed for the stream, which writes their BEGINs then
+// (ThreadTrack::openRanges): not those pushed inside a CUDA call, and the END such a range owes
+// is never dropped at the memory cap, as the events of ranges never listed are.
+TEST_CASE("ranges open after a decode are listed and their ends kept past the memory cap", "[store]") {
+  TraceBuilder b;
+  b.store().setMemoryCap(sizeof(Event));  // one event
+  TestThread thread;
+  const auto push = [&](uint64_t seq, uint64_t t, uint16_t depth, const char* text, bool insideCall = false) {
+    Record r = TraceBuilder::base(RecordType::NvtxPush, seq, t, t);
+    r.nvtx.depth = depth;
+    r.nvtx.length = static_cast<uint16_t>(strlen(text));
+    r.nvtx.insideCall = insideCall;
+    thread.put(r, text);
+  };
+  const auto pop = [&](uint64_t t, uint16_t depth) {
+    Record r = TraceBuilder::base(RecordType::NvtxPop, 0, t, t);
+    r.nvtx.depth = depth;
+    thread.put(r);
+  };
+  push(1, 100, 0, "epoch");
+  push(2, 110, 1, "inner");
+  thread.putCall(3, 120, 130);  // stored: the one event
+  pop(140, 1);                  // inner was never listed: dropped at the cap
+  thread.putCall(4, 150, 160);  // dropped
+  push(5, 170, 1, "in a call", true);
+  CHECK_FALSE(b.store().consume(thread.s, false));
+  TraceData& d = b.store().data();
+  REQUIRE(d.threads.size() == 1);
+  const ThreadTrack& t = d.threads[0];
+  REQUIRE(t.openRanges.size() == 1);
+  const Event& open = t.openRanges[0];
+  CHECK(d.strings.get(open.name) == "epoch");
+  CHECK(open.kind == EventKind::NvtxRange);
+  CHECK(open.seq == 1);
+  CHECK(open.start == 100);
+  CHECK(open.end == 0);
+  CHECK(open.flags == 0);
+  CHECK(t.events.size() == 1);
+  CHECK(t.dropped == 2);
+  pop(180, 1);
+  pop(200, 0);  // epoch, listed: kept past the cap
+  CHECK_FALSE(b.store().consume(thread.s, false));
+  CHECK(t.openRanges.empty());
+  REQUIRE(t.events.size() == 2);
+  CHECK(d.strings.get(t.events[1].name) == "epoch");
+  CHECK(t.events[1].end == 200);
+  CHECK(t.dropped == 3);  // and the range pushed inside a call
+}
+
 // A thread that exited is marked so once its last records are taken with none of its ranges
 // open: the store forgets its decoding state, and its name stays the one it had at its exit, even
 // where its tid is now another thread's (here: this live thread's, named otherwise).

@@ -56,11 +56,14 @@ int sigterm() {
   return 0;
 }
 
-// SIGKILL: no handler runs; the stream (.pftrace) the drain thread appended is all that is left.
+// SIGKILL: no handler runs; the stream (.pftrace) the drain thread appended is all that is left,
+// the range still open included (unclosed, to the stream's last timestamp).
 int sigkill() {
   nvtxRangePushA("before the kill");
   calls(3);
   nvtxRangePop();
+  nvtxRangePushA("open at the kill");
+  calls(2);
   fflush(stdout);
   usleep(300 * 1000);  // several drain passes
   raise(SIGKILL);

@@ -89,7 +89,10 @@ def killed(libtrace, lifecycle, standin):
         trace = json.load(open(os.path.join(out, stem + ".trace.json")))
         names = [e["name"] for e in trace["traceEvents"] if e.get("ph") == "X"]
         eq(names.count("before the kill"), 1, "the NVTX range closed before the kill")
-        eq(names.count("cudaDeviceSynchronize"), 3, "the calls made before the kill")
+        eq(names.count("cudaDeviceSynchronize"), 5, "the calls made before the kill")
+        still = [e for e in trace["traceEvents"] if e.get("ph") == "X" and e["name"] == "open at the kill"]
+        eq(len(still), 1, "the NVTX range open at the kill")
+        eq(still[0]["args"].get("unclosed"), True, "the range open at the kill is unclosed")
         eq(trace["metadata"]["exe"], "lifecycle", "metadata from the process's start")
         # Again: the names are taken, the next free stem is used, nothing overwritten.
         rc, _, err = export([stream])
