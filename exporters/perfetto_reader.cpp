@@ -1108,6 +1108,7 @@ class Rebuild : public PerfettoVisitor {
     if (it != threads_.end()) return &it->second;
     if (threads_.size() >= kMaxThreads) {
       error_ = "more than " + std::to_string(kMaxThreads) + " threads";
+      info_.overMaxThreads = true;
       return nullptr;
     }
     return &threads_[sequence];

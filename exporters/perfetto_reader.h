@@ -147,6 +147,7 @@ struct PfRebuildInfo {
   uint64_t skippedEvents = 0;     // slices that are not a cutrace event (unknown hook, category)
   uint64_t outsideWindow = 0;     // host events left out by PfRebuildOptions::window
   bool overMaxEvents = false;     // the rebuild failed at PfRebuildOptions::maxEvents (info is filled then too)
+  bool overMaxThreads = false;    // it failed at the thread limit, which every rebuild has (`cutrace export` too)
 };
 
 // The sequence the writer puts the process's metadata and tracks on: no thread's events.

@@ -151,6 +151,7 @@ void writeOutputsAndReport(TraceData& data, const Config& config) {
   TraceData rebuilt;
   const TraceData* view = &data;
   std::string error, readError;
+  PfRebuildInfo readInfo;
   FoldedStacks runFolded;
   uint64_t jsonEstimate = 0;
   const bool streamed = !s.failed && s.folded != nullptr;
@@ -161,7 +162,7 @@ void writeOutputsAndReport(TraceData& data, const Config& config) {
     if (!jsonKnownTooLarge(data.eventCount(), jsonEstimate, config.jsonLimit)) {
       const PfMetadataSource known{nullptr, nullptr, &data};
       view = &rebuilt;
-      if (!rebuildPerfetto(streamPath, known, rebuilt, readError)) {
+      if (!rebuildPerfetto(streamPath, known, rebuilt, readError, &readInfo)) {
         // No Chrome trace (most often no memory for the events: an address-space limit), but the
         // folded stacks of the run are at hand: they are written, from the events still in memory.
         readError = "reading the stream back failed (" + readError + ")";
@@ -196,7 +197,10 @@ void writeOutputsAndReport(TraceData& data, const Config& config) {
       line += "; no Chrome trace: it would pass CUTRACE_JSON_LIMIT (" + std::to_string(config.jsonLimit) + " bytes) at " +
               (r.jsonMeasured ? "" : "about ") + std::to_string(r.jsonBytes) +
               " bytes, which Perfetto UI would not open; open the .pftrace, or `cutrace export` it";
-    if (r.jsonWithheld) line += "; no Chrome trace: " + readError + "; open the .pftrace, or `cutrace export` it";
+    // `cutrace export` reads as this read did: it helps where memory was short here, not past
+    // the thread limit.
+    if (r.jsonWithheld)
+      line += "; no Chrome trace: " + readError + "; open the .pftrace" + (readInfo.overMaxThreads ? "" : ", or `cutrace export` it");
   }
   line += '\n';
   writeDiagnostic(line.c_str());
