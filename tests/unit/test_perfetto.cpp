@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -800,6 +801,126 @@ TEST_CASE("pftrace writer: a range wrapping calls in one pass is written in time
   TraceData back;
   REQUIRE(readPerfettoTraceBytes(bytes, back, error));
   CHECK(chrome(back) == chrome(d));
+}
+
+// Ranges pushed and popped at random on two threads (pops lost now and then, a named domain,
+// marks, start/end ranges crossing threads, runtime calls around driver calls), cut into passes
+// at random and released as the drain does. After every pass the file read as it is (the
+// process killed there) pairs every END and holds exactly the default-domain ranges open then,
+// unclosed; the whole file rebuilds the Chrome trace of the same records kept in memory.
+TEST_CASE("pftrace writer: random nesting over random passes reads at every pass", "[perfetto]") {
+  for (uint32_t seed = 1; seed <= 60; ++seed) {
+    CAPTURE(seed);
+    std::mt19937 rng(seed);
+    TraceBuilder streamed, kept;
+    const uint32_t domain = streamed.name("dom");
+    REQUIRE(kept.name("dom") == domain);
+    PerfettoWriter writer;
+    std::string bytes;
+    struct Open {
+      uint16_t depth;
+      std::string name;
+      uint64_t start;
+    };
+    struct Model {
+      uint64_t seq = 1;
+      uint16_t depth = 0, domainDepth = 0;
+      std::vector<Open> open;  // as the store pairs them: lost pops stay until a push or pop closes them
+    } model[2];
+    uint64_t t = 100, spanId = 1;
+    std::vector<uint64_t> spans;
+    const auto both = [&](const auto& f) {
+      f(streamed);
+      f(kept);
+    };
+    for (int step = 0; step < 600; ++step) {
+      const uint32_t k = rng() % 2, tid = 11 + k;
+      Model& m = model[k];
+      t += 1 + rng() % 40;
+      const uint32_t action = rng() % 16;
+      if (action < 4) {
+        const std::string name = "r" + std::to_string(rng() % 3);
+        both([&](TraceBuilder& b) { b.push(tid, m.seq, t, m.depth, name); });
+        std::erase_if(m.open, [&](const Open& o) { return o.depth >= m.depth; });
+        m.open.push_back({m.depth, name, t});
+        ++m.seq, ++m.depth;
+      } else if (action < 7 && m.depth > 0) {
+        --m.depth;
+        both([&](TraceBuilder& b) { b.pop(tid, t, m.depth); });
+        std::erase_if(m.open, [&](const Open& o) { return o.depth > m.depth; });
+        if (!m.open.empty() && m.open.back().depth == m.depth) m.open.pop_back();
+        ++m.seq;
+      } else if (action == 7 && m.depth > 0) {
+        --m.depth;  // its pop lost: the store ends it at the next push or pop below it
+        ++m.seq;
+      } else if (action == 8) {
+        both([&](TraceBuilder& b) { b.push(tid, m.seq, t, m.domainDepth, "d", domain); });
+        ++m.seq, ++m.domainDepth;
+      } else if (action == 9 && m.domainDepth > 0) {
+        --m.domainDepth;
+        both([&](TraceBuilder& b) { b.pop(tid, t, m.domainDepth, domain); });
+        ++m.seq;
+      } else if (action == 10) {
+        both([&](TraceBuilder& b) { b.mark(tid, m.seq, t, "m"); });
+        ++m.seq;
+      } else if (action == 11) {
+        both([&](TraceBuilder& b) { b.start(tid, m.seq, t, spanId, "span"); });
+        spans.push_back(spanId++);
+        ++m.seq;
+      } else if (action == 12 && !spans.empty()) {
+        const uint64_t id = spans[rng() % spans.size()];
+        std::erase(spans, id);
+        both([&](TraceBuilder& b) { b.end(tid, t, id); });
+      } else if (action == 13) {
+        // A runtime call and the driver call it made, recorded as they ended.
+        both([&](TraceBuilder& b) {
+          b.launch(tid, test::kCuLaunchKernel, m.seq + 1, t + 2, t + 8, nullptr);
+          b.launch(tid, test::kCudaLaunchKernel, m.seq, t, t + 10, "_Z1kv");
+        });
+        m.seq += 2, t += 10;
+      } else {
+        both([&](TraceBuilder& b) { b.api(tid, test::kCudaDeviceSynchronize, m.seq, t, t + 5); });
+        ++m.seq, t += 5;
+      }
+      if (rng() % 20 != 0) continue;
+      writer.encodePass(streamed.store().data(), t, bytes);
+      streamed.store().releaseEvents();
+      // Killed here.
+      struct Read : PerfettoVisitor {
+        std::vector<std::string> unclosed;  // "tid name start"
+        uint64_t slices = 0;
+        void slice(const PfSlice& s) override {
+          ++slices;
+          CHECK(s.endNs >= s.startNs);
+          if (s.find(Ann::Unclosed) != nullptr)
+            unclosed.push_back(std::to_string(s.track->tid) + " " + std::string(s.name) + " " + std::to_string(s.startNs));
+        }
+      } read;
+      std::string error;
+      PfReadStats stats;
+      REQUIRE(readPerfettoBytes(bytes, read, error, &stats));
+      CHECK(stats.unmatchedEnds == 0);
+      CHECK_FALSE(stats.truncated);
+      std::vector<std::string> expected;
+      for (uint32_t i = 0; i < 2; ++i)
+        for (const Open& o : model[i].open) expected.push_back(std::to_string(11 + i) + " " + o.name + " " + std::to_string(o.start));
+      std::sort(expected.begin(), expected.end());
+      std::sort(read.unclosed.begin(), read.unclosed.end());
+      CHECK(read.unclosed == expected);
+    }
+    t += 100;
+    streamed.finish(t);
+    kept.finish(t);
+    writer.encodeEnd(streamed.store().data(), t, chromeTraceMetadata(kept.store().data()), bytes);
+    TraceData back;
+    std::string error;
+    PfRebuildInfo info;
+    REQUIRE(readPerfettoTraceBytes(bytes, back, error, &info));
+    CHECK(info.stats.openAtEnd == 0);
+    CHECK(info.stats.unmatchedEnds == 0);
+    CHECK(back.eventCount() == kept.store().data().eventCount());
+    CHECK(chrome(back) == chrome(kept.store().data()));
+  }
 }
 
 TEST_CASE("pftrace writer: repeated ranges of several names keep their names and fields", "[perfetto]") {
