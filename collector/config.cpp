@@ -215,7 +215,7 @@ constexpr Entry kEntries[] = {
       "verify: both walks, libunwind's stack kept, disagreements counted in metadata.stacks.unwind_mismatches)"},
      parseUnwind},
     {{"CUTRACE_PYTHON", "auto|off", "Python frames in stacks when the process is CPython 3.10 to 3.13 (default auto)"}, parsePython},
-    {{"CUTRACE_MAX_MEMORY", "a size of at least 1M", "cap, each, on the per-thread rings and on the events kept per process; past it a new thread gets no ring and the newest events are dropped and counted (default 2G)"}, parseMaxMemory},
+    {{"CUTRACE_MAX_MEMORY", "a size of at least 1M", "cap, each, on the per-thread rings, on the events kept per process and on those read back at exit for the Chrome trace; past it a new thread gets no ring, the newest events are dropped and counted, and no Chrome trace is written at exit (default 2G)"}, parseMaxMemory},
     {{"CUTRACE_CAPTURE", "all|cuda-profiler-api|nvtx:NAME|time:DELAY[,DURATION]|schedule:W,U,A,R[:MARKER]|signal",
       "when to record (default all); see the README"}, parseCapture},
     {{"CUTRACE_JSON_LIMIT", "a size, 0 for none",

@@ -2,6 +2,7 @@
 // so does the first hook, because constructors of libraries initialised before ours (and
 // dlsym calls from them) can reach CUDA first.
 
+#include <stdio.h>
 #include <stdlib.h>
 
 #include <memory>
@@ -158,8 +159,18 @@ void writeOutputsAndReport(TraceData& data, const Config& config) {
   if (streamed) {
     runFolded = s.folded->finish(data);
     s.folded.reset();
-    jsonEstimate = s.jsonEstimate(data.eventCount(), data.releasedDevice + data.device.size());
-    if (!jsonKnownTooLarge(data.eventCount(), jsonEstimate, config.jsonLimit)) {
+    const uint64_t devices = data.releasedDevice + data.device.size();
+    jsonEstimate = s.jsonEstimate(data.eventCount(), devices);
+    // The read holds every event at once: it keeps to the memory the events may take, as the
+    // run did (a process near its memory limit must not be pushed past it as it ends).
+    const uint64_t readBytes = (data.eventCount() + devices) * kRebuildBytesPerEvent;
+    const bool tooLarge = jsonKnownTooLarge(data.eventCount(), jsonEstimate, config.jsonLimit);
+    if (!tooLarge && readBytes > config.maxMemory) {
+      char sizes[96];
+      snprintf(sizes, sizeof(sizes), " events back would take about %.1f MiB, past CUTRACE_MAX_MEMORY (%.1f MiB)",
+               static_cast<double>(readBytes) / (1 << 20), static_cast<double>(config.maxMemory) / (1 << 20));
+      readError = "reading its " + std::to_string(data.eventCount() + devices) + sizes;
+    } else if (!tooLarge) {
       const PfMetadataSource known{nullptr, nullptr, &data};
       view = &rebuilt;
       if (!rebuildPerfetto(streamPath, known, rebuilt, readError, &readInfo)) {
