@@ -458,12 +458,16 @@ void Store::rangeEvent(const OpenRange& open, Event& e) const {
 void Store::listOpenRanges(Track& t) {
   std::vector<Event>& list = data_.threads[t.index].openRanges;
   list.clear();
-  if (t.defaultStack == nullptr) return;
-  for (OpenRange& open : *t.defaultStack) {
-    if (open.flags & kEventInsideCall) continue;
-    open.listed = true;
-    rangeEvent(open, list.emplace_back());
+  for (auto& [domain, stack] : t.stacks) {
+    for (OpenRange& open : stack) {
+      if (open.flags & kEventInsideCall) continue;
+      open.listed = true;
+      rangeEvent(open, list.emplace_back());
+    }
   }
+  // Domains come in the map's order: by seq, the order the ranges began.
+  if (t.stacks.size() > 1)
+    std::sort(list.begin(), list.end(), [](const Event& a, const Event& b) { return a.seq < b.seq; });
 }
 
 void Store::decodeRange(Track& t, const Record& push, const Record& pop, const char* text, std::size_t textLen) {

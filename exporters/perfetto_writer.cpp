@@ -723,9 +723,9 @@ void PerfettoWriter::endEvent(Sequence& seq, uint64_t ns, uint64_t track) {
   w_.end(p);
 }
 
-void PerfettoWriter::endBegun(Sequence& seq, const Event& e) {
+void PerfettoWriter::endBegun(Sequence& seq, const Event& e, uint64_t track) {
   constexpr uint8_t kEndFlags = kEventUnclosed | kEventEndLost;
-  if (!(e.flags & kEndFlags)) return endEvent(seq, e.end, 0);
+  if (!(e.flags & kEndFlags)) return endEvent(seq, e.end, track);
   // Its BEGIN was written before these were known: they go on the END, whose annotations
   // trace_processor (and our reader) add to the slice's.
   if (e.flags & kEventUnclosed) needAnnotation(seq, Ann::Unclosed);
@@ -734,6 +734,7 @@ void PerfettoWriter::endBegun(Sequence& seq, const Event& e) {
   flushInterned();
   const auto te = w_.begin(pf::TracePacket::kTrackEvent);
   w_.varint(pf::TrackEvent::kType, pf::TrackEvent::kTypeSliceEnd);
+  if (track != 0) w_.varint(pf::TrackEvent::kTrackUuid, track);
   if (e.flags & kEventUnclosed) annotationBool(Ann::Unclosed);
   if (e.flags & kEventEndLost) annotationBool(Ann::EndLost);
   w_.end(te);
@@ -741,13 +742,20 @@ void PerfettoWriter::endBegun(Sequence& seq, const Event& e) {
 }
 
 void PerfettoWriter::takeBegun(ThreadMark& mark, Node& n) {
-  const auto at = std::lower_bound(mark.begun.begin(), mark.begun.end(), n.event->seq);
-  if (at == mark.begun.end() || *at != n.event->seq) return;
-  // Normally the last one. Ranges inside it still listed lost their events (tracing stopped
-  // for want of memory): their ENDs keep the track balanced.
-  staleEnds_ += static_cast<std::size_t>(mark.begun.end() - at) - 1;
-  mark.begun.erase(at, mark.begun.end());
-  n.track = kBegunTrack;
+  auto& begun = mark.begun;
+  const auto at = std::lower_bound(begun.begin(), begun.end(), n.event->seq,
+                                   [](const ThreadMark::Begun& b, uint64_t seq) { return b.seq < seq; });
+  if (at == begun.end() || at->seq != n.event->seq) return;
+  const uint64_t track = at->track;
+  n.track = kBegunBit | track;
+  // Normally the last one on its track. Ranges begun inside it there, still listed, lost their
+  // events (tracing stopped for want of memory): their ENDs keep the track balanced.
+  auto kept = at;
+  for (auto it = at + 1; it != begun.end(); ++it) {
+    if (it->track == track) staleEnds_.push_back(track);
+    else *kept++ = *it;
+  }
+  begun.erase(kept, begun.end());
 }
 
 void PerfettoWriter::encodeThreadEvents(const TraceData& data, std::size_t thread) {
@@ -782,55 +790,67 @@ void PerfettoWriter::encodeThreadEvents(const TraceData& data, std::size_t threa
       roots_.push_back(self);
       nodes_.push_back(Node{&e, start, 0, first, height + 1});
       // A range ending that was written ahead: at most one a pass for most threads (a step).
-      if (__builtin_expect(!mark.begun.empty(), 0) && e.kind == EventKind::NvtxRange && e.domain == 0 &&
-          e.seq <= mark.begun.back())
+      if (__builtin_expect(!mark.begun.empty(), 0) && e.kind == EventKind::NvtxRange && e.seq <= mark.begun.back().seq)
         takeBegun(mark, nodes_.back());
     }
   }
   mark.events = track.released + events.size();
-  // Ranges open now (ThreadTrack::openRanges): those written ahead before are the first ones
-  // still listed; the others get their BEGINs in this pass, among the roots by start (what
-  // began at or after a range's start is inside it, as an event wraps what began inside it).
+  // Ranges open now (ThreadTrack::openRanges, by seq): those written ahead before stay (one no
+  // longer listed lost its event: its END is owed); the others, up to kMaxBegun in all, get
+  // their BEGINs in this pass, among the roots by start (what began at or after a range's start
+  // is inside it, as an event wraps what began inside it).
   const std::vector<Event>& open = track.openRanges;
-  std::size_t kept = 0;
-  while (kept < mark.begun.size() && kept < open.size() && open[kept].seq == mark.begun[kept]) ++kept;
-  staleEnds_ += mark.begun.size() - kept;
-  mark.begun.resize(kept);
-  std::size_t nextOpen = kept;
-  const std::size_t openEnd = std::min(open.size(), kMaxBegun);
+  {
+    auto& begun = mark.begun;
+    std::size_t b = 0, kept = 0;
+    toBegin_.clear();
+    for (uint32_t i = 0; i < open.size(); ++i) {
+      for (; b < begun.size() && begun[b].seq < open[i].seq; ++b) staleEnds_.push_back(begun[b].track);
+      if (b < begun.size() && begun[b].seq == open[i].seq) begun[kept++] = begun[b++];
+      else if (kept + toBegin_.size() < kMaxBegun) toBegin_.push_back(i);
+    }
+    for (; b < begun.size(); ++b) staleEnds_.push_back(begun[b].track);
+    begun.resize(kept);
+  }
+  std::size_t nextBegin = 0;
   // Depth first: BEGIN, the children, END (instants have no END). A node without children (most
   // calls) ends at once, while its event is at hand.
   Sequence& seq = mark.seq;
   const auto end = [&](const Event& e, uint64_t track) {
     if (e.kind == EventKind::NvtxMark) return;
     if (track == 0 && e.end >= seq.lastNs) w_.close(putThreadEnd(w_.open(kEndBytes), seq, e.end));  // endEvent's common case
-    else if (track == kBegunTrack) endBegun(seq, e);
+    else if (track & kBegunBit) endBegun(seq, e, track & ~kBegunBit);
     else endEvent(seq, e.end, track);
   };
   // An event that nested nothing: BEGIN and END; leafWritten() where no template wrote it.
   const auto leafWritten = [&](const Node& n) {
-    if (n.track == kBegunTrack) endBegun(seq, *n.event);
+    if (n.track & kBegunBit) endBegun(seq, *n.event, n.track & ~kBegunBit);
     else end(*n.event, beginEvent(data, thread, *n.event));
   };
   const auto leaf = [&](const Node& n) {
-    if (__builtin_expect(n.track == kBegunTrack, 0) || !fromTemplate(data, seq, *n.event, true)) leafWritten(n);
+    if (__builtin_expect(n.track & kBegunBit, 0) || !fromTemplate(data, seq, *n.event, true)) leafWritten(n);
   };
   // The BEGIN of one that nests others; returns where it went (Node::track).
   const auto begin = [&](const Node& n) {
-    if (__builtin_expect(n.track == kBegunTrack, 0)) return kBegunTrack;
+    if (__builtin_expect(n.track & kBegunBit, 0)) return n.track;
     return fromTemplate(data, seq, *n.event, false) ? 0 : beginEvent(data, thread, *n.event);
   };
   const auto beginOpen = [&] {
-    beginEvent(data, thread, open[nextOpen]);
-    mark.begun.push_back(open[nextOpen++].seq);
+    const Event& e = open[toBegin_[nextBegin++]];
+    const uint64_t where = beginEvent(data, thread, e);
+    auto& begun = mark.begun;
+    begun.insert(std::upper_bound(begun.begin(), begun.end(), e.seq,
+                                  [](uint64_t seq, const ThreadMark::Begun& b) { return seq < b.seq; }),
+                 ThreadMark::Begun{e.seq, where});
   };
-  for (; staleEnds_ > 0; --staleEnds_) endEvent(seq, seq.lastNs, 0);
+  for (const uint64_t where : staleEnds_) endEvent(seq, seq.lastNs, where);
+  staleEnds_.clear();
   for (uint32_t root : roots_) {
-    while (nextOpen < openEnd && open[nextOpen].start <= nodes_[root].start) beginOpen();
+    while (nextBegin < toBegin_.size() && open[toBegin_[nextBegin]].start <= nodes_[root].start) beginOpen();
     const uint32_t first = nodes_[root].first;
     if (first == root) {  // a call that nested nothing (most of them): leaf(), inlined here
       const Node& n = nodes_[root];
-      if (__builtin_expect(n.track == kBegunTrack, 0) || !fromTemplate(data, seq, *n.event, true)) leafWritten(n);
+      if (__builtin_expect(n.track & kBegunBit, 0) || !fromTemplate(data, seq, *n.event, true)) leafWritten(n);
       continue;
     }
     if (first + 1 == root) {  // one child, which nested nothing: a runtime call and the driver call it made
@@ -864,7 +884,7 @@ void PerfettoWriter::encodeThreadEvents(const TraceData& data, std::size_t threa
       }
     }
   }
-  while (nextOpen < openEnd) beginOpen();
+  while (nextBegin < toBegin_.size()) beginOpen();
 }
 
 void PerfettoWriter::encodeMemoryCounters(const TraceData& data) {

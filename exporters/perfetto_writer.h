@@ -36,8 +36,8 @@
 //   instants) come in the order the events were recorded, which is how the reader rebuilds
 //   that order. An END carries its timestamp, its type and, off the thread's track, the track.
 //   A timestamp lower than the previous one on the sequence is written absolute on MONOTONIC.
-//   A default-domain NVTX range still open when a pass ends (ThreadTrack::openRanges, the
-//   outermost kMaxBegun) has its BEGIN written in that pass, among the pass's events by its
+//   An NVTX push/pop range (any domain) still open when a pass ends (ThreadTrack::openRanges,
+//   the first kMaxBegun) has its BEGIN written in that pass, among the pass's events by its
 //   start, and its END alone in the pass its event comes in, carrying what only its end knew
 //   (unclosed, end_lost) as annotations, which trace_processor adds to the slice's: a process
 //   killed inside a step leaves the step and the epoch around it, and a file read while the
@@ -231,9 +231,13 @@ class PerfettoWriter {
     std::string name;
     uint64_t dropped = 0;
     Sequence seq;
-    // The seqs of the ranges of ThreadTrack::openRanges whose BEGIN was written while they were
-    // open (their END comes with their event), outermost first: seqs grow along it.
-    std::vector<uint64_t> begun;
+    // The ranges of ThreadTrack::openRanges whose BEGIN was written while they were open (their
+    // END comes with their event), by seq, with the track their BEGIN went to (0: the thread's).
+    struct Begun {
+      uint64_t seq;
+      uint64_t track;
+    };
+    std::vector<Begun> begun;
   };
 
   void startProcess(const TraceData& data);
@@ -255,17 +259,18 @@ class PerfettoWriter {
   // Open ranges written ahead of their end, at most (deeper ones are written when they end):
   // with a pass's nesting, still under the reader's kMaxOpenSlices.
   static constexpr std::size_t kMaxBegun = 1024;
-  // Node::track of a range whose BEGIN an earlier pass wrote (ThreadMark::begun).
-  static constexpr uint64_t kBegunTrack = UINT64_MAX;
+  // In Node::track: the BEGIN was written by an earlier pass (ThreadMark::begun), on the track in
+  // the other bits (no uuid has this bit: see threadUuid).
+  static constexpr uint64_t kBegunBit = uint64_t{1} << 63;
   void encodeThreadEvents(const TraceData& data, std::size_t thread);
   // The BEGIN (or INSTANT) of `e`, an event of thread `thread`, and the packets describing its track
   // first when it is new; returns the track (0: the thread's).
   uint64_t beginEvent(const TraceData& data, std::size_t thread, const Event& e);
   void endEvent(Sequence& seq, uint64_t ns, uint64_t track);
-  // The END of a range written ahead (kBegunTrack), with the flags its end set.
-  void endBegun(Sequence& seq, const Event& e);
+  // The END of a range written ahead (kBegunBit) on `track`, with the flags its end set.
+  void endBegun(Sequence& seq, const Event& e, uint64_t track);
   // Node `n` is a range of ThreadMark::begun: it leaves the list, and so do the ranges begun
-  // inside it whose events never came (their ENDs are owed: staleEnds_).
+  // inside it on its track whose events never came (their ENDs are owed: staleEnds_).
   void takeBegun(ThreadMark& mark, Node& n);
   // A call that repeats a template of its thread (a loop's calls): its BEGIN, and its END when
   // it nested nothing (`leaf`), at one cursor, every length known before it is written. False
@@ -360,7 +365,8 @@ class PerfettoWriter {
   std::vector<Node> nodes_;       // this pass's, one thread at a time
   std::vector<uint32_t> roots_;   // nodes not wrapped (yet), in recorded order
   std::vector<std::pair<uint32_t, bool>> walk_;  // node, its BEGIN written
-  std::size_t staleEnds_ = 0;  // this thread's: ENDs owed to ranges written ahead that ended unseen
+  std::vector<uint64_t> staleEnds_;  // this thread's: tracks owed an END (ranges written ahead that ended unseen)
+  std::vector<uint32_t> toBegin_;    // this thread's: ThreadTrack::openRanges to write ahead in this pass
   // Annotation string value iids, process-wide, from 1 in order of first use.
   std::vector<uint64_t> stringIids_;  // by pool id (not transient); 0: none yet
   std::unordered_map<uint64_t, uint64_t> streamIids_;  // by stream, as "0x..."

@@ -803,11 +803,12 @@ TEST_CASE("pftrace writer: a range wrapping calls in one pass is written in time
   CHECK(chrome(back) == chrome(d));
 }
 
-// Ranges pushed and popped at random on two threads (pops lost now and then, a named domain,
-// marks, start/end ranges crossing threads, runtime calls around driver calls), cut into passes
-// at random and released as the drain does. After every pass the file read as it is (the
-// process killed there) pairs every END and holds exactly the default-domain ranges open then,
-// unclosed; the whole file rebuilds the Chrome trace of the same records kept in memory.
+// Ranges pushed and popped at random on two threads, in the default domain and a named one (pops
+// lost now and then), marks, start/end ranges crossing threads, runtime calls around driver
+// calls, cut into passes at random and released as the drain does. After every pass the file
+// read as it is (the process killed there) pairs every END and holds exactly the push/pop ranges
+// open then, unclosed; the whole file rebuilds the Chrome trace of the same records kept in
+// memory.
 TEST_CASE("pftrace writer: random nesting over random passes reads at every pass", "[perfetto]") {
   for (uint32_t seed = 1; seed <= 60; ++seed) {
     CAPTURE(seed);
@@ -822,10 +823,24 @@ TEST_CASE("pftrace writer: random nesting over random passes reads at every pass
       std::string name;
       uint64_t start;
     };
+    // A domain's stack as the store pairs it: a range whose pop was lost stays until a push or
+    // pop below it closes it.
+    struct Stack {
+      uint16_t depth = 0;
+      std::vector<Open> open;
+      void push(const std::string& name, uint64_t t) {
+        std::erase_if(open, [&](const Open& o) { return o.depth >= depth; });
+        open.push_back({depth++, name, t});
+      }
+      void pop() {
+        --depth;
+        std::erase_if(open, [&](const Open& o) { return o.depth > depth; });
+        if (!open.empty() && open.back().depth == depth) open.pop_back();
+      }
+    };
     struct Model {
       uint64_t seq = 1;
-      uint16_t depth = 0, domainDepth = 0;
-      std::vector<Open> open;  // as the store pairs them: lost pops stay until a push or pop closes them
+      Stack stacks[2];  // the default domain, "dom"
     } model[2];
     uint64_t t = 100, spanId = 1;
     std::vector<uint64_t> spans;
@@ -838,29 +853,22 @@ TEST_CASE("pftrace writer: random nesting over random passes reads at every pass
       Model& m = model[k];
       t += 1 + rng() % 40;
       const uint32_t action = rng() % 16;
+      // Mostly the default domain.
+      const uint32_t d = action < 8 && rng() % 4 == 0 ? 1 : 0;
+      Stack& stack = m.stacks[d];
       if (action < 4) {
-        const std::string name = "r" + std::to_string(rng() % 3);
-        both([&](TraceBuilder& b) { b.push(tid, m.seq, t, m.depth, name); });
-        std::erase_if(m.open, [&](const Open& o) { return o.depth >= m.depth; });
-        m.open.push_back({m.depth, name, t});
-        ++m.seq, ++m.depth;
-      } else if (action < 7 && m.depth > 0) {
-        --m.depth;
-        both([&](TraceBuilder& b) { b.pop(tid, t, m.depth); });
-        std::erase_if(m.open, [&](const Open& o) { return o.depth > m.depth; });
-        if (!m.open.empty() && m.open.back().depth == m.depth) m.open.pop_back();
+        const std::string name = (d ? "d" : "r") + std::to_string(rng() % 3) + "/" + std::to_string(tid);
+        both([&](TraceBuilder& b) { b.push(tid, m.seq, t, stack.depth, name, d ? domain : 0); });
+        stack.push(name, t);
         ++m.seq;
-      } else if (action == 7 && m.depth > 0) {
-        --m.depth;  // its pop lost: the store ends it at the next push or pop below it
+      } else if (action < 7 && stack.depth > 0) {
+        stack.pop();
+        both([&](TraceBuilder& b) { b.pop(tid, t, stack.depth, d ? domain : 0); });
         ++m.seq;
-      } else if (action == 8) {
-        both([&](TraceBuilder& b) { b.push(tid, m.seq, t, m.domainDepth, "d", domain); });
-        ++m.seq, ++m.domainDepth;
-      } else if (action == 9 && m.domainDepth > 0) {
-        --m.domainDepth;
-        both([&](TraceBuilder& b) { b.pop(tid, t, m.domainDepth, domain); });
+      } else if (action == 7 && stack.depth > 0) {
+        --stack.depth;  // its pop lost: the store ends it at the next push or pop below it
         ++m.seq;
-      } else if (action == 10) {
+      } else if (action < 10) {
         both([&](TraceBuilder& b) { b.mark(tid, m.seq, t, "m"); });
         ++m.seq;
       } else if (action == 11) {
@@ -887,13 +895,13 @@ TEST_CASE("pftrace writer: random nesting over random passes reads at every pass
       streamed.store().releaseEvents();
       // Killed here.
       struct Read : PerfettoVisitor {
-        std::vector<std::string> unclosed;  // "tid name start"
+        std::vector<std::string> unclosed;  // "name start"
         uint64_t slices = 0;
         void slice(const PfSlice& s) override {
           ++slices;
           CHECK(s.endNs >= s.startNs);
           if (s.find(Ann::Unclosed) != nullptr)
-            unclosed.push_back(std::to_string(s.track->tid) + " " + std::string(s.name) + " " + std::to_string(s.startNs));
+            unclosed.push_back(std::string(s.name) + " " + std::to_string(s.startNs));
         }
       } read;
       std::string error;
@@ -902,8 +910,9 @@ TEST_CASE("pftrace writer: random nesting over random passes reads at every pass
       CHECK(stats.unmatchedEnds == 0);
       CHECK_FALSE(stats.truncated);
       std::vector<std::string> expected;
-      for (uint32_t i = 0; i < 2; ++i)
-        for (const Open& o : model[i].open) expected.push_back(std::to_string(11 + i) + " " + o.name + " " + std::to_string(o.start));
+      for (const Model& x : model)
+        for (const Stack& st : x.stacks)
+          for (const Open& o : st.open) expected.push_back(o.name + " " + std::to_string(o.start));
       std::sort(expected.begin(), expected.end());
       std::sort(read.unclosed.begin(), read.unclosed.end());
       CHECK(read.unclosed == expected);

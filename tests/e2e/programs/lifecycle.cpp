@@ -57,12 +57,19 @@ int sigterm() {
 }
 
 // SIGKILL: no handler runs; the stream (.pftrace) the drain thread appended is all that is left,
-// the range still open included (unclosed, to the stream's last timestamp).
+// the ranges still open included (unclosed, to the stream's last timestamp), a named domain's too.
 int sigkill() {
   nvtxRangePushA("before the kill");
   calls(3);
   nvtxRangePop();
   nvtxRangePushA("open at the kill");
+  nvtxEventAttributes_t attr;
+  memset(&attr, 0, sizeof(attr));
+  attr.version = NVTX_VERSION;
+  attr.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+  attr.messageType = NVTX_MESSAGE_TYPE_ASCII;
+  attr.message.ascii = "open in a domain";
+  nvtxDomainRangePushEx(nvtxDomainCreateA("lib"), &attr);
   calls(2);
   fflush(stdout);
   usleep(300 * 1000);  // several drain passes
