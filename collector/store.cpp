@@ -465,9 +465,32 @@ void Store::listOpenRanges(Track& t) {
       rangeEvent(open, list.emplace_back());
     }
   }
-  // Domains come in the map's order: by seq, the order the ranges began.
-  if (t.stacks.size() > 1)
+  const bool spans = spanBegunOn(t.index);
+  if (spans) {
+    for (auto& [rangeId, open] : openSpans_) {
+      if (open.track != t.index) continue;
+      open.listed = true;
+      Event& e = list.emplace_back(open.event);
+      e.start = open.startNs;
+    }
+  }
+  // Domains come in the map's order, spans in theirs: by seq, the order the ranges began.
+  if (t.stacks.size() > 1 || spans)
     std::sort(list.begin(), list.end(), [](const Event& a, const Event& b) { return a.seq < b.seq; });
+}
+
+void Store::endSpan(const OpenSpan& open, uint64_t endTicks, uint8_t flags) {
+  data_.markChanged(open.track);
+  // Listed on its thread, which may not be decoded again (it ended): it goes from the list here.
+  std::vector<Event>& list = data_.threads[open.track].openRanges;
+  std::erase_if(list, [&](const Event& e) { return e.kind == EventKind::NvtxSpan && e.seq == open.event.seq; });
+  --spansOpenOn_[open.track];
+  if (Event* e = newEvent(open.track, open.listed)) {
+    *e = open.event;
+    e->start = open.startNs;
+    e->end = clock_.toMonotonicNs(endTicks);
+    e->flags |= flags;
+  }
 }
 
 void Store::decodeRange(Track& t, const Record& push, const Record& pop, const char* text, std::size_t textLen) {
@@ -578,16 +601,16 @@ void Store::decodeInto(Track& t, const Record& r, const char* text, std::size_t 
         earlyEnds_.erase(early);
         emit(t.index, e);
       } else {
-        openSpans_[r.nvtx.rangeId] = OpenSpan{e, t.index};
+        openSpans_[r.nvtx.rangeId] = OpenSpan{e, t.index, clock_.toMonotonicNs(r.t0), false};
+        if (spansOpenOn_.size() <= t.index) spansOpenOn_.resize(t.index + 1);
+        ++spansOpenOn_[t.index];
       }
       break;
     }
     case RecordType::NvtxEnd: {
       auto open = openSpans_.find(r.nvtx.rangeId);
       if (open != openSpans_.end()) {
-        Event e = open->second.event;
-        e.end = r.t0;
-        emit(open->second.track, e);
+        endSpan(open->second, r.t0, 0);
         openSpans_.erase(open);
       } else {
         earlyEnds_[r.nvtx.rangeId] = r.t0;  // started on a thread not drained yet
@@ -617,15 +640,10 @@ void Store::finalize(uint64_t endTicks) {
       while (!stack.empty())
         endTop(t.index, stack, domain == 0 ? lostEnd(stack.back(), endTicks) : endTicks, kEventUnclosed, domain == 0);
     }
-    data_.threads[t.index].openRanges.clear();
   }
-  for (auto& [rangeId, open] : openSpans_) {
-    Event e = open.event;
-    e.end = endTicks;
-    e.flags |= kEventUnclosed;
-    emit(open.track, e);
-  }
+  for (auto& [rangeId, open] : openSpans_) endSpan(open, endTicks, kEventUnclosed);
   openSpans_.clear();
+  for (ThreadTrack& thread : data_.threads) thread.openRanges.clear();
   for (auto& thread : data_.threads) {
     if (thread.vacant()) continue;
     auto it = threadNames_.find(thread.tid);

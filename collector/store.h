@@ -114,10 +114,16 @@ class Store {
     uint32_t lastPushName = 0;
   };
   void decodeRun(Track& t, const Record* records, std::size_t count);
+  // A start/end range until its end: its event with `start` in ticks, and that start as ns
+  // (mapped once, as OpenRange::startNs).
   struct OpenSpan {
     Event event;
-    std::size_t track;
+    std::size_t track;  // the thread it began on, whose track its event goes to
+    uint64_t startNs;
+    bool listed;  // as OpenRange::listed
   };
+  // The start/end range `open` ends at `endTicks`; `flags`: kEventUnclosed at the end.
+  void endSpan(const OpenSpan& open, uint64_t endTicks, uint8_t flags);
 
   Track& track(uint32_t trackId, uint32_t tid, uint32_t pthreadLow = 0);
   static std::vector<OpenRange>& stackOf(Track& t, uint32_t domain) {
@@ -146,7 +152,8 @@ class Store {
   void endTop(std::size_t trackIndex, std::vector<OpenRange>& stack, uint64_t end, uint8_t flags, bool defaultDomain);
   // The event of `open` but for its end and the flags the end sets.
   void rangeEvent(const OpenRange& open, Event& e) const;
-  // ThreadTrack::openRanges of `t` from its default-domain stack, after a decode.
+  // ThreadTrack::openRanges of `t` from its stacks and the start/end ranges begun on it, after a
+  // decode.
   void listOpenRanges(Track& t);
   // Default-domain bookkeeping for lost ends (OpenRange): something recorded on the thread over
   // [t0, t1]; a range that ended at `end`, inside `parent`.
@@ -188,11 +195,7 @@ class Store {
 
   // Whether a start/end range begun on the thread in slot `index` is still open: its event
   // will go to that thread's track when it ends (on any thread), so the slot is kept.
-  bool spanBegunOn(std::size_t index) const {
-    for (const auto& [rangeId, span] : openSpans_)
-      if (span.track == index) return true;
-    return false;
-  }
+  bool spanBegunOn(std::size_t index) const { return index < spansOpenOn_.size() && spansOpenOn_[index] != 0; }
 
   const NameTable& names_;
   TickTimeline clock_;
@@ -205,6 +208,7 @@ class Store {
   // bounded by its capacity; one is looked up for every launch and every named NVTX domain.
   std::vector<uint32_t> tableToPool_;
   std::unordered_map<uint64_t, OpenSpan> openSpans_;
+  std::vector<uint32_t> spansOpenOn_;  // by slot: openSpans_ begun there
   std::unordered_map<uint64_t, uint64_t> earlyEnds_;  // rangeId -> end ticks, start not yet seen
   std::unordered_map<uint32_t, std::string> threadNames_;  // tid -> NVTX name
   std::string textBuffer_;

@@ -355,8 +355,9 @@ struct ThreadTrack {
   };
   std::vector<RangeOpen> opens;
   uint64_t releasedOpens = 0;  // opens cleared with the events so far
-  // NVTX push/pop ranges (any domain) open after the records decoded so far, by seq (the order
-  // they began), each as its event will be but for `end` and the flags only its end sets
+  // NVTX ranges open after the records decoded so far, push/pop ranges of any domain and
+  // start/end ranges begun on the thread, by seq (the order they began), each as its event will
+  // be but for `end` and the flags only its end sets
   // (kEventUnclosed, kEventEndLost); not those pushed inside a CUDA call (the call is recorded
   // only when it ends). The stream writes their BEGINs at once, so that a process killed with ranges open
   // leaves them (perfetto_writer.h). Set by the store each time it decodes the thread's records

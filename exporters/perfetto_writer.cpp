@@ -790,7 +790,8 @@ void PerfettoWriter::encodeThreadEvents(const TraceData& data, std::size_t threa
       roots_.push_back(self);
       nodes_.push_back(Node{&e, start, 0, first, height + 1});
       // A range ending that was written ahead: at most one a pass for most threads (a step).
-      if (__builtin_expect(!mark.begun.empty(), 0) && e.kind == EventKind::NvtxRange && e.seq <= mark.begun.back().seq)
+      if (__builtin_expect(!mark.begun.empty(), 0) && (e.kind == EventKind::NvtxRange || e.kind == EventKind::NvtxSpan) &&
+          e.seq <= mark.begun.back().seq)
         takeBegun(mark, nodes_.back());
     }
   }

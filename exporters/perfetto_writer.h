@@ -36,9 +36,10 @@
 //   instants) come in the order the events were recorded, which is how the reader rebuilds
 //   that order. An END carries its timestamp, its type and, off the thread's track, the track.
 //   A timestamp lower than the previous one on the sequence is written absolute on MONOTONIC.
-//   An NVTX push/pop range (any domain) still open when a pass ends (ThreadTrack::openRanges,
-//   the first kMaxBegun) has its BEGIN written in that pass, among the pass's events by its
-//   start, and its END alone in the pass its event comes in, carrying what only its end knew
+//   An NVTX range (push/pop of any domain, start/end) still open when a pass ends
+//   (ThreadTrack::openRanges, the first kMaxBegun) has its BEGIN written in that pass, among the
+//   pass's events by its start, and its END alone in the pass its event comes in (on the track
+//   its BEGIN went to, whichever thread ended it), carrying what only its end knew
 //   (unclosed, end_lost) as annotations, which trace_processor adds to the slice's: a process
 //   killed inside a step leaves the step and the epoch around it, and a file read while the
 //   program runs shows them as not ended (our reader ends such a range at the file's last

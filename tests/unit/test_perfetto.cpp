@@ -806,9 +806,8 @@ TEST_CASE("pftrace writer: a range wrapping calls in one pass is written in time
 // Ranges pushed and popped at random on two threads, in the default domain and a named one (pops
 // lost now and then), marks, start/end ranges crossing threads, runtime calls around driver
 // calls, cut into passes at random and released as the drain does. After every pass the file
-// read as it is (the process killed there) pairs every END and holds exactly the push/pop ranges
-// open then, unclosed; the whole file rebuilds the Chrome trace of the same records kept in
-// memory.
+// read as it is (the process killed there) pairs every END and holds exactly the ranges open
+// then, unclosed; the whole file rebuilds the Chrome trace of the same records kept in memory.
 TEST_CASE("pftrace writer: random nesting over random passes reads at every pass", "[perfetto]") {
   for (uint32_t seed = 1; seed <= 60; ++seed) {
     CAPTURE(seed);
@@ -843,7 +842,7 @@ TEST_CASE("pftrace writer: random nesting over random passes reads at every pass
       Stack stacks[2];  // the default domain, "dom"
     } model[2];
     uint64_t t = 100, spanId = 1;
-    std::vector<uint64_t> spans;
+    std::vector<std::pair<uint64_t, uint64_t>> spans;  // open: id, start
     const auto both = [&](const auto& f) {
       f(streamed);
       f(kept);
@@ -873,11 +872,12 @@ TEST_CASE("pftrace writer: random nesting over random passes reads at every pass
         ++m.seq;
       } else if (action == 11) {
         both([&](TraceBuilder& b) { b.start(tid, m.seq, t, spanId, "span"); });
-        spans.push_back(spanId++);
+        spans.emplace_back(spanId++, t);
         ++m.seq;
       } else if (action == 12 && !spans.empty()) {
-        const uint64_t id = spans[rng() % spans.size()];
-        std::erase(spans, id);
+        const auto at = spans.begin() + rng() % spans.size();
+        const uint64_t id = at->first;
+        spans.erase(at);
         both([&](TraceBuilder& b) { b.end(tid, t, id); });
       } else if (action == 13) {
         // A runtime call and the driver call it made, recorded as they ended.
@@ -913,6 +913,7 @@ TEST_CASE("pftrace writer: random nesting over random passes reads at every pass
       for (const Model& x : model)
         for (const Stack& st : x.stacks)
           for (const Open& o : st.open) expected.push_back(o.name + " " + std::to_string(o.start));
+      for (const auto& [id, start] : spans) expected.push_back("span " + std::to_string(start));
       std::sort(expected.begin(), expected.end());
       std::sort(read.unclosed.begin(), read.unclosed.end());
       CHECK(read.unclosed == expected);

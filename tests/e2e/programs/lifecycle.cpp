@@ -57,7 +57,8 @@ int sigterm() {
 }
 
 // SIGKILL: no handler runs; the stream (.pftrace) the drain thread appended is all that is left,
-// the ranges still open included (unclosed, to the stream's last timestamp), a named domain's too.
+// the ranges still open included (unclosed, to the stream's last timestamp): a named domain's and
+// a start/end range too.
 int sigkill() {
   nvtxRangePushA("before the kill");
   calls(3);
@@ -70,6 +71,7 @@ int sigkill() {
   attr.messageType = NVTX_MESSAGE_TYPE_ASCII;
   attr.message.ascii = "open in a domain";
   nvtxDomainRangePushEx(nvtxDomainCreateA("lib"), &attr);
+  nvtxRangeStartA("span open at the kill");
   calls(2);
   fflush(stdout);
   usleep(300 * 1000);  // several drain passes
