@@ -418,6 +418,7 @@ struct TextHash {
 class StringPool {
  public:
   static constexpr uint32_t kTransientId = 0x80000000u;
+  static constexpr uint32_t kUnindexedId = 0x40000000u;  // keepUnindexed's (never with kTransientId)
   StringPool() : slots_(64), filter_(8) { intern({}); }  // id 0 is the empty string
   uint32_t intern(std::string_view text);
   // The id of a text the pool holds. A text it does not hold gets a transient id, but at its
@@ -429,11 +430,13 @@ class StringPool {
   // A transient id for `text`, which is not looked up: a text the caller knows to be made for
   // one event (the ids of the ops whose outputs a PyTorch op takes).
   uint32_t transient(std::string_view text) { return addTransient(text); }
-  // The same for a pool that keeps every text (a trace read back): kept for good, not indexed.
+  // The same for a pool that keeps every text (a trace read back): kept for good, not indexed,
+  // one after another in one buffer (a read back keeps one per op range: a std::string each was
+  // 32 bytes and an allocation).
   uint32_t keepUnindexed(std::string_view text) {
-    strings_.emplace_back(text);
-    bytes_ += text.size();
-    return static_cast<uint32_t>(strings_.size() - 1);
+    unindexed_.push_back(KeptSpan{unindexedText_.size(), static_cast<uint32_t>(text.size())});
+    unindexedText_.append(text);
+    return kUnindexedId | static_cast<uint32_t>(unindexed_.size() - 1);
   }
   // Valid until the text's id is dropped (transient) or the pool is destroyed.
   std::string_view get(uint32_t id) const {
@@ -441,6 +444,11 @@ class StringPool {
       id &= ~kTransientId;
       if (id >= transient_.size()) return strings_[0];
       return std::string_view(transientText_).substr(transient_[id].offset, transient_[id].length);
+    }
+    if (id & kUnindexedId) {
+      id &= ~kUnindexedId;
+      if (id >= unindexed_.size()) return strings_[0];
+      return std::string_view(unindexedText_).substr(unindexed_[id].offset, unindexed_[id].length);
     }
     return strings_[id < strings_.size() ? id : 0];
   }
@@ -491,6 +499,13 @@ class StringPool {
   };
   std::string transientText_;
   std::vector<Span> transient_;
+  // keepUnindexed's texts, the same way (a read back's may pass 4 GB in all).
+  struct KeptSpan {
+    uint64_t offset;
+    uint32_t length;
+  };
+  std::string unindexedText_;
+  std::vector<KeptSpan> unindexed_;
   uint32_t addTransient(std::string_view text) {
     transient_.push_back(Span{static_cast<uint32_t>(transientText_.size()), static_cast<uint32_t>(text.size())});
     transientText_.append(text);

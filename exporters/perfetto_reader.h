@@ -140,7 +140,8 @@ bool readPerfettoBytes(std::string_view bytes, PerfettoVisitor& visitor, std::st
                        PfReadStats* stats = nullptr);
 
 // What a rebuild holds an event in (an Event in the thread's blocks and the Chrome writer's
-// order of it): 85-88 bytes measured on streams of NVTX ranges and of CUDA calls, rounded up.
+// order of it): 85-88 bytes measured on streams of NVTX ranges and of CUDA calls, rounded up
+// (a PyTorch op range takes more: about 136 with its input ids and its autograd links).
 inline constexpr uint64_t kRebuildBytesPerEvent = 96;
 
 // What rebuilding TraceData found besides the data.

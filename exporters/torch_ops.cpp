@@ -1,7 +1,7 @@
 #include "exporters/torch_ops.h"
 
 #include <algorithm>
-#include <map>
+#include <tuple>
 #include <unordered_map>
 
 namespace cutrace {
@@ -52,7 +52,19 @@ bool single(const std::vector<OpRange>& ranges, bool innermost, EventRef& out) {
 TorchLinks linkTorchOps(const TraceData& data, const std::vector<HostLink>& launches) {
   TorchLinks links;
   links.opOfDevice.assign(data.device.size(), EventRef{});
-  std::map<uint64_t, std::vector<OpRange>> forward, backward;  // by seq
+  // Every op range with a seq, flat, 24 bytes each (a map of lists by seq took ~100 a range at
+  // exit, most of a read back's memory for PyTorch runs), grouped by (seq, backward) below.
+  struct Numbered {
+    uint64_t seq;
+    uint32_t order;  // as met (threads, then time): a group's ranges keep it
+    bool backward;
+    EventRef ref;
+  };
+  std::vector<Numbered> numbered;
+  std::size_t ranges = 0;  // room for all at once: growing it would hold it twice at its peak
+  for (const ThreadTrack& t : data.threads)
+    for (std::size_t i = 0; i < t.events.size(); ++i) ranges += t.events[i].kind == EventKind::NvtxRange;
+  numbered.reserve(ranges);
   // Launch events that device work came from, and the innermost op range open around each.
   std::unordered_map<uint64_t, std::vector<std::size_t>> devicesOf;
   for (std::size_t d = 0; d < launches.size(); ++d)
@@ -69,7 +81,7 @@ TorchLinks linkTorchOps(const TraceData& data, const std::vector<HostLink>& laun
         TorchOp op;
         if (!torchOpOf(data, e, op)) continue;
         const OpRange range{EventRef{static_cast<int>(ti), index}, e.start, e.end};
-        if (op.hasSeq) (op.backward ? backward : forward)[op.seq].push_back(range);
+        if (op.hasSeq) numbered.push_back(Numbered{op.seq, static_cast<uint32_t>(numbered.size()), op.backward, range.ref});
         open.push_back(range);
       } else if (e.kind == EventKind::Api && !open.empty() && !devicesOf.empty()) {
         auto it = devicesOf.find(static_cast<uint64_t>(ti) << 32 | index);
@@ -78,13 +90,25 @@ TorchLinks linkTorchOps(const TraceData& data, const std::vector<HostLink>& laun
       }
     }
   }
-  for (const auto& [seq, back] : backward) {
-    auto fwd = forward.find(seq);
-    if (fwd == forward.end()) continue;
+  // In place (a stable sort would take a buffer as large).
+  std::sort(numbered.begin(), numbered.end(), [](const Numbered& a, const Numbered& b) {
+    return std::tie(a.seq, a.backward, a.order) < std::tie(b.seq, b.backward, b.order);
+  });
+  std::vector<OpRange> fwd, back;
+  for (std::size_t i = 0; i < numbered.size();) {
+    const uint64_t seq = numbered[i].seq;
+    fwd.clear();
+    back.clear();
+    for (; i < numbered.size() && numbered[i].seq == seq; ++i) {
+      const EventRef ref = numbered[i].ref;
+      const Event& e = data.threads[static_cast<std::size_t>(ref.thread)].events[ref.event];
+      (numbered[i].backward ? back : fwd).push_back(OpRange{ref, e.start, e.end});
+    }
     // The op that created the function is the innermost of a nest sharing the number (a
     // composite op and the op it calls); the function's own range is the outermost of its nest.
     EventRef from, to;
-    if (single(fwd->second, true, from) && single(back, false, to)) links.forwardToBackward.emplace_back(from, to);
+    if (!fwd.empty() && !back.empty() && single(fwd, true, from) && single(back, false, to))
+      links.forwardToBackward.emplace_back(from, to);
   }
   return links;
 }
