@@ -643,8 +643,8 @@ void Store::finalize(uint64_t endTicks) {
   }
   for (auto& [rangeId, open] : openSpans_) endSpan(open, endTicks, kEventUnclosed);
   openSpans_.clear();
-  for (ThreadTrack& thread : data_.threads) thread.openRanges.clear();
   for (auto& thread : data_.threads) {
+    thread.openRanges.clear();  // all ended above
     if (thread.vacant()) continue;
     auto it = threadNames_.find(thread.tid);
     if (it != threadNames_.end()) {
