@@ -933,6 +933,46 @@ TEST_CASE("pftrace writer: random nesting over random passes reads at every pass
   }
 }
 
+// A range written ahead whose event never comes (the store could not keep it: tracing stopped
+// for want of memory) still gets its END, before that of the range around it, which comes.
+TEST_CASE("pftrace writer: a range written ahead that never ends is closed before its parent", "[perfetto]") {
+  TraceBuilder b;
+  TraceData& d = b.store().data();
+  b.api(11, test::kCudaFree, 1, 100, 110);
+  const auto range = [&](uint64_t seq, uint64_t start, const char* name) {
+    Event e;
+    e.kind = EventKind::NvtxRange;
+    e.seq = seq;
+    e.start = start;
+    e.name = d.strings.intern(name);
+    return e;
+  };
+  d.threads.at(0).openRanges = {range(2, 200, "parent"), range(3, 300, "lost")};
+  PerfettoWriter writer;
+  std::string bytes;
+  writer.encodePass(d, 400, bytes);
+  // The next pass: "lost" is no longer listed and left no event; its parent ends.
+  d.threads[0].openRanges.clear();
+  Event parent = range(2, 200, "parent");
+  parent.end = 900;
+  REQUIRE(d.threads[0].events.push_back(parent));
+  d.markChanged(0);
+  writer.encodePass(d, 1000, bytes);
+  struct Order : PerfettoVisitor {
+    std::vector<std::string> ended;
+    void slice(const PfSlice& s) override {
+      ended.push_back(std::string(s.name) + " " + std::to_string(s.startNs) + "-" + std::to_string(s.endNs));
+    }
+  } order;
+  std::string error;
+  PfReadStats stats;
+  REQUIRE(readPerfettoBytes(bytes, order, error, &stats));
+  CHECK(stats.unmatchedEnds == 0);
+  CHECK(stats.openAtEnd == 0);
+  // "lost" ends where the stream stood when the loss was seen: its own BEGIN.
+  CHECK(order.ended == std::vector<std::string>{"cudaFree 100-110", "lost 300-300", "parent 200-900"});
+}
+
 TEST_CASE("pftrace writer: repeated ranges of several names keep their names and fields", "[perfetto]") {
   // Default-domain ranges are written from per-name templates (as calls are, per hook): three
   // names in turn, more than the sequence keeps range templates for.
