@@ -357,11 +357,11 @@ struct ThreadTrack {
   uint64_t releasedOpens = 0;  // opens cleared with the events so far
   // NVTX ranges open after the records decoded so far, push/pop ranges of any domain and
   // start/end ranges begun on the thread, by seq (the order they began), each as its event will
-  // be but for `end` and the flags only its end sets
-  // (kEventUnclosed, kEventEndLost); not those pushed inside a CUDA call (the call is recorded
-  // only when it ends). The stream writes their BEGINs at once, so that a process killed with ranges open
-  // leaves them (perfetto_writer.h). Set by the store each time it decodes the thread's records
-  // (so current for a thread it decoded in this pass: TraceData::changed), emptied at the end.
+  // be but for `end` and the flags only its end sets (kEventUnclosed, kEventEndLost); not those
+  // pushed inside a CUDA call (the call is recorded only when it ends). The stream writes their
+  // BEGINs at once, so that a process killed with ranges open leaves them (perfetto_writer.h).
+  // Set by the store each time it decodes the thread's records (so current for a thread it
+  // decoded in this pass: TraceData::changed), emptied at the end.
   std::vector<Event> openRanges;
   uint64_t dropped = 0;   // events lost: a full ring, or the memory cap (seq numbers never seen)
   uint64_t capped = 0;    // of those, dropped by the store at the memory cap

@@ -746,16 +746,10 @@ void PerfettoWriter::takeBegun(ThreadMark& mark, Node& n) {
   const auto at = std::lower_bound(begun.begin(), begun.end(), n.event->seq,
                                    [](const ThreadMark::Begun& b, uint64_t seq) { return b.seq < seq; });
   if (at == begun.end() || at->seq != n.event->seq) return;
-  const uint64_t track = at->track;
-  n.track = kBegunBit | track;
-  // Normally the last one on its track. Ranges begun inside it there, still listed, lost their
-  // events (tracing stopped for want of memory): their ENDs keep the track balanced.
-  auto kept = at;
-  for (auto it = at + 1; it != begun.end(); ++it) {
-    if (it->track == track) staleEnds_.push_back(track);
-    else *kept++ = *it;
-  }
-  begun.erase(kept, begun.end());
+  n.track = kBegunBit | at->track;
+  // Ranges begun inside it whose events never came stay: no longer listed, they are owed their
+  // ENDs below (encodeThreadEvents), before this one's.
+  begun.erase(at);
 }
 
 void PerfettoWriter::encodeThreadEvents(const TraceData& data, std::size_t thread) {

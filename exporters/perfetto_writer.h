@@ -270,8 +270,7 @@ class PerfettoWriter {
   void endEvent(Sequence& seq, uint64_t ns, uint64_t track);
   // The END of a range written ahead (kBegunBit) on `track`, with the flags its end set.
   void endBegun(Sequence& seq, const Event& e, uint64_t track);
-  // Node `n` is a range of ThreadMark::begun: it leaves the list, and so do the ranges begun
-  // inside it on its track whose events never came (their ENDs are owed: staleEnds_).
+  // Node `n`, if it is a range of ThreadMark::begun, leaves the list and is marked kBegunBit.
   void takeBegun(ThreadMark& mark, Node& n);
   // A call that repeats a template of its thread (a loop's calls): its BEGIN, and its END when
   // it nested nothing (`leaf`), at one cursor, every length known before it is written. False
