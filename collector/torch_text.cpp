@@ -73,15 +73,35 @@ std::size_t valueEnd(std::string_view s) {
   return comma == std::string_view::npos ? s.size() : comma;
 }
 
-constexpr std::string_view kKeys[] = {"seq", "stashed seq", "op_id", "sizes", "input_op_ids", "scope"};
+// Whether `s` begins with the literal `lit` (a constant length: the compare is a few moves).
+template <std::size_t N>
+[[gnu::always_inline]] inline bool startsWith(std::string_view s, const char (&lit)[N]) {
+  return s.size() >= N - 1 && memcmp(s.data(), lit, N - 1) == 0;
+}
+
+// Whether `rest` is "<key> = <at least one character>" for a known key (seq, stashed seq, op_id,
+// sizes, input_op_ids, scope).
+bool knownField(std::string_view rest) {
+  const auto is = [rest](const auto& prefix) { return rest.size() > sizeof(prefix) - 1 && startsWith(rest, prefix); };
+  switch (rest.empty() ? '\0' : rest.front()) {
+    case 's':
+      return is("seq = ") || is("sizes = ") || is("stashed seq = ") || is("scope = ");
+    case 'o':
+      return is("op_id = ");
+    case 'i':
+      return is("input_op_ids = ");
+    default:
+      return false;
+  }
+}
 
 // Position of the first ", key = " of a known key, npos when none.
 std::size_t firstField(std::string_view text) {
-  for (std::size_t at = text.find(", "); at != std::string_view::npos; at = text.find(", ", at + 1)) {
-    const std::string_view rest = text.substr(at + 2);
-    for (std::string_view key : kKeys)
-      if (rest.size() > key.size() + 3 && rest.substr(0, key.size()) == key && rest.substr(key.size(), 3) == " = ")
-        return at;
+  for (std::size_t at = 0; at < text.size(); ++at) {
+    const void* comma = memchr(text.data() + at, ',', text.size() - at);
+    if (comma == nullptr) return std::string_view::npos;
+    at = static_cast<std::size_t>(static_cast<const char*>(comma) - text.data());
+    if (at + 1 < text.size() && text[at + 1] == ' ' && knownField(text.substr(at + 2))) return at;
   }
   return std::string_view::npos;
 }
@@ -100,7 +120,7 @@ TorchPayload torchPayload(const TorchOp& op, uint32_t sizes, uint32_t inputOpIds
 }
 
 bool isBackwardFunction(std::string_view name) {
-  if (name.rfind("autograd::engine::evaluate_function:", 0) == 0) return true;
+  if (startsWith(name, "autograd::engine::evaluate_function:")) return true;
   if (name == "torch::autograd::AccumulateGrad" || name == "AccumulateGrad" || name == "torch::autograd::GraphRoot" ||
       name == "GraphRoot")
     return true;
@@ -220,9 +240,9 @@ bool parseExactTorchRange(std::string_view text, TorchOp& out) {
   op.name = text.substr(0, first);
   std::string_view rest = text.substr(first);
   // `prefix` is ", <key> = ", as PyTorch writes it.
-  const auto field = [&rest](std::string_view prefix) {
-    if (rest.size() <= prefix.size() || memcmp(rest.data(), prefix.data(), prefix.size()) != 0) return false;
-    rest.remove_prefix(prefix.size());
+  const auto field = [&rest](const auto& prefix) {
+    if (rest.size() <= sizeof(prefix) - 1 || !startsWith(rest, prefix)) return false;
+    rest.remove_prefix(sizeof(prefix) - 1);
     return true;
   };
   const auto value = [&rest] {
