@@ -1,4 +1,6 @@
 #pragma once
+
+#include <algorithm>
 // The reader of cutrace's stream (<stem>.pftrace; exporters/perfetto_writer.h describes what is
 // written). A Trace is a sequence of field-1 TracePackets; they are read one at a time into a
 // reused buffer, so memory is one packet (at most kMaxPacketBytes) plus what the sequences
@@ -140,9 +142,14 @@ bool readPerfettoBytes(std::string_view bytes, PerfettoVisitor& visitor, std::st
                        PfReadStats* stats = nullptr);
 
 // What a rebuild holds an event in (an Event in the thread's blocks and the Chrome writer's
-// order of it): 85-88 bytes measured on streams of NVTX ranges and of CUDA calls, rounded up
-// (a PyTorch op range takes more: about 136 with its input ids and its autograd links).
+// order of it): 85-88 bytes measured on streams of NVTX ranges and of CUDA calls, and 141 for
+// a PyTorch op range (its input ids and its autograd links too; cutrace export of 300,000 more),
+// rounded up.
 inline constexpr uint64_t kRebuildBytesPerEvent = 96;
+inline constexpr uint64_t kRebuildBytesPerOpRange = 160;
+inline uint64_t rebuildBytes(uint64_t events, uint64_t opRanges) {
+  return (events - std::min(events, opRanges)) * kRebuildBytesPerEvent + opRanges * kRebuildBytesPerOpRange;
+}
 
 // What rebuilding TraceData found besides the data.
 struct PfRebuildInfo {

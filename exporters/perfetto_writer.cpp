@@ -465,6 +465,7 @@ uint64_t PerfettoWriter::beginEvent(const TraceData& data, std::size_t thread, c
   const bool torchParts = e.kind == EventKind::NvtxRange && (e.torch.fields & kTorchParts);
   uint64_t sizesIid = 0, inputOpIdsIid = 0;
   if (torchParts) {
+    ++opRanges_;
     if (e.torch.fields & kTorchSeq) needAnnotation(seq, e.torch.fields & kTorchStashed ? Ann::StashedSeq : Ann::OpSeq);
     if (e.torch.fields & kTorchOpId) needAnnotation(seq, Ann::OpId);
     if (e.torch.sizes != 0) {

@@ -181,6 +181,8 @@ class PerfettoWriter {
   }
   // Device slices written so far that were joined to their CUDA call by a flow.
   uint64_t linkedDevice() const { return linkedDevice_; }
+  // PyTorch op ranges written so far as their parts (they take more to read back).
+  uint64_t opRanges() const { return opRanges_; }
   // The device work and CUPTI's API records encoded so far left `data` (Store::releaseEvents):
   // the next pass starts at their first again. (A thread's events are counted with its
   // ThreadTrack::released, so no thread is visited here.)
@@ -361,6 +363,7 @@ class PerfettoWriter {
   uint64_t flowPrunedNs_ = 0;
   bool flows_ = false;  // this pass: CUPTI records the device timeline
   uint64_t linkedDevice_ = 0;
+  uint64_t opRanges_ = 0;
   std::unordered_map<uint32_t, std::deque<FlowCall>> flowCalls_;
   std::vector<Node> nodes_;       // this pass's, one thread at a time
   std::vector<uint32_t> roots_;   // nodes not wrapped (yet), in recorded order

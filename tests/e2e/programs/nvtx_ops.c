@@ -4,7 +4,9 @@
  * every range, fold them by op name, and read back whole at exit and through `cutrace export`
  * (with the first of them filling the string pool, a frame interned after thousands of names
  * once made the read-back fail).
- *   usage: nvtx_ops ISSUED_FILE  (writes how many events it issued that carry a sequence number) */
+ *   usage: nvtx_ops ISSUED_FILE [paced]  (writes how many events it issued that carry a sequence
+ *   number; paced: a 2 ms pause after every 256 ranges, so that a drain every millisecond keeps
+ *   up with small rings and nothing is dropped) */
 #include <cuda.h>
 #include <nvtx3/nvToolsExt.h>
 #include <stdio.h>
@@ -14,6 +16,8 @@ enum { kAlone = 6000, kSteps = 3000 };
 
 int main(int argc, char** argv) {
   if (argc < 2) return 2;
+  const int paced = argc > 2;
+  const struct timespec breath = {0, 2 * 1000000L};
   CUdevice dev;
   CUcontext ctx;
   if (cuInit(0) != CUDA_SUCCESS || cuDeviceGet(&dev, 0) != CUDA_SUCCESS ||
@@ -28,6 +32,7 @@ int main(int argc, char** argv) {
              3 * i + 1, i % 64 + 1, i % 64 + 1, 3 * i);
     nvtxRangePushA(text);
     nvtxRangePop();
+    if (paced && i % 256 == 255) nanosleep(&breath, NULL);
   }
   issued += kAlone;
   /* The drain passes (every 20 ms by default) see the first texts before the calls below. */
@@ -41,6 +46,7 @@ int main(int argc, char** argv) {
     cuCtxSynchronize();
     nvtxRangePop();
     nvtxRangePop();
+    if (paced && i % 128 == 127) nanosleep(&breath, NULL);
   }
   issued += 3L * kSteps;
   FILE* f = fopen(argv[1], "w");
