@@ -611,6 +611,7 @@ bool Decoder::trackEvent(Sequence& seq, uint32_t sequence, std::string_view byte
         }
         break;
       case pf::TrackEvent::kCallstackIid: callstack = f.value; break;
+      case pf::TrackEvent::kFlowIds: p.slice.flowOut = true; break;
       case pf::TrackEvent::kCounterValue:
         hasCounter = true;
         counterValue = static_cast<int64_t>(f.value);

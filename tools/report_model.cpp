@@ -91,6 +91,9 @@ struct KernelOp {
   bool hasOpId;
   uint64_t opId;
   int64_t durNs;
+  // A stream's kernel: the row of the op range it came with (its name and sizes), SIZE_MAX for
+  // the others (looked up by op id once every range is read).
+  std::size_t row = SIZE_MAX;
 };
 
 // Writes an integer list (nested to any depth, as the tracer copies PyTorch's sizes) as
@@ -149,6 +152,7 @@ class Aggregator {
   // Parses one document (the parser's current one) as a trace.
   bool addTrace(od::document& doc, const std::string& path, std::string_view text, std::string& error) {
     file_ = fileCount_++;
+    stream_ = false;
     path_ = path;
     base_ = text.data();
     bytes_ = text.size();
@@ -346,6 +350,7 @@ class Aggregator {
   // A .pftrace input: its events as the Chrome trace holds them (tools/trace_input.h).
   void beginStream(const std::string& path) {
     file_ = fileCount_++;
+    stream_ = true;
     path_ = path;
     hostTracks_.clear();  // a track of another file
   }
@@ -444,7 +449,6 @@ class Aggregator {
     if (isOpRange(ev)) {
       const std::size_t r = opRow(opNames_.intern(ev.name), shapesOf(ev));
       count(opRows_[r], dur, childNs);
-      if (ev.hasOpId) streamOpIds_.push_back({file_, static_cast<uint32_t>(r), ev.pid, ev.opId});
     }
   }
 
@@ -471,7 +475,11 @@ class Aggregator {
     const int64_t device = ev.tid >= kDeviceTidBase ? (ev.tid - kDeviceTidBase) >> 22 : -1;
     kernels_.push_back({start, end, kernelNames_.intern(ev.name), thread(ev.pid, -1 - device), 0});
     if (!ev.op.empty() || ev.hasOpId) {
-      kernelOps_.push_back({file_, ev.pid, ev.op.empty() ? kNoOp : opNames_.intern(ev.op), ev.hasOpId, ev.opId, end - start});
+      const uint32_t op = ev.op.empty() ? kNoOp : opNames_.intern(ev.op);
+      kernelOps_.push_back({file_, ev.pid, op, ev.hasOpId, ev.opId, end - start});
+      // A stream's kernel comes with its op range's name and sizes (trace_input.cpp): the row
+      // the range with its op id counted in, with no index of every range's op id.
+      if (stream_ && ev.hasOpId && op != kNoOp) kernelOps_.back().row = opRow(op, shapesOf(ev));
     }
   }
 
@@ -604,8 +612,9 @@ class Aggregator {
   // Op rows: those the streams' op ranges made as they were read, and those of the JSON
   // traces' op ranges (nvtx_ sorted by nested(), `childNs` its result); then the kernels naming
   // an op. A kernel goes to the range whose op_id it carries, within its file and process
-  // (PyTorch numbers ops per process; should two ranges share a number the first in the file
-  // wins); without such a range, by op name alone, which only a table per name can do.
+  // (PyTorch numbers ops per process; should two ranges of a JSON trace share a number the first
+  // in the file wins; a stream's kernel comes with its own range's row, KernelOp::row); without
+  // such a range, by op name alone, which only a table per name can do.
   std::vector<Row> opRows(const std::vector<int64_t>& childNs, Report& out) {
     std::vector<std::size_t> rangeRow(opRanges_.size(), 0);
     for (std::size_t i = 0; i < nvtx_.size(); ++i) {
@@ -618,7 +627,6 @@ class Aggregator {
     // Only kernels look op ids up: without any, no index of them is made.
     std::map<std::tuple<uint32_t, int64_t, uint64_t>, std::size_t> rowOfOpId;  // (file, pid, op_id) -> row
     if (!kernelOps_.empty()) {
-      for (const StreamOpId& op : streamOpIds_) rowOfOpId.try_emplace({op.file, op.pid, op.opId}, op.row);
       for (std::size_t i = 0; i < opRanges_.size(); ++i) {
         const OpRange& op = opRanges_[i];
         if (op.hasOpId) rowOfOpId.try_emplace({op.file, op.pid, op.opId}, rangeRow[i]);
@@ -626,12 +634,10 @@ class Aggregator {
     }
     out.opUnmatchedKernels = 0;
     for (const KernelOp& k : kernelOps_) {
-      std::size_t r = SIZE_MAX;
-      if (const auto it = k.hasOpId ? rowOfOpId.find({k.file, k.pid, k.opId}) : rowOfOpId.end(); it != rowOfOpId.end()) {
+      std::size_t r = k.row;
+      if (const auto it = r == SIZE_MAX && k.hasOpId ? rowOfOpId.find({k.file, k.pid, k.opId}) : rowOfOpId.end(); it != rowOfOpId.end())
         r = it->second;
-      } else if (!options_.groupByShapes && k.name != kNoOp) {
-        r = opRow(k.name, kNoOp);
-      }
+      if (r == SIZE_MAX && !options_.groupByShapes && k.name != kNoOp) r = opRow(k.name, kNoOp);
       if (r == SIZE_MAX) {
         ++out.opUnmatchedKernels;
         continue;
@@ -662,6 +668,7 @@ class Aggregator {
   const char* base_ = nullptr;
   uint32_t fileCount_ = 0;
   uint32_t file_ = 0;
+  bool stream_ = false;  // the file being read is a .pftrace
   std::string path_;
   uint64_t bytes_ = 0;
   Names apiNames_, nvtxNames_, kernelNames_, opNames_, shapeTexts_;
@@ -670,14 +677,6 @@ class Aggregator {
   std::vector<Row> apiRows_, nvtxRows_;     // by name id
   std::vector<Row> opRows_;
   std::map<std::pair<uint32_t, uint32_t>, std::size_t> opRowOf_;                 // (name, shapes) -> row
-  // The op id of each stream's op range that has one, with its row, in file order (24 bytes a
-  // range; the index opRows() makes of them only when kernels name ops).
-  struct StreamOpId {
-    uint32_t file, row;
-    int64_t pid;
-    uint64_t opId;
-  };
-  std::vector<StreamOpId> streamOpIds_;
   std::unordered_map<uint64_t, HostTrack> hostTracks_;                         // of the stream being read, by uuid
   std::vector<OpRange> opRanges_;
   std::vector<KernelOp> kernelOps_;

@@ -44,10 +44,12 @@ std::string compactList(std::string_view list) {
 
 struct OpRange {
   int64_t start, end;
-  uint32_t name;  // in opNames_
+  uint32_t name;   // in opNames_
+  uint32_t sizes;  // in opSizes_, kNoSizes without
   bool hasOpId;
   uint64_t opId;
 };
+constexpr uint32_t kNoSizes = UINT32_MAX;
 
 struct PendingKernel {
   TraceEvent event;  // its views point into `name`, set when it is sent
@@ -102,20 +104,31 @@ class EventAdapter : public PerfettoVisitor {
               ev.hasSizes = true;
               ev.sizes = isIntegerList(op.sizes) ? compactList(op.sizes) : std::string(op.sizes);
             }
-            opRanges_[thread].push_back(OpRange{ev.startNs, ev.endNs, opName(op.name), op.hasOpId, op.opId});
+            // Kept for the kernels launched inside it (finish()), which come only where CUPTI
+            // recorded device work: a range that came before any sign of it (see cuptiSeen_)
+            // holds no launch that has any.
+            if (cuptiSeen_)
+              opRanges_[thread].push_back(OpRange{ev.startNs, ev.endNs, opName(op.name),
+                                                  ev.hasSizes ? intern(opSizes_, opSizeIds_, ev.sizes) : kNoSizes,
+                                                  op.hasOpId, op.opId});
           }
         }
+        cuptiSeen_ = cuptiSeen_ || s.flowOut;
         break;
       }
       case PfTrackKind::Span:
         ev.ph = 'b';
         break;
       case PfTrackKind::Device:
+        cuptiSeen_ = true;
         ev.tid = static_cast<int64_t>(deviceTrackId(track.device, track.stream));
         if (s.category == kCategories[3]) {
           // The op of a kernel is known once every host event is (finish()).
           PendingKernel k;
           k.event = ev;
+          // Sent after the read (finish()), when the reader's texts the slice's views point
+          // into are gone: only views of what lives on are kept (the name is k.name).
+          k.event.cat = kCategories[3];
           k.name = s.nameIid != 0 ? demangled(s.name) : std::string("kernel");
           const PfAnnotation* hostTid = s.find(Ann::HostTid);
           const PfAnnotation* hostStart = s.find(Ann::HostStart);
@@ -183,6 +196,8 @@ class EventAdapter : public PerfettoVisitor {
         ev.op = opNames_[open.back()->name];
         ev.hasOpId = open.back()->hasOpId;
         ev.opId = open.back()->opId;
+        ev.hasSizes = open.back()->sizes != kNoSizes;
+        if (ev.hasSizes) ev.sizes = opSizes_[open.back()->sizes];
       }
     }
     for (PendingKernel& k : kernels_) {
@@ -198,11 +213,13 @@ class EventAdapter : public PerfettoVisitor {
     return it->second;
   }
 
-  uint32_t opName(std::string_view name) {
-    const auto [it, added] = opNameIds_.try_emplace(std::string(name), static_cast<uint32_t>(opNames_.size()));
-    if (added) opNames_.emplace_back(name);
+  // `text`'s index in `texts` (stable strings: a deque), added the first time.
+  static uint32_t intern(std::deque<std::string>& texts, std::unordered_map<std::string, uint32_t>& ids, std::string_view text) {
+    const auto [it, added] = ids.try_emplace(std::string(text), static_cast<uint32_t>(texts.size()));
+    if (added) texts.emplace_back(text);
     return it->second;
   }
+  uint32_t opName(std::string_view name) { return intern(opNames_, opNameIds_, name); }
 
 
   TraceEventSink& sink_;
@@ -212,9 +229,14 @@ class EventAdapter : public PerfettoVisitor {
   std::unordered_map<std::string, std::string> demangled_;
   std::unordered_map<uint32_t, uint64_t> threadOfTid_;  // OS tid -> thread track
   std::unordered_map<uint64_t, std::vector<OpRange>> opRanges_;  // by thread track
-  std::deque<std::string> opNames_;
-  std::unordered_map<std::string, uint32_t> opNameIds_;
+  std::deque<std::string> opNames_, opSizes_;
+  std::unordered_map<std::string, uint32_t> opNameIds_, opSizeIds_;
   std::vector<PendingKernel> kernels_;
+  // A sign that CUPTI records device work in this stream: a CUDA call starting flows (the
+  // writer's, for the device work to come) or device work. An op range that ended before the
+  // first (its launches, inside it, came before it) holds no launch whose kernels come: without
+  // CUPTI (no GPU, CI) no range is kept, and reading stays bounded however many there are.
+  bool cuptiSeen_ = false;
 };
 
 uint64_t fileSize(const std::string& path) {

@@ -57,7 +57,7 @@ struct TraceEvent {
   // pass after slices that came later in the file (the writer writes an event once it ended).
   uint64_t track = 0;
   // PyTorch (emit_nvtx): on op ranges op_seq/stashed_seq, op_id, sizes; on device work the
-  // innermost op range around its launch (args.op, args.op_id).
+  // innermost op range around its launch (args.op, args.op_id, and that range's sizes).
   std::string_view op;
   uint64_t opId = 0;
   bool hasOpId = false, hasOpSeq = false, hasSizes = false;

@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """cutrace report and diff of a .pftrace: the tables of its Chrome trace, self times by nesting
 in time (an epoch and steps that stayed open across drain passes come in the stream after what
-they nest), in memory that follows the nesting, not the stream: the peak RSS of reading 600 k
-events stays near that of reading a stream of a few.
+they nest), GPU times of kernels by the op range around their launch, in memory that follows the
+nesting, not the stream: the peak RSS of reading 600 k events, or 250 k PyTorch op ranges with
+no GPU, stays near that of reading a stream of a few.
 
-usage: test_report_memory.py CUTRACE LIBTRACE STANDIN_DIR NESTED_STEPS PEAK_RSS rss|no-rss
-(no-rss: a sanitizer build, whose allocator keeps freed memory; the RSS is printed, not bounded)
+usage: test_report_memory.py CUTRACE LIBTRACE STANDIN_DIR NESTED_STEPS PEAK_RSS rss|no-rss DEVICE_OPS
+(no-rss: a sanitizer build, whose allocator keeps freed memory; the RSS is printed, not bounded;
+DEVICE_OPS: pftrace_device_ops, which writes a GPU run's stream and Chrome trace with no GPU)
 """
 import json
 import os
@@ -19,7 +21,9 @@ from checks import check, eq, finish, peak_rss  # noqa: E402
 
 CUTRACE, LIBTRACE, STANDIN, PROG, PEAK_RSS = (os.path.abspath(a) for a in sys.argv[1:6])
 BOUND_RSS = sys.argv[6] == "rss"
+DEVICE_OPS = os.path.abspath(sys.argv[7])
 STEPS, CALLS = 100, 1000
+OP_STEPS = 250  # of CALLS op ranges each: 65 bytes a range were kept for kernels none had
 # Every span the old report kept (about 32 bytes each, in vectors that double) came to 30-60 MB
 # here. Reading the big stream may pass the small one's by this much (names, buffers, noise).
 SLACK_KIB = 8 * 1024
@@ -70,8 +74,29 @@ with tempfile.TemporaryDirectory() as tmp:
     eq(sorted((k, r["calls"]) for k, r in ops.items()),
        [(("aten::mm", "[[1],[2]]"), 1200), (("aten::mm", "[[2],[2]]"), 1200)], "op rows by shapes")
 
+    # A GPU run's stream: its kernels in the report (once none were: their category was read
+    # after the reader that held it had gone), each counted in the op range around its launch
+    # as the Chrome trace counts it: gemm in aten::mm, relu in aten::linear alone, 40 of each
+    # (300 and 310 ns), copy in none.
+    device = os.path.join(tmp, "device")
+    os.mkdir(device)
+    p = subprocess.run([DEVICE_OPS, device], capture_output=True)
+    eq(p.returncode, 0, f"pftrace_device_ops ({p.stderr!r})")
+    for extra in ([], ["--group-by-shapes"]):
+        streamed = report(*extra, os.path.join(device, "prog-4242.pftrace"))
+        eq(streamed, report(*extra, os.path.join(device, "prog-4242.trace.json")),
+           f"report {extra} of a GPU run: the .pftrace's tables are the .trace.json's")
+        eq(sorted((r["name"], r["calls"]) for r in streamed["sections"]["kernel"]),
+           [("copy()", 40), ("gemm()", 40), ("relu()", 40)], f"report {extra}: the stream's kernels")
+        gpu = {}
+        for r in streamed["sections"]["op"]:
+            gpu[r["name"]] = [a + b for a, b in zip(gpu.get(r["name"], [0, 0]), [r["gpu_total_ns"] or 0, r["kernels"] or 0])]
+        eq(gpu, {"aten::linear": [12400, 40], "aten::mm": [12000, 40], "aten::empty": [0, 0]},
+           f"report {extra}: kernels by the op around their launch")
+
     small = traced_run(os.path.join(tmp, "small"), 2, 1, "mm", {"CUTRACE_JSON_LIMIT": "1"})
     big = traced_run(os.path.join(tmp, "big"), STEPS, CALLS, "mm", {"CUTRACE_JSON_LIMIT": "1"})
+    ops = traced_run(os.path.join(tmp, "bigops"), OP_STEPS, CALLS, "ops", {"CUTRACE_JSON_LIMIT": "1"})
 
     # Self times by nesting in time, exact to the ns: each range less the ranges directly in it.
     data = report(big + ".pftrace")
@@ -96,11 +121,13 @@ with tempfile.TemporaryDirectory() as tmp:
     for what, args in (("report", ["report"]), ("diff", ["diff"])):
         rc, err, base_kib = peak_rss(PEAK_RSS, [CUTRACE, *args] + [small + ".pftrace"] * (2 if what == "diff" else 1), tmp)
         eq(rc, 0, f"{what} of the small stream ({err})")
-        rc, err, big_kib = peak_rss(PEAK_RSS, [CUTRACE, *args] + [big + ".pftrace"] * (2 if what == "diff" else 1), tmp)
-        eq(rc, 0, f"{what} of the big stream ({err})")
-        figures[what] = (base_kib, big_kib)
-        check(not BOUND_RSS or big_kib <= base_kib + SLACK_KIB,
-              f"{what}: peak RSS {big_kib} KiB, over the small stream's {base_kib} KiB + {SLACK_KIB} KiB")
-    print(f"peak RSS (KiB), small stream / big ({os.path.getsize(big + '.pftrace')} bytes): " +
-          ", ".join(f"{w} {a} / {b}" for w, (a, b) in figures.items()))
+        figures[what] = [base_kib]
+        for name, stem in (("big", big), ("op ranges", ops)):
+            rc, err, big_kib = peak_rss(PEAK_RSS, [CUTRACE, *args] + [stem + ".pftrace"] * (2 if what == "diff" else 1), tmp)
+            eq(rc, 0, f"{what} of the {name} stream ({err})")
+            figures[what].append(big_kib)
+            check(not BOUND_RSS or big_kib <= base_kib + SLACK_KIB,
+                  f"{what} of the {name} stream: peak RSS {big_kib} KiB, over the small stream's {base_kib} KiB + {SLACK_KIB} KiB")
+    print(f"peak RSS (KiB), small stream / big ({os.path.getsize(big + '.pftrace')} bytes) / op ranges "
+          f"({os.path.getsize(ops + '.pftrace')} bytes): " + ", ".join(f"{w} {' / '.join(map(str, f))}" for w, f in figures.items()))
 finish()

@@ -1,0 +1,117 @@
+// Writes the stream and the Chrome trace of one made-up GPU run of PyTorch op ranges around
+// kernel launches, with CUPTI's records of the calls and of their kernels coming a pass or two
+// later, as the drain of a traced process on a GPU writes them (the data built as the drain
+// builds it, trace_builder.h): so that `cutrace report` of a stream with device work can be
+// checked against the report of the Chrome trace on a machine with no GPU.
+//   usage: pftrace_device_ops DIR   (writes DIR/prog-4242.pftrace and DIR/prog-4242.trace.json)
+//
+// The run: op ranges with no launch inside before any launch (the reader need not keep them);
+// then steps, each an outer op range (open across a pass every other step) around an inner one
+// around a launch, a launch in the outer range alone, and a launch outside any op range.
+
+#include <cstdio>
+#include <string>
+
+#include "exporters/chrome_trace.h"
+#include "exporters/perfetto_writer.h"
+#include "exporters/json_writer.h"
+#include "tests/unit/trace_builder.h"
+
+using namespace cutrace;
+using cutrace::test::TraceBuilder;
+
+namespace {
+
+constexpr uint32_t kTid = 11;
+constexpr int kSteps = 40;
+
+std::string op(const char* name, int seq, int id, const char* sizes) {
+  return std::string(name) + ", seq = " + std::to_string(seq) + ", op_id = " + std::to_string(id) + ", sizes = " + sizes;
+}
+
+// The run, encoded pass by pass into `stream` (events released after each pass, as the drain
+// does) or, with `stream` null, kept whole for the Chrome trace.
+void run(TraceBuilder& b, std::string* stream) {
+  Store& store = b.store();
+  TraceData& d = store.data();
+  d.cupti.state = "on";
+  PerfettoWriter writer;
+  const auto pass = [&](uint64_t now) {
+    if (stream == nullptr) return;
+    writer.encodePass(d, now, *stream);
+    store.releaseEvents();
+    writer.eventsReleased();
+  };
+  const uint32_t kernels[] = {d.strings.intern("_Z4gemmv"), d.strings.intern("_Z4reluv"), d.strings.intern("_Z4copyv")};
+  uint64_t seq = 0, t = 1000;
+  uint32_t correlation = 1;
+  std::vector<DeviceEvent> waiting;  // CUPTI's kernel records, delivered a pass after their launch
+  const auto launch = [&](int kernel) {
+    const char* names[] = {"_Z4gemmv", "_Z4reluv", "_Z4copyv"};
+    b.launch(kTid, test::kCudaLaunchKernel, seq++, t, t + 20, names[kernel]);
+    d.apiActivity.push_back({t + 2, t + 18, kTid, correlation});
+    DeviceEvent k;
+    k.start = t + 100, k.end = t + 400 + 10 * static_cast<uint64_t>(kernel), k.correlation = correlation++;
+    k.device = 0, k.stream = 7, k.name = kernels[kernel];
+    waiting.push_back(k);
+    t += 30;
+  };
+  for (int i = 0; i < 3; ++i) {
+    b.push(kTid, seq++, t, 0, op("aten::empty", i, i + 1, "[[2, 3]]"));
+    b.pop(kTid, t + 10, 0);
+    t += 20;
+  }
+  pass(t);
+  for (int s = 0; s < kSteps; ++s) {
+    const int id = 100 + 3 * s;
+    b.push(kTid, seq++, t, 0, op("aten::linear", s, id, s % 3 == 0 ? "[[4, 8], [8, 8]]" : "[[16, 8], [8, 8]]"));
+    t += 5;
+    b.push(kTid, seq++, t, 1, op("aten::mm", s, id + 1, s % 3 == 0 ? "[[4, 8], [8, 8]]" : "[[16, 8], [8, 8]]"));
+    launch(0);
+    b.pop(kTid, t, 1);
+    t += 5;
+    if (s % 2 == 1) {
+      pass(t);  // the outer range is open here: written ahead
+      for (const DeviceEvent& k : waiting) d.device.push_back(k);
+      waiting.clear();
+    }
+    launch(1);  // in the outer range only
+    b.pop(kTid, t, 0);
+    t += 5;
+    launch(2);  // in no op range
+    pass(t);
+  }
+  for (const DeviceEvent& k : waiting) d.device.push_back(k);
+  pass(t + 1000);
+  b.finish(t + 2000);
+  if (stream != nullptr) writer.encodeEnd(d, t + 2000, chromeTraceMetadata(d), *stream);
+}
+
+bool writeFile(const std::string& path, const std::string& bytes) {
+  FILE* f = fopen(path.c_str(), "wb");
+  if (f == nullptr) return false;
+  const bool ok = fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
+  return fclose(f) == 0 && ok;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: pftrace_device_ops DIR\n");
+    return 2;
+  }
+  const std::string dir = argv[1];
+  std::string stream;
+  TraceBuilder streamed;
+  run(streamed, &stream);
+  TraceBuilder whole;
+  run(whole, nullptr);
+  Sink json;
+  writeChromeTrace(whole.store().data(), json);
+  if (!writeFile(dir + "/prog-4242.pftrace", stream) || !writeFile(dir + "/prog-4242.trace.json", json.text())) {
+    fprintf(stderr, "pftrace_device_ops: cannot write into %s\n", dir.c_str());
+    return 1;
+  }
+  return 0;
+}
