@@ -9,6 +9,7 @@
 // then steps, each an outer op range (open across a pass every other step) around an inner one
 // around a launch, a launch in the outer range alone, and a launch outside any op range.
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
@@ -43,15 +44,18 @@ void run(TraceBuilder& b, std::string* stream) {
     writer.eventsReleased();
   };
   const uint32_t kernels[] = {d.strings.intern("_Z4gemmv"), d.strings.intern("_Z4reluv"), d.strings.intern("_Z4copyv")};
-  uint64_t seq = 0, t = 1000;
+  uint64_t seq = 0, t = 1000, gpuFree = 0;
   uint32_t correlation = 1;
   std::vector<DeviceEvent> waiting;  // CUPTI's kernel records, delivered a pass after their launch
   const auto launch = [&](int kernel) {
     const char* names[] = {"_Z4gemmv", "_Z4reluv", "_Z4copyv"};
+    t += 3;  // after the push before it, as every call is
     b.launch(kTid, test::kCudaLaunchKernel, seq++, t, t + 20, names[kernel]);
     d.apiActivity.push_back({t + 2, t + 18, kTid, correlation});
-    DeviceEvent k;
-    k.start = t + 100, k.end = t + 400 + 10 * static_cast<uint64_t>(kernel), k.correlation = correlation++;
+    DeviceEvent k;  // one after another on their stream, as a GPU runs them
+    k.start = std::max(t + 100, gpuFree), k.end = k.start + 300 + 10 * static_cast<uint64_t>(kernel);
+    k.correlation = correlation++;
+    gpuFree = k.end;
     k.device = 0, k.stream = 7, k.name = kernels[kernel];
     waiting.push_back(k);
     t += 30;
