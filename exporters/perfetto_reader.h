@@ -143,13 +143,17 @@ bool readPerfettoBytes(std::string_view bytes, PerfettoVisitor& visitor, std::st
                        PfReadStats* stats = nullptr);
 
 // What a rebuild holds an event in (an Event in the thread's blocks and the Chrome writer's
-// order of it): 85-88 bytes measured on streams of NVTX ranges and of CUDA calls, and 141 for
-// a PyTorch op range (its input ids and its autograd links too; cutrace export of 300,000 more),
-// rounded up.
+// order of it), measured as cutrace export's peak RSS for more of them, rounded up: 82-88 bytes
+// a CUDA call or NVTX range; 141 a PyTorch op range (its input ids and autograd links too);
+// 217 a kernel with its links to its launch and op, about 270 with every page of the vectors
+// it doubled touched (pftrace_device_ops; test_export_memory.py checks the sum).
 inline constexpr uint64_t kRebuildBytesPerEvent = 96;
 inline constexpr uint64_t kRebuildBytesPerOpRange = 160;
-inline uint64_t rebuildBytes(uint64_t events, uint64_t opRanges) {
-  return (events - std::min(events, opRanges)) * kRebuildBytesPerEvent + opRanges * kRebuildBytesPerOpRange;
+inline constexpr uint64_t kRebuildBytesPerDevice = 288;
+// `events` host events, `opRanges` of them op ranges, and `devices` device events.
+inline uint64_t rebuildBytes(uint64_t events, uint64_t opRanges, uint64_t devices) {
+  return (events - std::min(events, opRanges)) * kRebuildBytesPerEvent + opRanges * kRebuildBytesPerOpRange +
+         devices * kRebuildBytesPerDevice;
 }
 
 // What rebuilding TraceData found besides the data.

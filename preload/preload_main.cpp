@@ -163,7 +163,7 @@ void writeOutputsAndReport(TraceData& data, const Config& config) {
     jsonEstimate = s.jsonEstimate(data.eventCount(), devices);
     // The read holds every event at once: it keeps to the memory the events may take, as the
     // run did (a process near its memory limit must not be pushed past it as it ends).
-    const uint64_t readBytes = rebuildBytes(data.eventCount() + devices, s.writer.opRanges());
+    const uint64_t readBytes = rebuildBytes(data.eventCount(), s.writer.opRanges(), devices);
     const bool tooLarge = jsonKnownTooLarge(data.eventCount(), jsonEstimate, config.jsonLimit);
     if (!tooLarge && readBytes > config.maxMemory) {
       char sizes[96];

@@ -3,7 +3,8 @@
 // later, as the drain of a traced process on a GPU writes them (the data built as the drain
 // builds it, trace_builder.h): so that `cutrace report` of a stream with device work can be
 // checked against the report of the Chrome trace on a machine with no GPU.
-//   usage: pftrace_device_ops DIR   (writes DIR/prog-4242.pftrace and DIR/prog-4242.trace.json)
+//   usage: pftrace_device_ops DIR [STEPS]   (writes DIR/prog-4242.pftrace and DIR/prog-4242.trace.json;
+//          STEPS: 40 by default, 3 kernels each)
 //
 // The run: op ranges with no launch inside before any launch (the reader need not keep them);
 // then steps, each an outer op range (open across a pass every other step) around an inner one
@@ -11,6 +12,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "exporters/chrome_trace.h"
@@ -24,7 +26,7 @@ using cutrace::test::TraceBuilder;
 namespace {
 
 constexpr uint32_t kTid = 11;
-constexpr int kSteps = 40;
+int steps = 40;
 
 std::string op(const char* name, int seq, int id, const char* sizes) {
   return std::string(name) + ", seq = " + std::to_string(seq) + ", op_id = " + std::to_string(id) + ", sizes = " + sizes;
@@ -66,7 +68,7 @@ void run(TraceBuilder& b, std::string* stream) {
     t += 20;
   }
   pass(t);
-  for (int s = 0; s < kSteps; ++s) {
+  for (int s = 0; s < steps; ++s) {
     const int id = 100 + 3 * s;
     b.push(kTid, seq++, t, 0, op("aten::linear", s, id, s % 3 == 0 ? "[[4, 8], [8, 8]]" : "[[16, 8], [8, 8]]"));
     t += 5;
@@ -101,8 +103,8 @@ bool writeFile(const std::string& path, const std::string& bytes) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    fprintf(stderr, "usage: pftrace_device_ops DIR\n");
+  if (argc < 2 || argc > 3 || (argc == 3 && (steps = atoi(argv[2])) <= 0)) {
+    fprintf(stderr, "usage: pftrace_device_ops DIR [STEPS]\n");
     return 2;
   }
   const std::string dir = argv[1];

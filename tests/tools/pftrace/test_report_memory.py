@@ -31,9 +31,10 @@ SLACK_KIB = 8 * 1024
 
 def traced_run(out, steps, calls, kind, env_extra):
     os.mkdir(out)
-    # A ring that holds the whole run: no event dropped however slow the drain.
-    env = dict(os.environ, LD_PRELOAD=LIBTRACE, LD_LIBRARY_PATH=STANDIN, CUTRACE_OUTPUT=out, CUTRACE_RING_SIZE="64M",
-               **env_extra)
+    # A ring that holds the whole run: no event dropped however slow the drain (an op range's
+    # text takes records too: 250 k of them, with their calls, about 2.5 M records).
+    env = dict(os.environ, LD_PRELOAD=LIBTRACE, LD_LIBRARY_PATH=STANDIN, CUTRACE_OUTPUT=out,
+               CUTRACE_RING_SIZE="128M" if kind == "ops" else "64M", **env_extra)
     p = subprocess.run([PROG, str(steps), str(calls), kind], env=env, capture_output=True)
     err = p.stderr.decode("utf-8", "replace")
     eq(p.returncode, 0, f"nested_steps {steps} {calls} {kind}: exit status ({err})")
