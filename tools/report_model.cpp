@@ -91,9 +91,6 @@ struct KernelOp {
   bool hasOpId;
   uint64_t opId;
   int64_t durNs;
-  // A stream's kernel: the row of the op range it came with (its name and sizes), SIZE_MAX for
-  // the others (looked up by op id once every range is read).
-  std::size_t row = SIZE_MAX;
 };
 
 // Writes an integer list (nested to any depth, as the tracer copies PyTorch's sizes) as
@@ -476,10 +473,16 @@ class Aggregator {
     kernels_.push_back({start, end, kernelNames_.intern(ev.name), thread(ev.pid, -1 - device), 0});
     if (!ev.op.empty() || ev.hasOpId) {
       const uint32_t op = ev.op.empty() ? kNoOp : opNames_.intern(ev.op);
-      kernelOps_.push_back({file_, ev.pid, op, ev.hasOpId, ev.opId, end - start});
-      // A stream's kernel comes with its op range's name and sizes (trace_input.cpp): the row
-      // the range with its op id counted in, with no index of every range's op id.
-      if (stream_ && ev.hasOpId && op != kNoOp) kernelOps_.back().row = opRow(op, shapesOf(ev));
+      // A stream's kernel comes with its op range's name and sizes (trace_input.cpp): counted
+      // at once in the row the range with its op id counted in, with no index of every range's
+      // op id and nothing kept. The others wait for every range (opRows()).
+      if (stream_ && ev.hasOpId && op != kNoOp) {
+        Row& r = opRows_[opRow(op, shapesOf(ev))];
+        r.gpuNs += end - start;
+        ++r.kernels;
+      } else {
+        kernelOps_.push_back({file_, ev.pid, op, ev.hasOpId, ev.opId, end - start});
+      }
     }
   }
 
@@ -613,8 +616,8 @@ class Aggregator {
   // traces' op ranges (nvtx_ sorted by nested(), `childNs` its result); then the kernels naming
   // an op. A kernel goes to the range whose op_id it carries, within its file and process
   // (PyTorch numbers ops per process; should two ranges of a JSON trace share a number the first
-  // in the file wins; a stream's kernel comes with its own range's row, KernelOp::row); without
-  // such a range, by op name alone, which only a table per name can do.
+  // in the file wins; a stream's kernel was counted in its own range's row as it came, addKernel);
+  // without such a range, by op name alone, which only a table per name can do.
   std::vector<Row> opRows(const std::vector<int64_t>& childNs, Report& out) {
     std::vector<std::size_t> rangeRow(opRanges_.size(), 0);
     for (std::size_t i = 0; i < nvtx_.size(); ++i) {
@@ -634,10 +637,12 @@ class Aggregator {
     }
     out.opUnmatchedKernels = 0;
     for (const KernelOp& k : kernelOps_) {
-      std::size_t r = k.row;
-      if (const auto it = r == SIZE_MAX && k.hasOpId ? rowOfOpId.find({k.file, k.pid, k.opId}) : rowOfOpId.end(); it != rowOfOpId.end())
+      std::size_t r = SIZE_MAX;
+      if (const auto it = k.hasOpId ? rowOfOpId.find({k.file, k.pid, k.opId}) : rowOfOpId.end(); it != rowOfOpId.end()) {
         r = it->second;
-      if (r == SIZE_MAX && !options_.groupByShapes && k.name != kNoOp) r = opRow(k.name, kNoOp);
+      } else if (!options_.groupByShapes && k.name != kNoOp) {
+        r = opRow(k.name, kNoOp);
+      }
       if (r == SIZE_MAX) {
         ++out.opUnmatchedKernels;
         continue;

@@ -51,12 +51,15 @@ struct OpRange {
 };
 constexpr uint32_t kNoSizes = UINT32_MAX;
 
+// A kernel until the end of the read, when the op around its launch is known (finish()): what
+// its TraceEvent is made of then (a third of the bytes of keeping the event itself).
 struct PendingKernel {
-  TraceEvent event;  // its views point into `name`, set when it is sent
-  std::string name;
-  uint32_t hostTid = 0;    // the CUDA call behind it, as CUPTI reported it: its thread
-  uint64_t hostStart = 0;  // and its start
-  bool linked = false;
+  int64_t startNs, endNs, pid, tid;
+  std::string_view name;  // demangled (EventAdapter::demangled_) or a literal: lives as long as the adapter
+  uint64_t hostStart;     // the CUDA call behind it, as CUPTI reported it: its start
+  uint32_t hostTid;       // and its thread
+  bool linked;
+  const OpRange* op = nullptr;  // set by finish()
 };
 
 // Turns the stream's slices into the Chrome trace's events (exporters/chrome_trace.cpp's
@@ -123,21 +126,16 @@ class EventAdapter : public PerfettoVisitor {
         cuptiSeen_ = true;
         ev.tid = static_cast<int64_t>(deviceTrackId(track.device, track.stream));
         if (s.category == kCategories[3]) {
-          // The op of a kernel is known once every host event is (finish()).
-          PendingKernel k;
-          k.event = ev;
-          // Sent after the read (finish()), when the reader's texts the slice's views point
-          // into are gone: only views of what lives on are kept (the name is k.name).
-          k.event.cat = kCategories[3];
-          k.name = s.nameIid != 0 ? demangled(s.name) : std::string("kernel");
+          // The op of a kernel is known once every host event is (finish()). Sent after the
+          // read, when the reader's texts the slice's views point into are gone: only views of
+          // what lives on are kept.
           const PfAnnotation* hostTid = s.find(Ann::HostTid);
           const PfAnnotation* hostStart = s.find(Ann::HostStart);
-          if (hostTid != nullptr && hostStart != nullptr) {
-            k.linked = true;
-            k.hostTid = static_cast<uint32_t>(hostTid->value);
-            k.hostStart = hostStart->value;
-          }
-          kernels_.push_back(std::move(k));
+          const bool linked = hostTid != nullptr && hostStart != nullptr;
+          kernels_.push_back(PendingKernel{ev.startNs, ev.endNs, ev.pid, ev.tid,
+                                           s.nameIid != 0 ? std::string_view(demangled(s.name)) : std::string_view("kernel"),
+                                           linked ? hostStart->value : 0, linked ? static_cast<uint32_t>(hostTid->value) : 0,
+                                           linked});
           return;
         }
         break;
@@ -191,18 +189,23 @@ class EventAdapter : public PerfettoVisitor {
           open.push_back(&ranges[next]);
         }
         while (!open.empty() && open.back()->end <= q.at) open.pop_back();
-        if (open.empty()) continue;
-        TraceEvent& ev = kernels_[q.kernel].event;
-        ev.op = opNames_[open.back()->name];
-        ev.hasOpId = open.back()->hasOpId;
-        ev.opId = open.back()->opId;
-        ev.hasSizes = open.back()->sizes != kNoSizes;
-        if (ev.hasSizes) ev.sizes = opSizes_[open.back()->sizes];
+        if (!open.empty()) kernels_[q.kernel].op = open.back();
       }
     }
-    for (PendingKernel& k : kernels_) {
-      k.event.name = k.name;
-      sink_.event(k.event);
+    TraceEvent ev;
+    ev.cat = kCategories[3];
+    for (const PendingKernel& k : kernels_) {
+      ev.name = k.name;
+      ev.startNs = k.startNs;
+      ev.endNs = k.endNs;
+      ev.pid = k.pid;
+      ev.tid = k.tid;
+      ev.op = k.op != nullptr ? std::string_view(opNames_[k.op->name]) : std::string_view();
+      ev.hasOpId = k.op != nullptr && k.op->hasOpId;
+      ev.opId = k.op != nullptr ? k.op->opId : 0;
+      ev.hasSizes = k.op != nullptr && k.op->sizes != kNoSizes;
+      ev.sizes = ev.hasSizes ? opSizes_[k.op->sizes] : std::string();
+      sink_.event(ev);
     }
   }
 
