@@ -1,5 +1,5 @@
 // libFuzzer target over everything `cutrace` reads from files it did not write: the trace and
-// report reader (report, diff, run's summary), the merge (metadata pass, then the validating
+// report reader (report, diff, run's summary; JSON, and a .pftrace read as a stream), the merge (metadata pass, then the validating
 // copy of every event), the folded-stacks parser behind `cutrace flame`, and the .pftrace
 // reader (packets, then the TraceData rebuild of `cutrace export`, rendered as Chrome JSON and
 // folded stacks as export does).
@@ -73,6 +73,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const std::string input = scratch(".trace.json");
   static const std::string merged = scratch("-merged.json");
   if (!writeFile(input, bytes)) return 0;
+  {
+    // From a file, told apart by content: a .pftrace takes the stream path of report and diff
+    // (tools/trace_input.cpp), kernels waiting for their op to the end of the read among it.
+    Report report;
+    readTraces({input}, report, error);
+  }
   {
     TraceInfo info;
     readTraceInfo(input, info, error);

@@ -13,7 +13,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 #include <string>
+#include <vector>
 
 #include "exporters/chrome_trace.h"
 #include "exporters/perfetto_writer.h"
@@ -26,6 +28,7 @@ using cutrace::test::TraceBuilder;
 namespace {
 
 constexpr uint32_t kTid = 11;
+constexpr const char* kKernels[] = {"_Z4gemmv", "_Z4reluv", "_Z4copyv"};  // mangled, as CUPTI names them
 int steps = 40;
 
 std::string op(const char* name, int seq, int id, const char* sizes) {
@@ -45,14 +48,14 @@ void run(TraceBuilder& b, std::string* stream) {
     store.releaseEvents();
     writer.eventsReleased();
   };
-  const uint32_t kernels[] = {d.strings.intern("_Z4gemmv"), d.strings.intern("_Z4reluv"), d.strings.intern("_Z4copyv")};
+  uint32_t kernels[std::size(kKernels)];
+  for (std::size_t i = 0; i < std::size(kKernels); ++i) kernels[i] = d.strings.intern(kKernels[i]);
   uint64_t seq = 0, t = 1000, gpuFree = 0;
   uint32_t correlation = 1;
   std::vector<DeviceEvent> waiting;  // CUPTI's kernel records, delivered a pass after their launch
   const auto launch = [&](int kernel) {
-    const char* names[] = {"_Z4gemmv", "_Z4reluv", "_Z4copyv"};
     t += 3;  // after the push before it, as every call is
-    b.launch(kTid, test::kCudaLaunchKernel, seq++, t, t + 20, names[kernel]);
+    b.launch(kTid, test::kCudaLaunchKernel, seq++, t, t + 20, kKernels[kernel]);
     d.apiActivity.push_back({t + 2, t + 18, kTid, correlation});
     DeviceEvent k;  // one after another on their stream, as a GPU runs them
     k.start = std::max(t + 100, gpuFree), k.end = k.start + 300 + 10 * static_cast<uint64_t>(kernel);
