@@ -78,11 +78,16 @@ template <std::size_t N>
 [[gnu::always_inline]] inline bool startsWith(std::string_view s, const char (&lit)[N]) {
   return s.size() >= N - 1 && memcmp(s.data(), lit, N - 1) == 0;
 }
+// The same, with something after it (a field's prefix, then its value).
+template <std::size_t N>
+[[gnu::always_inline]] inline bool leads(std::string_view s, const char (&lit)[N]) {
+  return s.size() > N - 1 && startsWith(s, lit);
+}
 
 // Whether `rest` is "<key> = <at least one character>" for a known key (seq, stashed seq, op_id,
 // sizes, input_op_ids, scope).
 bool knownField(std::string_view rest) {
-  const auto is = [rest](const auto& prefix) { return rest.size() > sizeof(prefix) - 1 && startsWith(rest, prefix); };
+  const auto is = [rest](const auto& prefix) { return leads(rest, prefix); };
   switch (rest.empty() ? '\0' : rest.front()) {
     case 's':
       return is("seq = ") || is("sizes = ") || is("stashed seq = ") || is("scope = ");
@@ -241,7 +246,7 @@ bool parseExactTorchRange(std::string_view text, TorchOp& out) {
   std::string_view rest = text.substr(first);
   // `prefix` is ", <key> = ", as PyTorch writes it.
   const auto field = [&rest](const auto& prefix) {
-    if (rest.size() <= sizeof(prefix) - 1 || !startsWith(rest, prefix)) return false;
+    if (!leads(rest, prefix)) return false;
     rest.remove_prefix(sizeof(prefix) - 1);
     return true;
   };

@@ -1,6 +1,4 @@
 #pragma once
-
-#include <algorithm>
 // The reader of cutrace's stream (<stem>.pftrace; exporters/perfetto_writer.h describes what is
 // written). A Trace is a sequence of field-1 TracePackets; they are read one at a time into a
 // reused buffer, so memory is one packet (at most kMaxPacketBytes) plus what the sequences
@@ -21,6 +19,7 @@
 //
 // Concurrency: none; a read runs on the calling thread and calls the visitor from it.
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
