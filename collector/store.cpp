@@ -470,8 +470,7 @@ void Store::listOpenRanges(Track& t) {
     for (auto& [rangeId, open] : openSpans_) {
       if (open.track != t.index) continue;
       open.listed = true;
-      Event& e = list.emplace_back(open.event);
-      e.start = open.startNs;
+      list.push_back(open.event);
     }
   }
   // Domains come in the map's order, spans in theirs: by seq, the order the ranges began.
@@ -487,7 +486,6 @@ void Store::endSpan(const OpenSpan& open, uint64_t endTicks, uint8_t flags) {
   --spansOpenOn_[open.track];
   if (Event* e = newEvent(open.track, open.listed)) {
     *e = open.event;
-    e->start = open.startNs;
     e->end = clock_.toMonotonicNs(endTicks);
     e->flags |= flags;
   }
@@ -601,7 +599,8 @@ void Store::decodeInto(Track& t, const Record& r, const char* text, std::size_t 
         earlyEnds_.erase(early);
         emit(t.index, e);
       } else {
-        openSpans_[r.nvtx.rangeId] = OpenSpan{e, t.index, clock_.toMonotonicNs(r.t0), false};
+        e.start = clock_.toMonotonicNs(r.t0);  // mapped once: the event as endSpan() emits it
+        openSpans_[r.nvtx.rangeId] = OpenSpan{e, t.index, false};
         if (spansOpenOn_.size() <= t.index) spansOpenOn_.resize(t.index + 1);
         ++spansOpenOn_[t.index];
       }

@@ -114,12 +114,10 @@ class Store {
     uint32_t lastPushName = 0;
   };
   void decodeRun(Track& t, const Record* records, std::size_t count);
-  // A start/end range until its end: its event with `start` in ticks, and that start as ns
-  // (mapped once, as OpenRange::startNs).
+  // A start/end range until its end: its event but for `end` (`start` already in ns).
   struct OpenSpan {
     Event event;
     std::size_t track;  // the thread it began on, whose track its event goes to
-    uint64_t startNs;
     bool listed;  // as OpenRange::listed
   };
   // The start/end range `open` ends at `endTicks`; `flags`: kEventUnclosed at the end.
