@@ -1,6 +1,7 @@
 """Assertions shared by the tools' test scripts: every failed check is printed and counted, so
 one run reports all that is wrong, and finish() turns the count into the exit status. Also
-peak_rss(), for the tests that bound a tool's memory."""
+peak_rss(), for the tests that bound a tool's memory, and device_run(), a GPU run's files made
+with no GPU."""
 import os
 import subprocess
 import sys
@@ -25,6 +26,15 @@ def peak_rss(peak_rss_program, command, tmp):
     p = subprocess.run([peak_rss_program, rss, *command], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     with open(rss) as f:
         return p.returncode, p.stderr.decode("utf-8", "replace"), int(f.read())
+
+
+def device_run(device_ops_program, directory, steps=None):
+    """The stem (directory/prog-4242) of the .pftrace and .trace.json that pftrace_device_ops
+    writes into DIRECTORY, made here: a GPU run of STEPS steps (its default without)."""
+    os.mkdir(directory)
+    p = subprocess.run([device_ops_program, directory] + ([str(steps)] if steps is not None else []), capture_output=True)
+    eq(p.returncode, 0, f"pftrace_device_ops {steps} ({p.stderr!r})")
+    return os.path.join(directory, "prog-4242")
 
 
 def finish():

@@ -19,13 +19,14 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from checks import check, eq, finish, peak_rss  # noqa: E402
+from checks import check, device_run, eq, finish, peak_rss  # noqa: E402
 
 CUTRACE, LIBTRACE, STANDIN, PROG, PEAK_RSS = (os.path.abspath(a) for a in sys.argv[1:6])
 BOUND_RSS = sys.argv[6] == "rss"
 DEVICE_OPS = os.path.abspath(sys.argv[7])
 # rebuildBytes' rates: a host event, a PyTorch op range, a device event.
 REBUILD_EVENT, REBUILD_OP_RANGE, REBUILD_DEVICE = 96, 160, 288
+GPU_STEPS = 120000
 STEPS, CALLS = 100, 1000
 PER_STEP = 4 * CALLS + 2  # cudaMalloc, cuMemAlloc_v2, cudaFree, cuMemFree_v2; the range, the mark
 # The old export rebuilt every event (about 80 bytes each) before cutting the window: 32 MB here.
@@ -105,19 +106,16 @@ with tempfile.TemporaryDirectory() as tmp:
               f"{what}: peak RSS {kib} KiB, over the small stream's {base_kib} KiB + {SLACK_KIB} KiB")
 
     # A step of pftrace_device_ops: 2 op ranges, 3 launches (host events) and 3 kernels. The
-    # peak over that of a stream of one step, against the rates at 120 k steps (the peak of a
+    # peak over that of a stream of one step, against the rates at GPU_STEPS (the peak of a
     # read holds the vectors it doubled, so it is checked whole, not as a slope).
     gpu_kib = []
-    for steps in (1, 120000):
-        d = os.path.join(tmp, f"device{steps}")
-        os.mkdir(d)
-        p = subprocess.run([DEVICE_OPS, d, str(steps)], capture_output=True)
-        eq(p.returncode, 0, f"pftrace_device_ops {steps} ({p.stderr!r})")
-        rc, err, kib = export(["-o", d, os.path.join(d, "prog-4242.pftrace")], tmp)
+    for steps in (1, GPU_STEPS):
+        stem = device_run(DEVICE_OPS, os.path.join(tmp, f"device{steps}"), steps)
+        rc, err, kib = export(["-o", os.path.dirname(stem), stem + ".pftrace"], tmp)
         eq(rc, 0, f"export of {steps} GPU steps ({err})")
         gpu_kib.append(kib)
     held = (gpu_kib[1] - gpu_kib[0]) * 1024
-    estimate = 120000 * (3 * REBUILD_EVENT + 2 * REBUILD_OP_RANGE + 3 * REBUILD_DEVICE)
-    print(f"whole export of a GPU run of 120 k steps: {held >> 20} MiB held, counted at {estimate >> 20} MiB before a read-back")
+    estimate = GPU_STEPS * (3 * REBUILD_EVENT + 2 * REBUILD_OP_RANGE + 3 * REBUILD_DEVICE)
+    print(f"whole export of a GPU run of {GPU_STEPS} steps: {held >> 20} MiB held, counted at {estimate >> 20} MiB before a read-back")
     check(not BOUND_RSS or held <= estimate, f"a GPU run takes {held} bytes to read back, counted at {estimate}")
 finish()

@@ -17,7 +17,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from checks import check, eq, finish, peak_rss  # noqa: E402
+from checks import check, device_run, eq, finish, peak_rss  # noqa: E402
 
 CUTRACE, LIBTRACE, STANDIN, PROG, PEAK_RSS = (os.path.abspath(a) for a in sys.argv[1:6])
 BOUND_RSS = sys.argv[6] == "rss"
@@ -80,13 +80,10 @@ with tempfile.TemporaryDirectory() as tmp:
     # after the reader that held it had gone), each counted in the op range around its launch
     # as the Chrome trace counts it: gemm in aten::mm, relu in aten::linear alone, 40 of each
     # (300 and 310 ns), copy in none.
-    device = os.path.join(tmp, "device")
-    os.mkdir(device)
-    p = subprocess.run([DEVICE_OPS, device], capture_output=True)
-    eq(p.returncode, 0, f"pftrace_device_ops ({p.stderr!r})")
+    device = device_run(DEVICE_OPS, os.path.join(tmp, "device"))
     for extra in ([], ["--group-by-shapes"]):
-        streamed = report(*extra, os.path.join(device, "prog-4242.pftrace"))
-        eq(streamed, report(*extra, os.path.join(device, "prog-4242.trace.json")),
+        streamed = report(*extra, device + ".pftrace")
+        eq(streamed, report(*extra, device + ".trace.json"),
            f"report {extra} of a GPU run: the .pftrace's tables are the .trace.json's")
         eq(sorted((r["name"], r["calls"]) for r in streamed["sections"]["kernel"]),
            [("copy()", 40), ("gemm()", 40), ("relu()", 40)], f"report {extra}: the stream's kernels")
@@ -103,11 +100,8 @@ with tempfile.TemporaryDirectory() as tmp:
     # 301 measured. Kept as its whole event, a kernel took 639.
     gpu_kib = []
     for steps in (1, GPU_STEPS):
-        d = os.path.join(tmp, f"device{steps}")
-        os.mkdir(d)
-        p = subprocess.run([DEVICE_OPS, d, str(steps)], capture_output=True)
-        eq(p.returncode, 0, f"pftrace_device_ops {steps} ({p.stderr!r})")
-        rc, err, kib = peak_rss(PEAK_RSS, [CUTRACE, "report", os.path.join(d, "prog-4242.pftrace")], tmp)
+        stem = device_run(DEVICE_OPS, os.path.join(tmp, f"device{steps}"), steps)
+        rc, err, kib = peak_rss(PEAK_RSS, [CUTRACE, "report", stem + ".pftrace"], tmp)
         eq(rc, 0, f"report of {steps} GPU steps ({err})")
         gpu_kib.append(kib)
     per_kernel = (gpu_kib[1] - gpu_kib[0]) * 1024 / (3 * GPU_STEPS)
