@@ -250,10 +250,27 @@ void Store::decodeRun(Track& t, const Record* records, std::size_t count) {
       stackWord &= ~kNestedCallBit;
       memcpy(e->raw + kStackIdOffset, &stackWord, sizeof(stackWord));
     }
-    if (r.hook < data_.hooks.size() && data_.hooks[r.hook].kind == ApiKind::Launch)
-      e->launch.kernelName = nameFromTable(r.launch.kernelName);
+    if (r.hook < data_.hooks.size()) {
+      const ApiKind kind = data_.hooks[r.hook].kind;
+      if (kind == ApiKind::Launch) e->launch.kernelName = nameFromTable(r.launch.kernelName);
+      // A thread that never pushed a range has no stacks: nothing more for most programs' calls.
+      if (makesDeviceWork(kind) && e->flags == 0 && !t.stacks.empty()) noteLaunchOp(t, *e);
+    }
   }
   if (t.defaultStack != nullptr) noteInside(*t.defaultStack, r.t0, r.t1);
+}
+
+void Store::noteLaunchOp(Track& t, const Event& call) {
+  const OpenRange* op = nullptr;
+  for (const auto& [domain, stack] : t.stacks)
+    for (auto it = stack.rbegin(); it != stack.rend(); ++it)
+      if (it->torch.fields != 0) {
+        if (op == nullptr || it->start > op->start) op = &*it;
+        break;
+      }
+  if (op != nullptr)
+    data_.threads[t.index].launchOps.push_back(ThreadTrack::LaunchOp{call.seq, op->torch.opId, op->name, op->torch.sizes,
+                                                                     (op->torch.fields & kTorchOpId) != 0});
 }
 
 bool Store::consume(ThreadState& s, bool retired, uint64_t maxTicks, uint64_t maxRecords, uint64_t upTo) {
@@ -359,6 +376,7 @@ void Store::releaseEvents() {
     if (t.exited) {
       t.events.clearReleasingBlocks();
       std::vector<ThreadTrack::RangeOpen>().swap(t.opens);
+      std::vector<ThreadTrack::LaunchOp>().swap(t.launchOps);
       if (!spanBegunOn(i)) {
         // The stream and the folding took its last events in this pass (they run before the
         // release): its figures are all that is kept, and the slot goes to the next new thread.
@@ -370,6 +388,7 @@ void Store::releaseEvents() {
     } else {
       t.events.clearKeepingBlocks();
       t.opens.clear();
+      t.launchOps.clear();
     }
   });
   data_.clearChanged();

@@ -132,6 +132,8 @@ class Store {
   }
   void decodeInto(Track& t, const Record& r, const char* text, std::size_t textLen);
   void decodeApi(Track& t, const Record& r);
+  // ThreadTrack::launchOps: the op range open around `call`, a call that can make device work.
+  [[gnu::noinline]] void noteLaunchOp(Track& t, const Event& call);
   // A push and the pop right after it in the ring (same domain and depth): the range as push
   // and pop would store it, without its open state (nothing was recorded inside it).
   void decodeRange(Track& t, const Record& push, const Record& pop, const char* text, std::size_t textLen);

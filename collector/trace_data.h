@@ -38,6 +38,9 @@ enum class ApiKind : uint8_t {
   Sync, Profiler, Teardown, Init,
   Lookup, Register,     // bookkeeping only, never recorded
 };
+// The calls that can make device work (a launch, graph launch, copy or set): CUPTI's records of
+// that work name them.
+inline bool makesDeviceWork(ApiKind k) { return k <= ApiKind::Memset; }
 
 struct HookDescriptor {
   const char* displayName;  // as users know it: runtime names without __ and _ptsz/_ptds
@@ -355,6 +358,19 @@ struct ThreadTrack {
   };
   std::vector<RangeOpen> opens;
   uint64_t releasedOpens = 0;  // opens cleared with the events so far
+  // The PyTorch op range open around each outermost call of `events` that can make device work
+  // (makesDeviceWork), where there is one: the innermost, by start, over every domain's stack as
+  // the store decoded the call. By seq; cleared with the events. The stream puts it on the device
+  // work the call made (perfetto_writer.h), so that a reader names a kernel's op as it comes; the
+  // Chrome trace, which holds every event, finds the same range by time (torch_ops.h).
+  struct LaunchOp {
+    uint64_t seq;     // the call's
+    uint64_t opId;    // the range's TorchPayload::opId, where kTorchOpId
+    uint32_t name;    // the range's name (its op name), string id
+    uint32_t sizes;   // its TorchPayload::sizes, 0: none
+    bool hasOpId;
+  };
+  std::vector<LaunchOp> launchOps;
   // NVTX ranges open after the records decoded so far, push/pop ranges of any domain and
   // start/end ranges begun on the thread, by seq (the order they began), each as its event will
   // be but for `end` and the flags only its end sets (kEventUnclosed, kEventEndLost); not those

@@ -595,14 +595,29 @@ uint64_t PerfettoWriter::beginEvent(const TraceData& data, std::size_t thread, c
 }
 
 void PerfettoWriter::flowOut(const TraceData& data, std::size_t thread, const Event& e, uint64_t start) {
-  if (e.kind != EventKind::Api || (e.flags & kEventInsideCall) || e.hook >= data.hooks.size()) return;
-  const ApiKind kind = data.hooks[e.hook].kind;
-  if (kind != ApiKind::Launch && kind != ApiKind::Graph && kind != ApiKind::Memcpy && kind != ApiKind::Memset) return;
-  const uint32_t tid = data.threads[thread].tid;
-  w_.fixed64(pf::TrackEvent::kFlowIds, launchFlowId(data.meta.pid, tid, e.seq));
-  std::deque<FlowCall>& calls = flowCalls_[tid];
-  calls.push_back(FlowCall{start, e.end, e.seq});
+  if (e.kind != EventKind::Api || (e.flags & kEventInsideCall) || e.hook >= data.hooks.size() ||
+      !makesDeviceWork(data.hooks[e.hook].kind))
+    return;
+  const ThreadTrack& t = data.threads[thread];
+  w_.fixed64(pf::TrackEvent::kFlowIds, launchFlowId(data.meta.pid, t.tid, e.seq));
+  FlowCall call{start, e.end, e.seq};
+  const auto op = std::lower_bound(t.launchOps.begin(), t.launchOps.end(), e.seq,
+                                   [](const ThreadTrack::LaunchOp& o, uint64_t seq) { return o.seq < seq; });
+  if (op != t.launchOps.end() && op->seq == e.seq) {
+    call.op = opText(data.strings.get(op->name));
+    if (op->sizes != 0 && call.op != nullptr) call.sizes = opText(data.strings.get(op->sizes));
+    call.opId = op->opId;
+    call.hasOpId = op->hasOpId;
+  }
+  std::deque<FlowCall>& calls = flowCalls_[t.tid];
+  calls.push_back(call);
   if (calls.size() > kMaxFlowCalls) calls.pop_front();
+}
+
+const PerfettoWriter::OpText* PerfettoWriter::opText(std::string_view text) {
+  if (const auto it = opTexts_.find(std::string(text)); it != opTexts_.end()) return &*it;
+  if (opTexts_.size() >= kMaxOpTexts) return nullptr;
+  return &*opTexts_.emplace(std::string(text), nextStringIid_++).first;
 }
 
 // Every call's END on its thread's track, the most frequent packet: its length is known before
@@ -984,7 +999,7 @@ void PerfettoWriter::encodePass(const TraceData& data, uint64_t nowNs, bool pass
   });
   if (!passEnd) return;
   encodeMemoryCounters(data);
-  encodeDevice(data);
+  encodeDevice(data, nowNs, false);
   if (!flowCalls_.empty() && nowNs >= flowPrunedNs_ + 1000000000) {
     flowPrunedNs_ = nowNs;
     for (auto it = flowCalls_.begin(); it != flowCalls_.end();) {
@@ -994,7 +1009,7 @@ void PerfettoWriter::encodePass(const TraceData& data, uint64_t nowNs, bool pass
   }
 }
 
-void PerfettoWriter::encodeDevice(const TraceData& data) {
+void PerfettoWriter::encodeDevice(const TraceData& data, uint64_t anchorNs, bool last) {
   // The CUDA calls CUPTI reported (thread, interval, correlation id), kept until the device work
   // they caused arrives, which may be passes later: the most recent kMaxApiRecords.
   for (; apiSeen_ < data.apiActivity.size(); ++apiSeen_) {
@@ -1005,18 +1020,7 @@ void PerfettoWriter::encodeDevice(const TraceData& data) {
       apiOrder_.pop_front();
     }
   }
-  if (devicesEncoded_ >= data.device.size()) return;
-  std::vector<uint32_t> order;
-  for (auto i = static_cast<uint32_t>(devicesEncoded_); i < data.device.size(); ++i) order.push_back(i);
-  devicesEncoded_ = data.device.size();
-  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-    const DeviceEvent& x = data.device[a];
-    const DeviceEvent& y = data.device[b];
-    if (x.device != y.device) return x.device < y.device;
-    if (x.stream != y.stream) return x.stream < y.stream;
-    return x.start < y.start;
-  });
-  const uint32_t hookCount = static_cast<uint32_t>(data.hooks.size());
+  if (devicesEncoded_ >= data.device.size() && heldDevice_.empty()) return;
   // CUPTI names a thread by its OS tid, or by pthread_self() when a program's own profiler set
   // it so: written as the OS tid the thread's track carries.
   std::unordered_map<uint32_t, uint32_t> osTid;
@@ -1027,8 +1031,57 @@ void PerfettoWriter::encodeDevice(const TraceData& data) {
   for (const ThreadTrack& t : data.threads)
     if (!t.vacant()) learn(t.tid, t.pthreadLow);
   for (const ExitedThread& t : data.exitedThreads) learn(t.tid, t.pthreadLow);  // a launch's record may come after the exit
-  for (uint32_t i : order) {
+  // Its CUDA call as CUPTI reported it, and the tagged call that overlaps CUPTI's interval: the
+  // last to start before it ends (calls on one thread do not overlap; those nested in another
+  // are not tagged).
+  struct Link {
+    const ApiActivity* api = nullptr;
+    uint32_t hostTid = 0;
+    const FlowCall* call = nullptr;
+  };
+  const auto linkOf = [&](const DeviceEvent& d) {
+    Link l;
+    const auto a = api_.find(d.correlation);
+    if (a == api_.end()) return l;
+    l.api = &a->second;
+    const auto tid = osTid.find(l.api->tid);
+    l.hostTid = tid != osTid.end() ? tid->second : l.api->tid;
+    if (auto calls = flowCalls_.find(l.hostTid); calls != flowCalls_.end()) {
+      const std::deque<FlowCall>& c = calls->second;
+      auto it = std::upper_bound(c.begin(), c.end(), l.api->end, [](uint64_t v, const FlowCall& f) { return v < f.start; });
+      if (it != c.begin() && (--it)->end >= l.api->start) l.call = &*it;
+    }
+    return l;
+  };
+  // Device work whose call is not written yet may be held one pass (not at the end): CUPTI can
+  // deliver a kernel in the pass whose anchor its launch ended after (the launch's record then
+  // waits for the next pass), or before its call's own record.
+  std::vector<DeviceEvent> held;
+  held.swap(heldDevice_);
+  std::vector<const DeviceEvent*> order;
+  for (const DeviceEvent& d : held) order.push_back(&d);
+  for (std::size_t i = devicesEncoded_; i < data.device.size(); ++i) {
     const DeviceEvent& d = data.device[i];
+    if (!last && flows_) {
+      const Link l = linkOf(d);
+      if (l.call == nullptr && (l.api == nullptr || l.api->end + kDeviceHoldNs > anchorNs)) {
+        heldDevice_.push_back(d);
+        continue;
+      }
+    }
+    order.push_back(&d);
+  }
+  devicesEncoded_ = data.device.size();
+  // In time order per device, its streams together: a reader's GPU busy time (the union of a
+  // device's work) then takes each piece in order (tools/report_model.cpp, BusyTime).
+  std::sort(order.begin(), order.end(), [&](const DeviceEvent* x, const DeviceEvent* y) {
+    if (x->device != y->device) return x->device < y->device;
+    if (x->start != y->start) return x->start < y->start;
+    return x->stream < y->stream;
+  });
+  const uint32_t hookCount = static_cast<uint32_t>(data.hooks.size());
+  for (const DeviceEvent* event : order) {
+    const DeviceEvent& d = *event;
     const uint64_t track = deviceUuid(data.meta.pid, d.device, d.stream);
     if (deviceTracks_.insert(track).second) {
       const auto p = beginPacket(process_, d.start);
@@ -1042,6 +1095,12 @@ void PerfettoWriter::encodeDevice(const TraceData& data) {
       needAnnotation(process_, a);
     const bool named = d.kind == DeviceKind::Kernel && d.name != 0;
     if (named) needName(process_, std::size_t{hookCount} + 1 + d.name, demangle_(data, d.name));
+    const auto [api, hostTid, call] = linkOf(d);
+    if (call != nullptr && call->op != nullptr) {
+      for (Ann a : {Ann::Op, Ann::Sizes, Ann::OpId}) needAnnotation(process_, a);
+      for (const OpText* text : {call->op, call->sizes})
+        if (text != nullptr) needText(process_, text->second, text->first);
+    }
     auto p = beginPacket(process_, d.start);
     flushInterned();
     auto te = w_.begin(pf::TracePacket::kTrackEvent);
@@ -1062,23 +1121,19 @@ void PerfettoWriter::encodeDevice(const TraceData& data) {
     } else {
       annotationUint(Ann::Bytes, d.bytes);
     }
-    if (auto a = api_.find(d.correlation); a != api_.end()) {
-      const auto tid = osTid.find(a->second.tid);
-      const uint32_t hostTid = tid != osTid.end() ? tid->second : a->second.tid;
+    if (api != nullptr) {
       annotationUint(Ann::HostTid, hostTid);
-      annotationUint(Ann::HostStart, a->second.start);
-      annotationUint(Ann::HostEnd, a->second.end);
-      // The tagged call that overlaps CUPTI's interval: the last to start before it ends (calls
-      // on one thread do not overlap; those nested in another are not tagged).
-      if (auto calls = flowCalls_.find(hostTid); calls != flowCalls_.end()) {
-        const std::deque<FlowCall>& c = calls->second;
-        auto it = std::upper_bound(c.begin(), c.end(), a->second.end,
-                                   [](uint64_t v, const FlowCall& f) { return v < f.start; });
-        if (it != c.begin() && (--it)->end >= a->second.start) {
-          w_.fixed64(pf::TrackEvent::kFlowIds, launchFlowId(data.meta.pid, hostTid, it->seq));
-          ++linkedDevice_;
-        }
+      annotationUint(Ann::HostStart, api->start);
+      annotationUint(Ann::HostEnd, api->end);
+    }
+    if (call != nullptr) {
+      if (call->op != nullptr) {
+        annotationInterned(Ann::Op, call->op->second);
+        if (call->sizes != nullptr) annotationInterned(Ann::Sizes, call->sizes->second);
+        if (call->hasOpId) annotationUint(Ann::OpId, call->opId);
       }
+      w_.fixed64(pf::TrackEvent::kFlowIds, launchFlowId(data.meta.pid, hostTid, call->seq));
+      ++linkedDevice_;
     }
     w_.end(te);
     w_.end(p);
@@ -1097,7 +1152,7 @@ void PerfettoWriter::encodeEnd(const TraceData& data, uint64_t nowNs, std::strin
   for (std::size_t i = 0; i < threads_.size(); ++i) {
     if (!threads_[i].seq.started) startThread(data, i, nowNs);
   }
-  encodeDevice(data);
+  encodeDevice(data, nowNs, true);
   auto p = w_.begin(pf::Trace::kPacket);
   w_.varint(pf::TracePacket::kTrustedPacketSequenceId, kProcessSequence);
   auto ce = w_.begin(pf::TracePacket::kChromeEvents);

@@ -12,7 +12,9 @@
 //   table, {name, layer, kind} by hook index); at a normal end, the device work (one track per
 //   GPU stream, named "GPU <device> stream <stream>"; a slice whose CUDA call CUPTI reported
 //   carries that call's host_tid (OS tid), host_start and host_end (MONOTONIC ns), from which a
-//   reader finds the host slice as the collector would) and `cutrace`
+//   reader finds the host slice as the collector would; with flows on, one that has a flow
+//   from its call and was launched inside a PyTorch op range carries the range's name as `op`,
+//   and its `sizes` and `op_id`, so that a reader names a kernel's op as it comes) and `cutrace`
 //   metadata = the Chrome trace's `metadata` object. Threads that recorded nothing are
 //   described at the end too.
 // - Device memory, on sequence 1 too: a counter track per device (uuid memoryCounterUuid, under
@@ -104,14 +106,16 @@ enum class Ann : uint8_t {
   Unclosed, EndLost, Truncated, Correlation, Registers, SharedStatic, SharedDynamic, RangeId,
   CategoryName, HostTid, HostStart, HostEnd, Launch,
   // A PyTorch op range's fields (collector/torch_text.h), named as the Chrome trace's args.
-  OpSeq, StashedSeq, OpId, Sizes, InputOpIds, Count
+  OpSeq, StashedSeq, OpId, Sizes, InputOpIds,
+  // Device work: the op range around its CUDA call (its name; its sizes and op_id as above).
+  Op, Count
 };
 inline constexpr const char* kAnnotationNames[] = {
     "seq",       "result",   "kernel",    "grid",        "block",     "shared",        "stream",         "bytes",
     "kind",      "ptr",      "device",    "handle",      "domain",    "category",      "unclosed",       "end_lost",
     "truncated", "correlation", "registers", "shared_static", "shared_dynamic", "range_id",
     "category_name", "host_tid", "host_start", "host_end", "launch",
-    "op_seq",    "stashed_seq", "op_id", "sizes", "input_op_ids"};
+    "op_seq",    "stashed_seq", "op_id", "sizes", "input_op_ids", "op"};
 static_assert(sizeof(kAnnotationNames) / sizeof(kAnnotationNames[0]) == static_cast<std::size_t>(Ann::Count));
 // CUPTI memcpy kinds by number, as a device copy's slice is named ("Memcpy HtoD").
 inline constexpr const char* kCuptiCopyKinds[] = {"unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
@@ -179,6 +183,9 @@ class PerfettoWriter {
     out += pending();
     clearPending();
   }
+  // At the end, before the metadata that counts linkedDevice(): the device work held for its
+  // call (encodeDevice) and any `data` gained, written now, left in pending().
+  void endDevice(const TraceData& data) { encodeDevice(data, UINT64_MAX, true); }
   // Device slices written so far that were joined to their CUDA call by a flow.
   uint64_t linkedDevice() const { return linkedDevice_; }
   // PyTorch op ranges written so far as their parts (they take more to read back).
@@ -292,8 +299,10 @@ class PerfettoWriter {
   // A call's flow id (see Flows above), where it has one, after the rest of its BEGIN. Called
   // only with flows on (flows_): the caller checks, so a run without CUPTI makes no call.
   void flowOut(const TraceData& data, std::size_t thread, const Event& e, uint64_t start);
-  // The device work `data` gained since the last call, on the process sequence.
-  void encodeDevice(const TraceData& data);
+  // The device work `data` gained since the last call, on the process sequence, but what waits
+  // for its call (heldDevice_) unless `last`; `anchorNs`: every call that ended before it is
+  // written.
+  void encodeDevice(const TraceData& data, uint64_t anchorNs, bool last);
   // The memory counters of the changes gathered this pass, in time order.
   void encodeMemoryCounters(const TraceData& data);
 
@@ -351,12 +360,24 @@ class PerfettoWriter {
   std::unordered_map<uint32_t, ApiActivity> api_;
   std::deque<uint32_t> apiOrder_;
   std::unordered_set<uint64_t> deviceTracks_;
+  // Device work held for its call, a pass at most: no flow to it yet, and CUPTI's record of the
+  // call missing or ending this close to the pass's anchor (a call's own record ends after
+  // CUPTI's, by microseconds unless its thread was preempted there).
+  static constexpr uint64_t kDeviceHoldNs = 5000000;
+  std::vector<DeviceEvent> heldDevice_;
   // Flows: the calls tagged with a flow id, by OS tid, in the order they ended (monotonic ns),
   // the newest kMaxFlowCalls per thread: device work arrives a few passes after its call. A
   // thread whose last call is kFlowCallAgeNs old is forgotten (checked once a second), so a
   // program of many short-lived threads does not keep one list per thread it ever had.
+  // With the PyTorch op range open around the call (ThreadTrack::launchOps), which the device
+  // work it made carries: its name and sizes as entries of opTexts_ (null: none).
+  using OpText = std::pair<const std::string, uint64_t>;  // text, its string iid
   struct FlowCall {
     uint64_t start = 0, end = 0, seq = 0;
+    const OpText* op = nullptr;
+    const OpText* sizes = nullptr;
+    uint64_t opId = 0;
+    bool hasOpId = false;
   };
   static constexpr std::size_t kMaxFlowCalls = std::size_t{1} << 16;
   static constexpr uint64_t kFlowCallAgeNs = uint64_t{60} * 1000000000;
@@ -365,6 +386,13 @@ class PerfettoWriter {
   uint64_t linkedDevice_ = 0;
   uint64_t opRanges_ = 0;
   std::unordered_map<uint32_t, std::deque<FlowCall>> flowCalls_;
+  // Op names and sizes texts of FlowCall::op and ::sizes, each with a string iid (on the process
+  // sequence, interned when device work first carries it): copies, as the calls outlive the
+  // pass's strings. A run has few of them (its ops and their shapes); past kMaxOpTexts, calls
+  // with new ones carry none.
+  static constexpr std::size_t kMaxOpTexts = std::size_t{1} << 16;
+  std::unordered_map<std::string, uint64_t> opTexts_;
+  const OpText* opText(std::string_view text);
   std::vector<Node> nodes_;       // this pass's, one thread at a time
   std::vector<uint32_t> roots_;   // nodes not wrapped (yet), in recorded order
   std::vector<std::pair<uint32_t, bool>> walk_;  // node, its BEGIN written

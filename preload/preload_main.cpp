@@ -132,7 +132,9 @@ void writeOutputsAndReport(TraceData& data, const Config& config) {
   StreamOutput& s = stream();
   if (!s.failed) {
     // The metadata's linked_to_host: the device work already written and linked, which left
-    // memory, and what is still in `data`, linked by the Chrome writer's rule.
+    // memory (what the writer held for its call too), and what is still in `data`, linked by the
+    // Chrome writer's rule.
+    s.writer.endDevice(data);
     data.releasedLinked = s.writer.linkedDevice();
     s.writer.encodeEnd(data, data.meta.endMonotonicNs, chromeTraceMetadata(data));
     appendStream(s, config, data);

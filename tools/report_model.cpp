@@ -93,6 +93,53 @@ struct KernelOp {
   int64_t durNs;
 };
 
+// GPU busy time: the union of kernel intervals per device, taken as they come and kept as its
+// disjoint pieces. A stream's are bounded: past kMaxPieces on one device the oldest are summed and
+// let go, and a later kernel counts only from their end on. (A stream's device work comes in time
+// order but for the streams of one pass, far fewer kernels than that.) A JSON trace's are not: it
+// is written device by device, stream by stream, each stream whole, and held whole anyway.
+class BusyTime {
+ public:
+  static constexpr std::size_t kMaxPieces = std::size_t{1} << 16;
+
+  void add(uint32_t device, int64_t start, int64_t end, bool bounded) {
+    Device& d = devices_[device];
+    start = std::max(start, d.settledTo);
+    if (end <= start) return;
+    auto it = d.pieces.upper_bound(start);
+    if (it != d.pieces.begin() && std::prev(it)->second >= start) --it;
+    while (it != d.pieces.end() && it->first <= end) {
+      start = std::min(start, it->first);
+      end = std::max(end, it->second);
+      it = d.pieces.erase(it);
+    }
+    d.pieces.emplace_hint(it, start, end);
+    while (bounded && d.pieces.size() > kMaxPieces) {
+      const auto oldest = d.pieces.begin();
+      d.settled += oldest->second - oldest->first;
+      d.settledTo = oldest->second;
+      d.pieces.erase(oldest);
+    }
+  }
+
+  int64_t total() const {
+    int64_t sum = 0;
+    for (const auto& [key, d] : devices_) {
+      sum += d.settled;
+      for (const auto& [start, end] : d.pieces) sum += end - start;
+    }
+    return sum;
+  }
+
+ private:
+  struct Device {
+    std::map<int64_t, int64_t> pieces;  // start -> end, disjoint, not touching
+    int64_t settled = 0;                // the pieces let go
+    int64_t settledTo = INT64_MIN;      // and where the last of them ended
+  };
+  std::unordered_map<uint32_t, Device> devices_;
+};
+
 // Writes an integer list (nested to any depth, as the tracer copies PyTorch's sizes) as
 // compact JSON, so "[[256], [16, 256]]" and "[[256],[16,256]]" group together.
 simdjson::error_code compactIntegerList(od::value value, std::string& out) {
@@ -204,7 +251,7 @@ class Aggregator {
     for (Row& r : out.sections[0]) {
       if (out.wallNs > 0) r.percent = 100.0 * static_cast<double>(r.totalNs) / static_cast<double>(out.wallNs);
     }
-    out.deviceKernels = !kernels_.empty();
+    out.deviceKernels = deviceKernels_;
     out.gpuBusyNs = kernelRows(out.sections[1]);
     nested(nvtx_, nvtxRows_, childNs);
     out.sections[2] = rowsOf(nvtxRows_, nvtxNames_, false);
@@ -470,13 +517,15 @@ class Aggregator {
   void addKernel(const Event& ev, int64_t start, int64_t end) {
     // Device tracks encode the device above bit 22 of the offset from 2^30 (one per stream).
     const int64_t device = ev.tid >= kDeviceTidBase ? (ev.tid - kDeviceTidBase) >> 22 : -1;
-    kernels_.push_back({start, end, kernelNames_.intern(ev.name), thread(ev.pid, -1 - device), 0});
+    busy_.add(thread(ev.pid, -1 - device), start, end, stream_);
+    count(rowAt(kernelRows_, kernelNames_.intern(ev.name)), end - start, 0);
+    deviceKernels_ = true;
     if (!ev.op.empty() || ev.hasOpId) {
       const uint32_t op = ev.op.empty() ? kNoOp : opNames_.intern(ev.op);
       // A stream's kernel comes with its op range's name and sizes (trace_input.cpp): counted
-      // at once in the row the range with its op id counted in, with no index of every range's
-      // op id and nothing kept. The others wait for every range (opRows()).
-      if (stream_ && ev.hasOpId && op != kNoOp) {
+      // at once in the row of that name and sizes, with no index of every range's op id and
+      // nothing kept. The others wait for every range (opRows()).
+      if (stream_ && op != kNoOp) {
         Row& r = opRows_[opRow(op, shapesOf(ev))];
         r.gpuNs += end - start;
         ++r.kernels;
@@ -580,7 +629,8 @@ class Aggregator {
   }
 
   int64_t kernelRows(std::vector<Row>& rows) {
-    rows.assign(kernelNames_.names.size(), Row{});
+    rows = std::move(kernelRows_);
+    rows.resize(kernelNames_.names.size());
     for (std::size_t n = 0; n < rows.size(); ++n) {
       rows[n].name = kernelNames_.names[n];
       if (n < launches_.size()) {
@@ -590,19 +640,7 @@ class Aggregator {
         rows[n].hostMaxNs = launches_[n].maxNs;
       }
     }
-    std::sort(kernels_.begin(), kernels_.end(),
-              [](const Span& a, const Span& b) { return std::tie(a.track, a.start, a.end) < std::tie(b.track, b.start, b.end); });
-    int64_t busy = 0;
-    int64_t coveredTo = 0;
-    for (std::size_t i = 0; i < kernels_.size(); ++i) {
-      const Span& k = kernels_[i];
-      if (i == 0 || k.track != kernels_[i - 1].track) coveredTo = k.start;
-      if (k.end > coveredTo) {
-        busy += k.end - std::max(k.start, coveredTo);
-        coveredTo = k.end;
-      }
-      count(rows[k.name], k.end - k.start, 0);
-    }
+    const int64_t busy = busy_.total();
     for (Row& r : rows) {
       r.selfNs = r.totalNs;
       r.gpuNs = r.totalNs;
@@ -678,8 +716,10 @@ class Aggregator {
   uint64_t bytes_ = 0;
   Names apiNames_, nvtxNames_, kernelNames_, opNames_, shapeTexts_;
   std::vector<const char*> apiLayer_;
-  std::vector<Span> api_, nvtx_, kernels_;  // of JSON traces, but kernels_ of both
-  std::vector<Row> apiRows_, nvtxRows_;     // by name id
+  std::vector<Span> api_, nvtx_;         // of JSON traces
+  std::vector<Row> apiRows_, nvtxRows_, kernelRows_;  // by name id
+  BusyTime busy_;
+  bool deviceKernels_ = false;
   std::vector<Row> opRows_;
   std::map<std::pair<uint32_t, uint32_t>, std::size_t> opRowOf_;                 // (name, shapes) -> row
   std::unordered_map<uint64_t, HostTrack> hostTracks_;                         // of the stream being read, by uuid

@@ -3,10 +3,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <deque>
-#include <map>
 #include <unordered_map>
-#include <vector>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -42,26 +39,6 @@ std::string compactList(std::string_view list) {
   return out;
 }
 
-struct OpRange {
-  int64_t start, end;
-  uint32_t name;   // in opNames_
-  uint32_t sizes;  // in opSizes_, kNoSizes without
-  bool hasOpId;
-  uint64_t opId;
-};
-constexpr uint32_t kNoSizes = UINT32_MAX;
-
-// A kernel until the end of the read, when the op around its launch is known (finish()): what
-// its TraceEvent is made of then (a third of the bytes of keeping the event itself).
-struct PendingKernel {
-  int64_t startNs, endNs, pid, tid;
-  std::string_view name;  // demangled (EventAdapter::demangled_) or a literal: lives as long as the adapter
-  uint64_t hostStart;     // the CUDA call behind it, as CUPTI reported it: its start
-  uint32_t hostTid;       // and its thread
-  bool linked;
-  const OpRange* op = nullptr;  // set by finish()
-};
-
 // Turns the stream's slices into the Chrome trace's events (exporters/chrome_trace.cpp's
 // writeEvent and writeDevice).
 class EventAdapter : public PerfettoVisitor {
@@ -86,7 +63,6 @@ class EventAdapter : public PerfettoVisitor {
     switch (track.kind) {
       case PfTrackKind::Thread:
       case PfTrackKind::Domain: {
-        const uint64_t thread = track.kind == PfTrackKind::Thread ? track.uuid : track.thread;
         ev.tid = track.kind == PfTrackKind::Thread ? track.tid : kDomainTrackBase + static_cast<int64_t>(track.uuid);
         ev.track = track.uuid;
         if (s.instant) {
@@ -103,50 +79,34 @@ class EventAdapter : public PerfettoVisitor {
             ev.hasOpSeq = op.hasSeq;
             ev.hasOpId = op.hasOpId;
             ev.opId = op.opId;
-            if (!op.sizes.empty()) {
-              ev.hasSizes = true;
-              ev.sizes = isIntegerList(op.sizes) ? compactList(op.sizes) : std::string(op.sizes);
-            }
-            // Kept for the kernels launched inside it (finish()), which come only where CUPTI
-            // recorded device work: a range that came before any sign of it (see cuptiSeen_)
-            // holds no launch that has any.
-            if (cuptiSeen_)
-              opRanges_[thread].push_back(OpRange{ev.startNs, ev.endNs, opName(op.name),
-                                                  ev.hasSizes ? intern(opSizes_, opSizeIds_, ev.sizes) : kNoSizes,
-                                                  op.hasOpId, op.opId});
+            setSizes(ev, op.sizes);
           }
         }
-        cuptiSeen_ = cuptiSeen_ || s.flowOut;
         break;
       }
       case PfTrackKind::Span:
         ev.ph = 'b';
         break;
       case PfTrackKind::Device:
-        cuptiSeen_ = true;
         ev.tid = static_cast<int64_t>(deviceTrackId(track.device, track.stream));
         if (s.category == kCategories[3]) {
-          // The op of a kernel is known once every host event is (finish()). Sent after the
-          // read, when the reader's texts the slice's views point into are gone: only views of
-          // what lives on are kept.
-          const PfAnnotation* hostTid = s.find(Ann::HostTid);
-          const PfAnnotation* hostStart = s.find(Ann::HostStart);
-          const bool linked = hostTid != nullptr && hostStart != nullptr;
-          kernels_.push_back(PendingKernel{ev.startNs, ev.endNs, ev.pid, ev.tid,
-                                           s.nameIid != 0 ? std::string_view(demangled(s.name)) : std::string_view("kernel"),
-                                           linked ? hostStart->value : 0, linked ? static_cast<uint32_t>(hostTid->value) : 0,
-                                           linked});
-          return;
+          if (s.nameIid != 0) ev.name = demangled(s.name);
+          // The op range its launch was made in, as the writer put it on the kernel: the reader
+          // keeps no range and no kernel for it.
+          if (const PfAnnotation* op = s.find(Ann::Op)) {
+            ev.op = op->text;
+            if (const PfAnnotation* sizes = s.find(Ann::Sizes)) setSizes(ev, sizes->text);
+            if (const PfAnnotation* id = s.find(Ann::OpId)) {
+              ev.hasOpId = true;
+              ev.opId = id->value;
+            }
+          }
         }
         break;
       default:
         return;
     }
     sink_.event(ev);
-  }
-
-  void track(const PfTrack& t) override {
-    if (t.kind == PfTrackKind::Thread) threadOfTid_[t.tid] = t.uuid;
   }
 
   void metadata(std::string_view name, std::string_view value) override {
@@ -159,56 +119,6 @@ class EventAdapter : public PerfettoVisitor {
     while (nextReport_ <= offset) nextReport_ += bytes_ / 4;
   }
 
-  // Device kernels, with the innermost op range open around the launch that caused them (the
-  // Chrome writer's linkTorchOps: ranges and the launch in timeline order on the launch's
-  // thread).
-  void finish() {
-    struct Query {
-      int64_t at;
-      std::size_t kernel;
-    };
-    std::map<uint64_t, std::vector<Query>> queries;  // by thread track
-    // The op open when the CUDA call began (CUPTI's interval lies inside the launch call).
-    for (std::size_t i = 0; i < kernels_.size(); ++i) {
-      if (!kernels_[i].linked) continue;
-      const auto it = threadOfTid_.find(kernels_[i].hostTid);
-      if (it != threadOfTid_.end()) queries[it->second].push_back(Query{static_cast<int64_t>(kernels_[i].hostStart), i});
-    }
-    for (auto& [thread, list] : queries) {
-      auto rangesIt = opRanges_.find(thread);
-      if (rangesIt == opRanges_.end()) continue;
-      std::vector<OpRange>& ranges = rangesIt->second;
-      std::stable_sort(ranges.begin(), ranges.end(),
-                       [](const OpRange& a, const OpRange& b) { return a.start != b.start ? a.start < b.start : a.end > b.end; });
-      std::stable_sort(list.begin(), list.end(), [](const Query& a, const Query& b) { return a.at < b.at; });
-      std::vector<const OpRange*> open;
-      std::size_t next = 0;
-      for (const Query& q : list) {
-        for (; next < ranges.size() && ranges[next].start <= q.at; ++next) {
-          while (!open.empty() && open.back()->end <= ranges[next].start) open.pop_back();
-          open.push_back(&ranges[next]);
-        }
-        while (!open.empty() && open.back()->end <= q.at) open.pop_back();
-        if (!open.empty()) kernels_[q.kernel].op = open.back();
-      }
-    }
-    TraceEvent ev;
-    ev.cat = kCategories[3];
-    for (const PendingKernel& k : kernels_) {
-      ev.name = k.name;
-      ev.startNs = k.startNs;
-      ev.endNs = k.endNs;
-      ev.pid = k.pid;
-      ev.tid = k.tid;
-      ev.op = k.op != nullptr ? std::string_view(opNames_[k.op->name]) : std::string_view();
-      ev.hasOpId = k.op != nullptr && k.op->hasOpId;
-      ev.opId = k.op != nullptr ? k.op->opId : 0;
-      ev.hasSizes = k.op != nullptr && k.op->sizes != kNoSizes;
-      ev.sizes = ev.hasSizes ? opSizes_[k.op->sizes] : std::string();
-      sink_.event(ev);
-    }
-  }
-
  private:
   const std::string& demangled(std::string_view mangled) {
     auto it = demangled_.find(std::string(mangled));
@@ -216,30 +126,17 @@ class EventAdapter : public PerfettoVisitor {
     return it->second;
   }
 
-  // `text`'s index in `texts` (stable strings: a deque), added the first time.
-  static uint32_t intern(std::deque<std::string>& texts, std::unordered_map<std::string, uint32_t>& ids, std::string_view text) {
-    const auto [it, added] = ids.try_emplace(std::string(text), static_cast<uint32_t>(texts.size()));
-    if (added) texts.emplace_back(text);
-    return it->second;
+  static void setSizes(TraceEvent& ev, std::string_view sizes) {
+    if (sizes.empty()) return;
+    ev.hasSizes = true;
+    ev.sizes = isIntegerList(sizes) ? compactList(sizes) : std::string(sizes);
   }
-  uint32_t opName(std::string_view name) { return intern(opNames_, opNameIds_, name); }
-
 
   TraceEventSink& sink_;
   std::string name_;
   uint64_t bytes_ = 0;
   uint64_t nextReport_ = 0;
   std::unordered_map<std::string, std::string> demangled_;
-  std::unordered_map<uint32_t, uint64_t> threadOfTid_;  // OS tid -> thread track
-  std::unordered_map<uint64_t, std::vector<OpRange>> opRanges_;  // by thread track
-  std::deque<std::string> opNames_, opSizes_;
-  std::unordered_map<std::string, uint32_t> opNameIds_, opSizeIds_;
-  std::vector<PendingKernel> kernels_;
-  // A sign that CUPTI records device work in this stream: a CUDA call starting flows (the
-  // writer's, for the device work to come) or device work. An op range that ended before the
-  // first (its launches, inside it, came before it) holds no launch whose kernels come: without
-  // CUPTI (no GPU, CI) no range is kept, and reading stays bounded however many there are.
-  bool cuptiSeen_ = false;
 };
 
 uint64_t fileSize(const std::string& path) {
@@ -295,7 +192,6 @@ bool readPerfettoEvents(TraceInput& input, TraceEventSink& sink, std::string& er
     error = fmt::format("{}: no packets (empty, or not a cutrace stream)", input.name);
     return false;
   }
-  adapter.finish();
   return true;
 }
 

@@ -72,7 +72,8 @@ class TraceEventSink {
   virtual void metadata(std::string_view /*json*/) {}
 };
 
-// The events of a .pftrace input, in file order except device work (after all host events).
+// The events of a .pftrace input, in file order. (Device work names its op from what the writer
+// put on it: a stream of a build before that names none.)
 // Progress on stderr ("reading X: N% of M MB") past 100 MB, as the JSON readers print it.
 // False with one message naming the input.
 bool readPerfettoEvents(TraceInput& input, TraceEventSink& sink, std::string& error);

@@ -1436,6 +1436,46 @@ TEST_CASE("pftrace writer: flows join each call to its device work, passes apart
     writer.encodePass(d, 900 + 62'000'000'000ull, bytes);
     CHECK(writer.linkedDevice() == 0);
   }
+  // CUPTI's records of a kernel and of its call come in the pass before the call's own record
+  // (it ended past that pass's anchor): the kernel is held a pass and joins its call. One whose
+  // call never comes is held one pass, no more.
+  {
+    TraceBuilder b;
+    TraceData& d = b.store().data();
+    d.cupti.state = "on";
+    PerfettoWriter writer;
+    std::string bytes;
+    const auto pass = [&](uint64_t now) {
+      writer.encodePass(d, now, bytes);
+      b.store().releaseEvents();
+      writer.eventsReleased();
+    };
+    const auto kernel = [&](uint64_t start, uint32_t correlation) {
+      DeviceEvent k;
+      k.start = start, k.end = start + 50, k.correlation = correlation, k.device = 0, k.stream = 7;
+      d.device.push_back(k);
+    };
+    struct Device : PerfettoVisitor {
+      std::vector<bool> linked;  // by slice, in file order
+      void slice(const PfSlice& s) override {
+        if (s.track->kind == PfTrackKind::Device) linked.push_back(s.flowOut);
+      }
+    } written;
+    d.apiActivity.push_back({210, 890, 11, 41});
+    kernel(950, 41);
+    kernel(960, 99);  // no record of its call
+    pass(900);
+    CHECK(writer.linkedDevice() == 0);
+    b.launch(11, test::kCudaLaunchKernel, 0, 200, 905, "_Z1kv");
+    pass(2000);
+    CHECK(writer.linkedDevice() == 1);
+    writer.endDevice(d);
+    bytes += writer.pending();
+    writer.clearPending();
+    std::string error;
+    REQUIRE(readPerfettoBytes(bytes, written, error));
+    CHECK(written.linked == std::vector<bool>{true, false});
+  }
   // Ids of different threads, seqs and processes differ.
   CHECK(launchFlowId(4242, 11, 0) != launchFlowId(4242, 12, 0));
   CHECK(launchFlowId(4242, 11, 1) != launchFlowId(4243, 11, 1));

@@ -3,8 +3,9 @@
 // later, as the drain of a traced process on a GPU writes them (the data built as the drain
 // builds it, trace_builder.h): so that `cutrace report` of a stream with device work can be
 // checked against the report of the Chrome trace on a machine with no GPU.
-//   usage: pftrace_device_ops DIR [STEPS]   (writes DIR/prog-4242.pftrace and DIR/prog-4242.trace.json;
-//          STEPS: 40 by default, 3 kernels each)
+//   usage: pftrace_device_ops DIR [STEPS [idle]]   (writes DIR/prog-4242.pftrace and
+//          DIR/prog-4242.trace.json; STEPS: 40 by default, 3 kernels each; idle: the GPU idles
+//          between kernels, and the one in the outer range runs on a stream of its own)
 //
 // The run: op ranges with no launch inside before any launch (the reader need not keep them);
 // then steps, each an outer op range (open across a pass every other step) around an inner one
@@ -30,6 +31,7 @@ namespace {
 constexpr uint32_t kTid = 11;
 constexpr const char* kKernels[] = {"_Z4gemmv", "_Z4reluv", "_Z4copyv"};  // mangled, as CUPTI names them
 int steps = 40;
+bool idle = false;
 
 std::string op(const char* name, int seq, int id, const char* sizes) {
   return std::string(name) + ", seq = " + std::to_string(seq) + ", op_id = " + std::to_string(id) + ", sizes = " + sizes;
@@ -58,10 +60,10 @@ void run(TraceBuilder& b, std::string* stream) {
     b.launch(kTid, test::kCudaLaunchKernel, seq++, t, t + 20, kKernels[kernel]);
     d.apiActivity.push_back({t + 2, t + 18, kTid, correlation});
     DeviceEvent k;  // one after another on their stream, as a GPU runs them
-    k.start = std::max(t + 100, gpuFree), k.end = k.start + 300 + 10 * static_cast<uint64_t>(kernel);
+    k.start = std::max(t + 100, gpuFree + (idle ? 50 : 0)), k.end = k.start + 300 + 10 * static_cast<uint64_t>(kernel);
     k.correlation = correlation++;
     gpuFree = k.end;
-    k.device = 0, k.stream = 7, k.name = kernels[kernel];
+    k.device = 0, k.stream = idle && kernel == 1 ? 8 : 7, k.name = kernels[kernel];
     waiting.push_back(k);
     t += 30;
   };
@@ -106,10 +108,11 @@ bool writeFile(const std::string& path, const std::string& bytes) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2 || argc > 3 || (argc == 3 && (steps = atoi(argv[2])) <= 0)) {
-    fprintf(stderr, "usage: pftrace_device_ops DIR [STEPS]\n");
+  if (argc < 2 || argc > 4 || (argc >= 3 && (steps = atoi(argv[2])) <= 0) || (argc == 4 && std::string(argv[3]) != "idle")) {
+    fprintf(stderr, "usage: pftrace_device_ops DIR [STEPS [idle]]\n");
     return 2;
   }
+  idle = argc == 4;
   const std::string dir = argv[1];
   std::string stream;
   TraceBuilder streamed;

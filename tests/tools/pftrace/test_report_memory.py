@@ -2,8 +2,8 @@
 """cutrace report and diff of a .pftrace: the tables of its Chrome trace, self times by nesting
 in time (an epoch and steps that stayed open across drain passes come in the stream after what
 they nest), GPU times of kernels by the op range around their launch, in memory that follows the
-nesting, not the stream: the peak RSS of reading 600 k events, or 250 k PyTorch op ranges with
-no GPU, stays near that of reading a stream of a few.
+nesting, not the stream: the peak RSS of reading 600 k events, 250 k PyTorch op ranges with
+no GPU, or a GPU run of 300 k kernels, stays near that of reading a stream of a few.
 
 usage: test_report_memory.py CUTRACE LIBTRACE STANDIN_DIR NESTED_STEPS PEAK_RSS rss|no-rss DEVICE_OPS
 (no-rss: a sanitizer build, whose allocator keeps freed memory; the RSS is printed, not bounded;
@@ -24,7 +24,9 @@ BOUND_RSS = sys.argv[6] == "rss"
 DEVICE_OPS = os.path.abspath(sys.argv[7])
 STEPS, CALLS = 100, 1000
 OP_STEPS = 250  # of CALLS op ranges each: 65 bytes a range were kept for kernels none had
-GPU_STEPS, KERNEL_BYTES = 100000, 384
+GPU_STEPS = 100000
+# More kernels, each apart from the next, than the GPU busy time keeps pieces of (BusyTime).
+IDLE_STEPS = 22000
 # Every span the old report kept (about 32 bytes each, in vectors that double) came to 30-60 MB
 # here. Reading the big stream may pass the small one's by this much (names, buffers, noise).
 SLACK_KIB = 8 * 1024
@@ -93,20 +95,25 @@ with tempfile.TemporaryDirectory() as tmp:
         eq(gpu, {"aten::linear": [12400, 40], "aten::mm": [12000, 40], "aten::empty": [0, 0]},
            f"report {extra}: kernels by the op around their launch")
 
-    # Until the end of the read a GPU run's kernels wait for the op around their launch: what
-    # each is kept as (its times, thread, name, CUPTI's record of its call) and what the tables
-    # keep of it (the GPU busy time's union) come to under KERNEL_BYTES, with the op ranges kept
-    # for them (2 for 3 kernels here), every page of the vectors touched (meson's MALLOC_PERTURB_):
-    # 301 measured. Kept as its whole event, a kernel took 639.
+    # The GPU busy time of kernels apart from each other, on two streams: the stream's union,
+    # which lets its oldest pieces go, is the Chrome trace's, which keeps them all.
+    idle = device_run(DEVICE_OPS, os.path.join(tmp, "idle"), IDLE_STEPS, idle=True)
+    streamed = report(idle + ".pftrace")
+    eq(streamed, report(idle + ".trace.json"), f"report of {IDLE_STEPS} GPU steps, idle between kernels: the .trace.json's")
+    eq(streamed.get("gpu_busy_ns"), IDLE_STEPS * 930, "GPU busy: every kernel's time, none overlapping")
+
+    # A kernel names its op as it comes (the writer put it on the kernel) and adds to the busy
+    # time's pieces, of which a bounded number is kept: reading a GPU run keeps no kernel. Kept
+    # until the end of the read, a kernel took 301 bytes, and 639 before that.
     gpu_kib = []
     for steps in (1, GPU_STEPS):
-        stem = device_run(DEVICE_OPS, os.path.join(tmp, f"device{steps}"), steps)
+        stem = device_run(DEVICE_OPS, os.path.join(tmp, f"device{steps}"), steps, idle=True)
         rc, err, kib = peak_rss(PEAK_RSS, [CUTRACE, "report", stem + ".pftrace"], tmp)
         eq(rc, 0, f"report of {steps} GPU steps ({err})")
         gpu_kib.append(kib)
-    per_kernel = (gpu_kib[1] - gpu_kib[0]) * 1024 / (3 * GPU_STEPS)
-    print(f"report of a GPU run of {3 * GPU_STEPS} kernels: {per_kernel:.0f} bytes a kernel")
-    check(not BOUND_RSS or per_kernel <= KERNEL_BYTES, f"report of a GPU run: {per_kernel:.0f} bytes a kernel, over {KERNEL_BYTES}")
+    print(f"peak RSS (KiB) of report of a GPU run of 3 / {3 * GPU_STEPS} kernels: {gpu_kib[0]} / {gpu_kib[1]}")
+    check(not BOUND_RSS or gpu_kib[1] <= gpu_kib[0] + SLACK_KIB,
+          f"report of a GPU run: peak RSS {gpu_kib[1]} KiB, over the 1-step run's {gpu_kib[0]} KiB + {SLACK_KIB} KiB")
 
     small = traced_run(os.path.join(tmp, "small"), 2, 1, "mm", {"CUTRACE_JSON_LIMIT": "1"})
     big = traced_run(os.path.join(tmp, "big"), STEPS, CALLS, "mm", {"CUTRACE_JSON_LIMIT": "1"})
