@@ -615,7 +615,7 @@ void PerfettoWriter::flowOut(const TraceData& data, std::size_t thread, const Ev
 }
 
 const PerfettoWriter::OpText* PerfettoWriter::opText(std::string_view text) {
-  if (const auto it = opTexts_.find(std::string(text)); it != opTexts_.end()) return &*it;
+  if (const auto it = opTexts_.find(text); it != opTexts_.end()) return &*it;
   if (opTexts_.size() >= kMaxOpTexts) return nullptr;
   return &*opTexts_.emplace(std::string(text), nextStringIid_++).first;
 }

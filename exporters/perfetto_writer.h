@@ -391,7 +391,11 @@ class PerfettoWriter {
   // pass's strings. A run has few of them (its ops and their shapes); past kMaxOpTexts, calls
   // with new ones carry none.
   static constexpr std::size_t kMaxOpTexts = std::size_t{1} << 16;
-  std::unordered_map<std::string, uint64_t> opTexts_;
+  struct TextHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, uint64_t, TextHash, std::equal_to<>> opTexts_;
   const OpText* opText(std::string_view text);
   std::vector<Node> nodes_;       // this pass's, one thread at a time
   std::vector<uint32_t> roots_;   // nodes not wrapped (yet), in recorded order
