@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -1480,4 +1481,122 @@ TEST_CASE("pftrace writer: flows join each call to its device work, passes apart
   CHECK(launchFlowId(4242, 11, 0) != launchFlowId(4242, 12, 0));
   CHECK(launchFlowId(4242, 11, 1) != launchFlowId(4243, 11, 1));
   CHECK(launchFlowId(0, 0, 0) != 0);
+}
+
+// The op range a kernel carries (annotations op, sizes, op_id) is the innermost PyTorch op range
+// open around its launch on the launch's thread, over every domain (the Chrome trace's rule,
+// torch_ops.h): random nests of op ranges, plain ranges and a named domain's op ranges, open
+// across passes, with kernels delivered a pass later or before their launch was decoded.
+TEST_CASE("pftrace writer: device work carries the op range around its launch", "[perfetto][device][torch]") {
+  TraceBuilder b;
+  Store& store = b.store();
+  TraceData& d = store.data();
+  d.cupti.state = "on";
+  PerfettoWriter writer;
+  std::string bytes;
+  const auto pass = [&](uint64_t now) {
+    writer.encodePass(d, now, bytes);
+    store.releaseEvents();
+    writer.eventsReleased();
+  };
+  const uint32_t domain = b.name("library");
+  struct Open {
+    uint64_t start;
+    bool op;
+    std::string name;
+    uint64_t opId;
+  };
+  std::vector<Open> stacks[2];  // default domain, `domain`
+  struct Expected {
+    std::string op, sizes;
+    uint64_t opId = 0;
+  };
+  std::map<uint64_t, Expected> expected;  // by correlation
+  std::vector<DeviceEvent> waiting;
+  std::mt19937 random(7);
+  uint64_t t = 1000, seq = 0, opId = 0;
+  uint32_t correlation = 1;
+  for (int step = 0; step < 4000; ++step) {
+    t += 10;
+    const unsigned what = random() % 8;
+    const int s = static_cast<int>(random() % 2);
+    if (what <= 1 && stacks[s].size() < 6) {  // an op range, or on the default domain a plain one
+      const bool op = s == 1 || what == 0;
+      const std::string name = "aten::op" + std::to_string(random() % 5);
+      const std::string text = op ? name + ", seq = " + std::to_string(seq) + ", op_id = " + std::to_string(++opId) +
+                                        ", sizes = [[" + std::to_string(random() % 3) + "]]"
+                                  : std::string("step");
+      b.push(11, seq++, t, static_cast<uint16_t>(stacks[s].size()), text, s == 0 ? 0 : domain);
+      stacks[s].push_back(Open{t, op, text, opId});
+    } else if (what == 2 && !stacks[s].empty()) {
+      stacks[s].pop_back();
+      b.pop(11, t, static_cast<uint16_t>(stacks[s].size()), s == 0 ? 0 : domain);
+    } else if (what <= 5) {
+      // The innermost op range open now: the one begun last, of either domain.
+      const Open* inner = nullptr;
+      for (const auto& stack : stacks)
+        for (auto it = stack.rbegin(); it != stack.rend(); ++it)
+          if (it->op) {
+            if (inner == nullptr || it->start > inner->start) inner = &*it;
+            break;
+          }
+      Expected e;
+      if (inner != nullptr) {
+        TorchOp parsed;
+        REQUIRE(parseTorchRange(inner->name, parsed));
+        e = Expected{std::string(parsed.name), std::string(parsed.sizes), parsed.opId};
+      }
+      expected[correlation] = e;
+      d.apiActivity.push_back({t + 1, t + 9, 11, correlation});
+      DeviceEvent k;
+      k.start = t + 20, k.end = t + 30, k.correlation = correlation++, k.device = 0, k.stream = 7;
+      const bool early = what == 5;  // CUPTI delivers it before the launch's record is decoded
+      if (early) {
+        d.device.push_back(k);
+        pass(t);
+      } else {
+        waiting.push_back(k);
+      }
+      b.launch(11, test::kCudaLaunchKernel, seq++, t, t + 10, "_Z1kv");
+      t += 10;
+    } else if (what == 6) {
+      pass(t);
+      for (const DeviceEvent& k : waiting) d.device.push_back(k);
+      waiting.clear();
+    }
+  }
+  for (const DeviceEvent& k : waiting) d.device.push_back(k);
+  pass(t + 100);
+  b.finish(t + 200);
+  writer.endDevice(d);
+  writer.encodeEnd(d, t + 200, chromeTraceMetadata(d), bytes);
+
+  struct Device : PerfettoVisitor {
+    std::map<uint64_t, Expected> seen;
+    uint64_t unlinked = 0;
+    void slice(const PfSlice& s) override {
+      if (s.track->kind != PfTrackKind::Device) return;
+      unlinked += !s.flowOut;
+      const PfAnnotation* c = s.find(Ann::Correlation);
+      const PfAnnotation* op = s.find(Ann::Op);
+      const PfAnnotation* sizes = s.find(Ann::Sizes);
+      const PfAnnotation* id = s.find(Ann::OpId);
+      seen[c != nullptr ? c->value : 0] = Expected{op != nullptr ? std::string(op->text) : std::string(),
+                                                   sizes != nullptr ? std::string(sizes->text) : std::string(),
+                                                   id != nullptr ? id->value : 0};
+    }
+  } read;
+  std::string error;
+  REQUIRE(readPerfettoBytes(bytes, read, error));
+  CHECK(read.unlinked == 0);
+  REQUIRE(read.seen.size() == expected.size());
+  std::size_t inOps = 0, mismatched = 0;
+  for (const auto& [c, e] : expected) {
+    const Expected& got = read.seen[c];
+    inOps += !e.op.empty();
+    mismatched += got.op != e.op || got.sizes != e.sizes || got.opId != e.opId;
+  }
+  CHECK(mismatched == 0);
+  CHECK(inOps > expected.size() / 3);
+  CHECK(inOps < expected.size());
 }
