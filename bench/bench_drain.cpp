@@ -1,12 +1,13 @@
 // The drain's work per recorded event, alone and the same run after run: a ring filled with the
-// records the NVTX hooks write (a loop's ranges of one label, or PyTorch op ranges: a text
-// each), decoded by the Store, encoded by the stream writer and folded, pass by pass, as the
-// drain thread does (collector.cpp, preload_main.cpp's streamPass), in one thread, with no
-// file, no clock reads and no other thread to wait for.
+// records the hooks write (NVTX: a loop's ranges of one label, or PyTorch op ranges: a text
+// each; launch: cudaLaunchKernel and the cuLaunchKernel it makes, two events, with CUPTI off or
+// on, which gives each launch a flow), decoded by the Store, encoded by the stream writer and
+// folded, pass by pass, as the drain thread does (collector.cpp, preload_main.cpp's streamPass),
+// in one thread, with no file, no clock reads and no other thread to wait for.
 //
-//   bench_drain [--case nvtx|nvtx-ops] [--ranges N] [--batch B] [--runs R]
+//   bench_drain [--case nvtx|nvtx-ops|launch|launch-cupti] [--ranges N] [--batch B] [--runs R]
 //
-// Prints the drain's thread CPU per range (median of R runs). Nanoseconds on a shared machine
+// Prints the drain's thread CPU per range or launch (median of R runs). Nanoseconds on a shared machine
 // wobble; instructions do not: under callgrind, only the passes are counted
 //
 //   valgrind --tool=callgrind --collect-atstart=no --toggle-collect='*drainPasses*' build/bench/bench_drain --runs 1
@@ -67,6 +68,31 @@ void putRange(ThreadState& s, uint64_t seq, uint64_t t, const std::string& text,
   s.ring.commit(2 + blocks);
 }
 
+// What the launch hooks write for cudaLaunchKernel and the cuLaunchKernel inside it: the inner
+// call's record first (marked as made inside a call), then the outer one's.
+void putLaunch(ThreadState& s, uint64_t seq, uint64_t t, uint32_t kernel) {
+  const uint64_t at = s.ring.reserve(2);
+  for (int i = 0; i < 2; ++i) {
+    const bool inner = i == 0;
+    Record& r = s.ring.at(at + static_cast<uint64_t>(i));
+    memset(&r, 0, sizeof(r));
+    r.type = RecordType::Api;
+    r.hook = inner ? 1 : 0;
+    r.seq = inner ? seq + 1 : seq;
+    r.t0 = inner ? t + 10 : t;
+    r.t1 = inner ? t + 50 : t + 60;
+    r.launch.kernelName = kernel;
+    r.launch.gridX = 128;
+    r.launch.gridY = r.launch.gridZ = 1;
+    r.launch.block = LaunchPayload::packBlock(256, 1, 1);
+    r.launch.stream = 0x10;
+    r.launch.stack = inner ? kNestedCallBit : 0;
+  }
+  s.ring.commit(2);
+}
+
+bool isLaunch(const Options& o) { return o.which == "launch" || o.which == "launch-cupti"; }
+
 std::string rangeText(const Options& o, long i) {
   if (o.which == "nvtx") return "bench";
   // As PyTorch's emit_nvtx names an op (bench_events' nvtx-ops loop).
@@ -101,6 +127,9 @@ struct Drain {
     s.trackId = 1;
     s.tid = 7;
     writer.reserve(std::size_t{1} << 20);  // as the stream's (preload_main.cpp)
+    static const HookDescriptor kHooks[] = {{"cudaLaunchKernel", ApiLayer::Runtime, ApiKind::Launch},
+                                            {"cuLaunchKernel", ApiLayer::Driver, ApiKind::Launch}};
+    d.hooks.assign(std::begin(kHooks), std::end(kHooks));
   }
 };
 
@@ -119,15 +148,22 @@ struct Drain {
 double run(const Options& o) {
   std::vector<std::string> texts;
   for (long i = 0; i < o.batch; ++i) texts.push_back(rangeText(o, i));
-  const std::size_t perRange = 2 + (texts.back().size() + kRecordSize - 1) / kRecordSize;
+  const std::size_t perRange = isLaunch(o) ? 2 : 2 + (texts.back().size() + kRecordSize - 1) / kRecordSize;
   std::size_t ring = 1;
   while (ring < perRange * static_cast<std::size_t>(o.batch)) ring <<= 1;
   Drain d(ring);
+  if (o.which == "launch-cupti") d.store->data().cupti.state = "on";
+  const uint32_t kernel = d.names.intern("_Z4gemmPfS_i");
   double cpu = 0;
   uint64_t t = 1000, seq = 0;
   for (long done = 0; done < o.ranges;) {
     const long n = std::min(o.batch, o.ranges - done);
     for (long i = 0; i < n; ++i, t += 100) {
+      if (isLaunch(o)) {
+        putLaunch(d.s, seq, t, kernel);
+        seq += 2;
+        continue;
+      }
       const bool label = o.which == "nvtx";
       putRange(d.s, seq, t, label ? texts[0] : texts[i], label && seq > 0);
       ++seq;
@@ -151,18 +187,20 @@ int main(int argc, char** argv) {
     else if (a == "--batch" && i + 1 < argc) o.batch = atol(argv[++i]);
     else if (a == "--runs" && i + 1 < argc) o.runs = atoi(argv[++i]);
     else {
-      fprintf(stderr, "usage: bench_drain [--case nvtx|nvtx-ops] [--ranges N] [--batch B] [--runs R]\n");
+      fprintf(stderr, "usage: bench_drain [--case nvtx|nvtx-ops|launch|launch-cupti] [--ranges N] [--batch B] [--runs R]\n");
       return 2;
     }
   }
-  if ((o.which != "nvtx" && o.which != "nvtx-ops") || o.ranges <= 0 || o.batch <= 0 || o.runs <= 0) {
-    fprintf(stderr, "bench_drain: --case nvtx|nvtx-ops, positive counts\n");
+  if ((o.which != "nvtx" && o.which != "nvtx-ops" && !isLaunch(o)) || o.ranges <= 0 || o.batch <= 0 || o.runs <= 0) {
+    fprintf(stderr, "bench_drain: --case nvtx|nvtx-ops|launch|launch-cupti, positive counts\n");
     return 2;
   }
   std::vector<double> ns;
   for (int r = 0; r < o.runs; ++r) ns.push_back(run(o));
   std::sort(ns.begin(), ns.end());
-  printf("%s: %ld ranges in passes of %ld, drain %.1f ns of thread CPU a range (median of %d; min %.1f, max %.1f)\n",
-         o.which.c_str(), o.ranges, o.batch, ns[ns.size() / 2], o.runs, ns.front(), ns.back());
+  const bool launch = isLaunch(o);
+  printf("%s: %ld %s in passes of %ld, drain %.1f ns of thread CPU a %s (median of %d; min %.1f, max %.1f)\n",
+         o.which.c_str(), o.ranges, launch ? "launches" : "ranges", o.batch, ns[ns.size() / 2], launch ? "launch" : "range",
+         o.runs, ns.front(), ns.back());
   return 0;
 }

@@ -595,11 +595,11 @@ uint64_t PerfettoWriter::beginEvent(const TraceData& data, std::size_t thread, c
 }
 
 void PerfettoWriter::flowOut(const TraceData& data, std::size_t thread, const Event& e, uint64_t start) {
-  if (e.kind != EventKind::Api || (e.flags & kEventInsideCall) || e.hook >= data.hooks.size() ||
-      !makesDeviceWork(data.hooks[e.hook].kind))
-    return;
+  if (startsFlow(data, e)) w_.fixed64(pf::TrackEvent::kFlowIds, flowCall(data, thread, e, start));
+}
+
+uint64_t PerfettoWriter::flowCall(const TraceData& data, std::size_t thread, const Event& e, uint64_t start) {
   const ThreadTrack& t = data.threads[thread];
-  w_.fixed64(pf::TrackEvent::kFlowIds, launchFlowId(data.meta.pid, t.tid, e.seq));
   FlowCall call{start, e.end, e.seq};
   const auto op = std::lower_bound(t.launchOps.begin(), t.launchOps.end(), e.seq,
                                    [](const ThreadTrack::LaunchOp& o, uint64_t seq) { return o.seq < seq; });
@@ -609,9 +609,13 @@ void PerfettoWriter::flowOut(const TraceData& data, std::size_t thread, const Ev
     call.opId = op->opId;
     call.hasOpId = op->hasOpId;
   }
-  std::deque<FlowCall>& calls = flowCalls_[t.tid];
-  calls.push_back(call);
-  if (calls.size() > kMaxFlowCalls) calls.pop_front();
+  if (lastFlowCalls_ == nullptr || lastFlowTid_ != t.tid) {
+    lastFlowCalls_ = &flowCalls_[t.tid];
+    lastFlowTid_ = t.tid;
+  }
+  lastFlowCalls_->push_back(call);
+  if (lastFlowCalls_->size() > kMaxFlowCalls) lastFlowCalls_->pop_front();
+  return launchFlowId(data.meta.pid, t.tid, e.seq);
 }
 
 const PerfettoWriter::OpText* PerfettoWriter::opText(std::string_view text) {
@@ -690,10 +694,12 @@ const PerfettoWriter::OpText* PerfettoWriter::opText(std::string_view text) {
 }
 
 // Inlined into encodeThreadEvents: most events of a loop take it.
-[[gnu::always_inline]] inline bool PerfettoWriter::fromTemplate(const TraceData& data, Sequence& seq, const Event& e, bool leaf) {
+[[gnu::always_inline]] inline bool PerfettoWriter::fromTemplate(const TraceData& data, std::size_t thread, Sequence& seq,
+                                                                  const Event& e, bool leaf) {
   // What beginEvent() would write as it is, from the template, with no seq (the previous BEGIN's
-  // + 1), no flow, no interned entry pending, on the thread's track with a later timestamp.
-  if (flows_ || interned_.size() != 0 || !seq.templates || !seq.seqWritten || seq.lastSeq + 1 != e.seq ||
+  // + 1), its flow where it has one, no interned entry pending, on the thread's track with a
+  // later timestamp.
+  if (interned_.size() != 0 || !seq.templates || !seq.seqWritten || seq.lastSeq + 1 != e.seq ||
       e.start < seq.lastNs || e.end < e.start || seq.id == kProcessSequence)
     return false;
   const Sequence::EventTemplate* cached =
@@ -703,21 +709,25 @@ const PerfettoWriter::OpText* PerfettoWriter::opText(std::string_view text) {
   const bool withStack = stack != 0 && stack < data.stacks.size() && !data.stacks[stack].empty();
   if (cached->withStack != withStack) return false;
   const uint64_t dt = e.start - seq.lastNs;
+  const bool flow = flows_ && startsFlow(data, e);
+  constexpr std::size_t kFlowBytes = proto::varintSize(pf::TrackEvent::kFlowIds << 3) + 8;
+  const std::size_t event = cached->size + (flow ? kFlowBytes : 0);
   // The BEGIN packet's body: timestamp, sequence id, the TrackEvent (tag, one length byte, body).
-  const std::size_t body = 1 + proto::varintSize(dt) + 1 + proto::varintSize(seq.id) + 2 + cached->size;
-  if (body >= 0x80 || cached->size >= 0x80) return false;
+  const std::size_t body = 1 + proto::varintSize(dt) + 1 + proto::varintSize(seq.id) + 2 + event;
+  if (body >= 0x80 || event >= 0x80) return false;
   // Room for a whole 32-byte copy of a short body (most are): a fixed-size copy is a few moves.
-  char* c = w_.open(2 + body + 32 + (leaf ? kEndBytes : 0));
+  char* c = w_.open(2 + body + 32 + (leaf ? kEndBytes : 0));  // (body counts the flow)
   c[0] = static_cast<char>(pf::Trace::kPacket << 3 | proto::kLengthDelimited);
   c[1] = static_cast<char>(body);
   char* p = Writer::putField(c + 2, pf::TracePacket::kTimestamp, dt);
   p = Writer::putField(p, pf::TracePacket::kTrustedPacketSequenceId, seq.id);
   static_assert((pf::TracePacket::kTrackEvent << 3 | proto::kLengthDelimited) < 0x80);
   *p++ = static_cast<char>(pf::TracePacket::kTrackEvent << 3 | proto::kLengthDelimited);
-  *p++ = static_cast<char>(cached->size);
+  *p++ = static_cast<char>(event);
   if (cached->size <= 32) memcpy(p, cached->body, 32);
   else memcpy(p, cached->body, cached->size);
   p += cached->size;
+  if (flow) p = Writer::putFixed64(p, pf::TrackEvent::kFlowIds, flowCall(data, thread, e, e.start));
   seq.lastNs = e.start;
   seq.lastSeq = e.seq;
   w_.close(leaf ? putThreadEnd(p, seq, e.end) : p);
@@ -839,12 +849,12 @@ void PerfettoWriter::encodeThreadEvents(const TraceData& data, std::size_t threa
     else end(*n.event, beginEvent(data, thread, *n.event));
   };
   const auto leaf = [&](const Node& n) {
-    if (__builtin_expect(n.track & kBegunBit, 0) || !fromTemplate(data, seq, *n.event, true)) leafWritten(n);
+    if (__builtin_expect(n.track & kBegunBit, 0) || !fromTemplate(data, thread, seq, *n.event, true)) leafWritten(n);
   };
   // The BEGIN of one that nests others; returns where it went (Node::track).
   const auto begin = [&](const Node& n) {
     if (__builtin_expect(n.track & kBegunBit, 0)) return n.track;
-    return fromTemplate(data, seq, *n.event, false) ? 0 : beginEvent(data, thread, *n.event);
+    return fromTemplate(data, thread, seq, *n.event, false) ? 0 : beginEvent(data, thread, *n.event);
   };
   const auto beginOpen = [&] {
     const Event& e = open[toBegin_[nextBegin++]];
@@ -861,7 +871,7 @@ void PerfettoWriter::encodeThreadEvents(const TraceData& data, std::size_t threa
     const uint32_t first = nodes_[root].first;
     if (first == root) {  // a call that nested nothing (most of them): leaf(), inlined here
       const Node& n = nodes_[root];
-      if (__builtin_expect(n.track & kBegunBit, 0) || !fromTemplate(data, seq, *n.event, true)) leafWritten(n);
+      if (__builtin_expect(n.track & kBegunBit, 0) || !fromTemplate(data, thread, seq, *n.event, true)) leafWritten(n);
       continue;
     }
     if (first + 1 == root) {  // one child, which nested nothing: a runtime call and the driver call it made
@@ -1002,6 +1012,7 @@ void PerfettoWriter::encodePass(const TraceData& data, uint64_t nowNs, bool pass
   encodeDevice(data, nowNs, false);
   if (!flowCalls_.empty() && nowNs >= flowPrunedNs_ + 1000000000) {
     flowPrunedNs_ = nowNs;
+    lastFlowCalls_ = nullptr;
     for (auto it = flowCalls_.begin(); it != flowCalls_.end();) {
       if (it->second.empty() || it->second.back().end + kFlowCallAgeNs < nowNs) it = flowCalls_.erase(it);
       else ++it;

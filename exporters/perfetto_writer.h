@@ -284,7 +284,7 @@ class PerfettoWriter {
   // A call that repeats a template of its thread (a loop's calls): its BEGIN, and its END when
   // it nested nothing (`leaf`), at one cursor, every length known before it is written. False
   // (nothing written) where beginEvent() (and endEvent()) must write it.
-  bool fromTemplate(const TraceData& data, Sequence& seq, const Event& e, bool leaf);
+  bool fromTemplate(const TraceData& data, std::size_t thread, Sequence& seq, const Event& e, bool leaf);
   // The template key of `e` (EventTemplate::hook), or UINT16_MAX where its kind has none: an API
   // call of a known hook, or a default-domain NVTX range with a name kept for the run.
   static uint16_t templateKey(const TraceData& data, const Event& e);
@@ -299,6 +299,13 @@ class PerfettoWriter {
   // A call's flow id (see Flows above), where it has one, after the rest of its BEGIN. Called
   // only with flows on (flows_): the caller checks, so a run without CUPTI makes no call.
   void flowOut(const TraceData& data, std::size_t thread, const Event& e, uint64_t start);
+  // Whether `e` has a flow id (with flows on): an outermost call that can make device work.
+  static bool startsFlow(const TraceData& data, const Event& e) {
+    return e.kind == EventKind::Api && !(e.flags & kEventInsideCall) && e.hook < data.hooks.size() &&
+           makesDeviceWork(data.hooks[e.hook].kind);
+  }
+  // The flow id of `e`, which startsFlow(), its call kept (flowCalls_) for the device work to come.
+  uint64_t flowCall(const TraceData& data, std::size_t thread, const Event& e, uint64_t start);
   // The device work `data` gained since the last call, on the process sequence, but what waits
   // for its call (heldDevice_) unless `last`; `anchorNs`: every call that ended before it is
   // written.
@@ -386,6 +393,10 @@ class PerfettoWriter {
   uint64_t linkedDevice_ = 0;
   uint64_t opRanges_ = 0;
   std::unordered_map<uint32_t, std::deque<FlowCall>> flowCalls_;
+  // The list of the thread that tagged a call last (a loop's launches come from one thread),
+  // forgotten when lists are pruned.
+  std::deque<FlowCall>* lastFlowCalls_ = nullptr;
+  uint32_t lastFlowTid_ = 0;
   // Op names and sizes texts of FlowCall::op and ::sizes, each with a string iid (on the process
   // sequence, interned when device work first carries it): copies, as the calls outlive the
   // pass's strings. A run has few of them (its ops and their shapes); past kMaxOpTexts, calls

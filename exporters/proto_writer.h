@@ -19,7 +19,7 @@ namespace cutrace::proto {
 
 enum WireType : uint32_t { kVarint = 0, kFixed64 = 1, kLengthDelimited = 2, kFixed32 = 5 };
 
-inline std::size_t varintSize(uint64_t v) {
+constexpr std::size_t varintSize(uint64_t v) {
   std::size_t n = 1;
   while (v >= 0x80) {
     v >>= 7;
@@ -42,12 +42,7 @@ class Writer {
   // Signed values as two's complement varints (int32/int64 fields; negative costs 10 bytes).
   void int64(uint32_t field, int64_t v) { varint(field, static_cast<uint64_t>(v)); }
   void boolean(uint32_t field, bool v) { varint(field, v ? 1 : 0); }
-  void fixed64(uint32_t field, uint64_t v) {
-    rawVarint(field << 3 | kFixed64);
-    char b[8];
-    memcpy(b, &v, 8);  // little-endian hosts only (x86-64, aarch64)
-    append(b, 8);
-  }
+  void fixed64(uint32_t field, uint64_t v) { close(putFixed64(open(varintSize(field << 3) + 8), field, v)); }
   void bytes(uint32_t field, std::string_view s) {
     rawVarint(field << 3 | kLengthDelimited);
     rawVarint(s.size());
@@ -97,6 +92,12 @@ class Writer {
   }
   [[gnu::always_inline]] static char* putField(char* p, uint32_t field, uint64_t v) {
     return putVarint(putVarint(p, field << 3 | kVarint), v);
+  }
+  // fixed64() at a cursor: varintSize(field << 3) + 8 bytes.
+  [[gnu::always_inline]] static char* putFixed64(char* p, uint32_t field, uint64_t v) {
+    p = putVarint(p, field << 3 | kFixed64);
+    memcpy(p, &v, 8);  // little-endian hosts only, as fixed64()
+    return p + 8;
   }
   // begin() at a cursor: its length byte reserved, finished by end() after close().
   [[gnu::always_inline]] char* beginAt(char* p, uint32_t field, Nested& n) {
