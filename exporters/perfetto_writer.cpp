@@ -613,9 +613,25 @@ uint64_t PerfettoWriter::flowCall(const TraceData& data, std::size_t thread, con
     lastFlowCalls_ = &flowCalls_[t.tid];
     lastFlowTid_ = t.tid;
   }
-  lastFlowCalls_->push_back(call);
-  if (lastFlowCalls_->size() > kMaxFlowCalls) lastFlowCalls_->pop_front();
+  lastFlowCalls_->push(call);
   return launchFlowId(data.meta.pid, t.tid, e.seq);
+}
+
+void PerfettoWriter::FlowCalls::grow() {
+  std::vector<FlowCall> bigger(std::max<std::size_t>(ring_.size() * 2, 16));
+  for (std::size_t i = 0; i < count_; ++i) bigger[i] = at(i);
+  ring_ = std::move(bigger);
+  head_ = 0;
+}
+
+const PerfettoWriter::FlowCall* PerfettoWriter::FlowCalls::lastStartingBy(uint64_t ns) const {
+  std::size_t lo = 0, hi = count_;  // the first to start after `ns` is in [lo, hi]
+  while (lo < hi) {
+    const std::size_t mid = lo + (hi - lo) / 2;
+    if (at(mid).start <= ns) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo == 0 ? nullptr : &at(lo - 1);
 }
 
 const PerfettoWriter::OpText* PerfettoWriter::opText(std::string_view text) {
@@ -1058,9 +1074,8 @@ void PerfettoWriter::encodeDevice(const TraceData& data, uint64_t anchorNs, bool
     const auto tid = osTid.find(l.api->tid);
     l.hostTid = tid != osTid.end() ? tid->second : l.api->tid;
     if (auto calls = flowCalls_.find(l.hostTid); calls != flowCalls_.end()) {
-      const std::deque<FlowCall>& c = calls->second;
-      auto it = std::upper_bound(c.begin(), c.end(), l.api->end, [](uint64_t v, const FlowCall& f) { return v < f.start; });
-      if (it != c.begin() && (--it)->end >= l.api->start) l.call = &*it;
+      const FlowCall* c = calls->second.lastStartingBy(l.api->end);
+      if (c != nullptr && c->end >= l.api->start) l.call = c;
     }
     return l;
   };
