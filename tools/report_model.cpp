@@ -95,9 +95,10 @@ struct KernelOp {
 
 // GPU busy time: the union of kernel intervals per device, taken as they come and kept as its
 // disjoint pieces. A stream's are bounded: past kMaxPieces on one device the oldest are summed and
-// let go, and a later kernel counts only from their end on. (A stream's device work comes in time
-// order but for the streams of one pass, far fewer kernels than that.) A JSON trace's are not: it
-// is written device by device, stream by stream, each stream whole, and held whole anyway.
+// let go, and a later kernel counts only from their end on. (The stream writes each pass's device
+// work in time order per device, and a pass's work is rarely older than the last pass's: far
+// fewer kernels out of order than that.) A JSON trace's are not: it is written device by device,
+// stream by stream, each stream whole, and held whole anyway.
 class BusyTime {
  public:
   static constexpr std::size_t kMaxPieces = std::size_t{1} << 16;
