@@ -40,7 +40,7 @@ enum class ApiKind : uint8_t {
 };
 // The calls that can make device work (a launch, graph launch, copy or set): CUPTI's records of
 // that work name them.
-inline bool makesDeviceWork(ApiKind k) { return k <= ApiKind::Memset; }
+constexpr bool makesDeviceWork(ApiKind k) { return k <= ApiKind::Memset; }
 
 struct HookDescriptor {
   const char* displayName;  // as users know it: runtime names without __ and _ptsz/_ptds

@@ -1082,31 +1082,32 @@ void PerfettoWriter::encodeDevice(const TraceData& data, uint64_t anchorNs, bool
   // Device work whose call is not written yet may be held one pass (not at the end): CUPTI can
   // deliver a kernel in the pass whose anchor its launch ended after (the launch's record then
   // waits for the next pass), or before its call's own record.
+  // Each event's link is found once (nothing below changes the calls it points into).
   std::vector<DeviceEvent> held;
   held.swap(heldDevice_);
-  std::vector<const DeviceEvent*> order;
-  for (const DeviceEvent& d : held) order.push_back(&d);
+  std::vector<std::pair<const DeviceEvent*, Link>> order;
+  for (const DeviceEvent& d : held) order.emplace_back(&d, linkOf(d));
   for (std::size_t i = devicesEncoded_; i < data.device.size(); ++i) {
     const DeviceEvent& d = data.device[i];
-    if (!last && flows_) {
-      const Link l = linkOf(d);
-      if (l.call == nullptr && (l.api == nullptr || l.api->end + kDeviceHoldNs > anchorNs)) {
-        heldDevice_.push_back(d);
-        continue;
-      }
+    const Link l = linkOf(d);
+    if (!last && flows_ && l.call == nullptr && (l.api == nullptr || l.api->end + kDeviceHoldNs > anchorNs)) {
+      heldDevice_.push_back(d);
+      continue;
     }
-    order.push_back(&d);
+    order.emplace_back(&d, l);
   }
   devicesEncoded_ = data.device.size();
   // In time order per device, its streams together: a reader's GPU busy time (the union of a
   // device's work) then takes each piece in order (tools/report_model.cpp, BusyTime).
-  std::sort(order.begin(), order.end(), [&](const DeviceEvent* x, const DeviceEvent* y) {
-    if (x->device != y->device) return x->device < y->device;
-    if (x->start != y->start) return x->start < y->start;
-    return x->stream < y->stream;
+  std::sort(order.begin(), order.end(), [&](const auto& a, const auto& b) {
+    const DeviceEvent& x = *a.first;
+    const DeviceEvent& y = *b.first;
+    if (x.device != y.device) return x.device < y.device;
+    if (x.start != y.start) return x.start < y.start;
+    return x.stream < y.stream;
   });
   const uint32_t hookCount = static_cast<uint32_t>(data.hooks.size());
-  for (const DeviceEvent* event : order) {
+  for (const auto& [event, link] : order) {
     const DeviceEvent& d = *event;
     const uint64_t track = deviceUuid(data.meta.pid, d.device, d.stream);
     if (deviceTracks_.insert(track).second) {
@@ -1121,7 +1122,7 @@ void PerfettoWriter::encodeDevice(const TraceData& data, uint64_t anchorNs, bool
       needAnnotation(process_, a);
     const bool named = d.kind == DeviceKind::Kernel && d.name != 0;
     if (named) needName(process_, std::size_t{hookCount} + 1 + d.name, demangle_(data, d.name));
-    const auto [api, hostTid, call] = linkOf(d);
+    const auto [api, hostTid, call] = link;
     if (call != nullptr && call->op != nullptr) {
       for (Ann a : {Ann::Op, Ann::Sizes, Ann::OpId}) needAnnotation(process_, a);
       for (const OpText* text : {call->op, call->sizes})

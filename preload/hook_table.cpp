@@ -341,9 +341,7 @@ namespace {
 // the host: launches, graph launches, copies and sets, named by the same list as the shims.
 #define CUTRACE_CBID_Driver(name) CUPTI_DRIVER_TRACE_CBID_##name
 #define CUTRACE_CBID_Runtime(name) 0
-constexpr uint32_t cbidIf(ApiKind kind, uint32_t cbid) {
-  return kind == ApiKind::Launch || kind == ApiKind::Graph || kind == ApiKind::Memcpy || kind == ApiKind::Memset ? cbid : 0;
-}
+constexpr uint32_t cbidIf(ApiKind kind, uint32_t cbid) { return makesDeviceWork(kind) ? cbid : 0; }
 constexpr uint32_t kAllCbids[kHookCount] = {
 #define CUTRACE_HOOK(layer, kind, name, ret, params, args, pre, post) cbidIf(ApiKind::kind, CUTRACE_CBID_##layer(name)),
 #include "preload/hooks.def"
