@@ -77,7 +77,7 @@ struct PfSlice {
   std::string_view name;
   uint64_t nameIid = 0;       // 0: the name was not interned
   uint64_t callstackIid = 0;  // 0: none
-  bool flowOut = false;       // it starts flows (flow_ids): a CUDA call whose device work CUPTI reports
+  bool flowOut = false;       // it has flow_ids: a CUDA call whose device work CUPTI reports, or that work
   std::vector<std::string_view> frames;  // the callstack's function names, innermost first
   std::vector<PfAnnotation> annotations;
   // One of PyTorch's op ranges written as its parts (perfetto_writer.cpp): `op` holds them (its

@@ -393,8 +393,8 @@ class PerfettoWriter {
   uint64_t linkedDevice_ = 0;
   uint64_t opRanges_ = 0;
   // One thread's calls, oldest first: a ring whose room doubles up to kMaxFlowCalls, then the
-  // newest call takes the oldest one's place (a deque's push and pop cost a launch 2.5 times as
-  // much, seen in bench_drain's profile).
+  // newest call takes the oldest one's place (with a deque's push and pop, a launch took 30 more
+  // drain instructions: bench_drain --case launch-cupti).
   class FlowCalls {
    public:
     void push(const FlowCall& c) {

@@ -75,7 +75,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!writeFile(input, bytes)) return 0;
   {
     // From a file, told apart by content: a .pftrace takes the stream path of report and diff
-    // (tools/trace_input.cpp), kernels waiting for their op to the end of the read among it.
+    // (tools/trace_input.cpp): kernels with their op, and the GPU busy time's union among it.
     Report report;
     readTraces({input}, report, error);
   }

@@ -33,7 +33,7 @@ struct Span {
   int64_t start;
   int64_t end;
   uint32_t name;
-  uint32_t track;  // host thread, or device for kernel spans
+  uint32_t track;  // host thread
   uint8_t rank;    // among equal intervals the outer one first: runtime before driver
   uint32_t op = kNoOp;  // nvtx spans: index into the op ranges
 };
