@@ -160,9 +160,7 @@ Store::Track& Store::track(uint32_t trackId, uint32_t tid, uint32_t pthreadLow) 
   return tracks_.emplace(trackId, Track{index, {}}).first->second;
 }
 
-uint32_t Store::nameFromTable(uint32_t id) {
-  if (id == 0) return 0;
-  if (id < tableToPool_.size() && tableToPool_[id] != 0) return tableToPool_[id] - 1;
+uint32_t Store::internTableName(uint32_t id) {
   const uint32_t pooled = data_.strings.intern(names_.get(id));
   if (id >= tableToPool_.size()) tableToPool_.resize(std::size_t{id} + 1, 0);
   tableToPool_[id] = pooled + 1;

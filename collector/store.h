@@ -137,7 +137,12 @@ class Store {
   // A push and the pop right after it in the ring (same domain and depth): the range as push
   // and pop would store it, without its open state (nothing was recorded inside it).
   void decodeRange(Track& t, const Record& push, const Record& pop, const char* text, std::size_t textLen);
-  uint32_t nameFromTable(uint32_t id);
+  // Inlined where every launch is decoded: its kernel's name is nearly always mapped already.
+  uint32_t nameFromTable(uint32_t id) {
+    if (id < tableToPool_.size() && tableToPool_[id] != 0) return tableToPool_[id] - 1;
+    return id == 0 ? 0 : internTableName(id);
+  }
+  uint32_t internTableName(uint32_t id);
   // The name of an NVTX record's message. `torch`, for a push: where the text is one of PyTorch's
   // op ranges, its parts go there and the name is the op name.
   uint32_t nvtxName(const Record& r, const char* text, std::size_t textLen, uint8_t& flags,
