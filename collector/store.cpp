@@ -259,16 +259,28 @@ void Store::decodeRun(Track& t, const Record* records, std::size_t count) {
 }
 
 void Store::noteLaunchOp(Track& t, const Event& call) {
-  const OpenRange* op = nullptr;
-  for (const auto& [domain, stack] : t.stacks)
+  // The op ranges are those the Chrome trace's linkTorchOps takes: a text kept whole that
+  // parseTorchRange reads as an op counts too, so that both files give a kernel the same op.
+  const auto isOp = [&](OpenRange& r) {
+    if (r.torch.fields != 0) return true;
+    if (r.looseOp < 0) {
+      TorchOp parsed;
+      r.looseOp = parseTorchRange(data_.strings.get(r.name), parsed) ? 1 : 0;
+    }
+    return r.looseOp != 0;
+  };
+  OpenRange* op = nullptr;
+  for (auto& [domain, stack] : t.stacks)
     for (auto it = stack.rbegin(); it != stack.rend(); ++it)
-      if (it->torch.fields != 0) {
+      if (isOp(*it)) {
         if (op == nullptr || it->start > op->start) op = &*it;
         break;
       }
-  if (op != nullptr)
-    data_.threads[t.index].launchOps.push_back(ThreadTrack::LaunchOp{call.seq, op->torch.opId, op->name, op->torch.sizes,
-                                                                     (op->torch.fields & kTorchOpId) != 0});
+  if (op == nullptr) return;
+  // A loose one's parts are found by the writer, from its text (ThreadTrack::LaunchOp::loose).
+  const bool loose = op->torch.fields == 0;
+  data_.threads[t.index].launchOps.push_back(ThreadTrack::LaunchOp{
+      call.seq, op->torch.opId, op->name, loose ? 0 : op->torch.sizes, (op->torch.fields & kTorchOpId) != 0, loose});
 }
 
 bool Store::consume(ThreadState& s, bool retired, uint64_t maxTicks, uint64_t maxRecords, uint64_t upTo) {
@@ -566,6 +578,7 @@ void Store::decodeInto(Track& t, const Record& r, const char* text, std::size_t 
       open.category = r.nvtx.category;
       open.flags = 0;
       open.torch.fields = 0;
+      open.looseOp = -1;
       open.name = pushName(t, r, text, textLen, open.flags, &open.torch);
       open.depth = r.nvtx.depth;
       open.lastInside = r.t0;

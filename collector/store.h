@@ -95,6 +95,10 @@ class Store {
     // event is stored even past the memory cap (its END must follow).
     bool listed;
     TorchPayload torch;  // fields 0: not one of PyTorch's op ranges
+    // With torch.fields 0, whether the text is an op range all the same in the Chrome trace's
+    // reading (parseTorchRange, not in PyTorch's exact spelling): -1 not looked at yet, found
+    // the first time a launch is made inside it (noteLaunchOp).
+    int8_t looseOp;
     OpenRange() {}  // not zeroed first: the push writes every field (of torch, fields at least)
   };
   struct Track {

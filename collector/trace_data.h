@@ -369,6 +369,9 @@ struct ThreadTrack {
     uint32_t name;    // the range's name (its op name), string id
     uint32_t sizes;   // its TorchPayload::sizes, 0: none
     bool hasOpId;
+    // A range whose text was kept whole (not in PyTorch's exact spelling) that parseTorchRange
+    // reads as an op: `name` is the whole text, opId, sizes and hasOpId are not set.
+    bool loose;
   };
   std::vector<LaunchOp> launchOps;
   // NVTX ranges open after the records decoded so far, push/pop ranges of any domain and

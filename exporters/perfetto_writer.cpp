@@ -604,10 +604,19 @@ uint64_t PerfettoWriter::flowCall(const TraceData& data, std::size_t thread, con
   const auto op = std::lower_bound(t.launchOps.begin(), t.launchOps.end(), e.seq,
                                    [](const ThreadTrack::LaunchOp& o, uint64_t seq) { return o.seq < seq; });
   if (op != t.launchOps.end() && op->seq == e.seq) {
-    call.op = opText(data.strings.get(op->name));
-    if (op->sizes != 0 && call.op != nullptr) call.sizes = opText(data.strings.get(op->sizes));
-    call.opId = op->opId;
-    call.hasOpId = op->hasOpId;
+    TorchOp parts;
+    if (op->loose) {
+      parseTorchRange(data.strings.get(op->name), parts);  // true: noteLaunchOp parsed the same text
+    } else {
+      parts.name = data.strings.get(op->name);
+      if (op->sizes != 0) parts.sizes = data.strings.get(op->sizes);
+      parts.opId = op->opId;
+      parts.hasOpId = op->hasOpId;
+    }
+    call.op = opText(parts.name);
+    if (!parts.sizes.empty() && call.op != nullptr) call.sizes = opText(parts.sizes);
+    call.opId = parts.opId;
+    call.hasOpId = parts.hasOpId;
   }
   if (lastFlowCalls_ == nullptr || lastFlowTid_ != t.tid) {
     lastFlowCalls_ = &flowCalls_[t.tid];
