@@ -66,8 +66,9 @@ class InputStream {
   // Opens `path` ("-": standard input). False with a message (missing, unreadable, a
   // directory).
   bool open(const std::string& path, std::string& error);
-  // False where the input can be read only once (not a regular file).
-  bool rereadable() const { return regular_; }
+  // False where the input can be read only once: standard input (even redirected from a
+  // regular file, which a reader opening the path "-" would not find), anything not a regular file.
+  bool rereadable() const { return regular_ && ownsFd_; }
   const std::string& name() const { return name_; }
 
   // The next line, without its '\n' and a '\r' before it; valid until the next call. False at

@@ -55,6 +55,12 @@ def same_tables(stem):
             eq((rj, rp), (0, 0), f"report {fmt} {extra} exit ({ej} {ep})")
             eq(without_inputs(pf_out), without_inputs(json_out), f"report {fmt} {extra}: .pftrace == .trace.json")
     _, table, _ = cutrace("report", stem + ".pftrace")
+    # "-" with standard input redirected from the file (a regular file, not a pipe), each format.
+    for suffix in (".pftrace", ".trace.json"):
+        with open(stem + suffix, "rb") as f:
+            p = subprocess.run([CUTRACE, "report", "-"], stdin=f, capture_output=True)
+        eq((p.returncode, p.stderr.decode()), (0, ""), f"report - < STEM{suffix}: exit 0, nothing on stderr")
+        eq(without_inputs(p.stdout.decode("utf-8", "replace")), without_inputs(table), f"report - < STEM{suffix} = report of the file")
     # The tables are not empty: the rows the program made, from the stream.
     check(re.search(r"^cudaMalloc\s+runtime\s+6\s", table, re.M), f"6 cudaMalloc calls in the report:\n{table}")
     check(re.search(r"^step 3\s+1\s", table, re.M), f"nvtx row 'step 3' once:\n{table}")
