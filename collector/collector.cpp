@@ -3,11 +3,13 @@
 #include <dlfcn.h>
 #include <linux/futex.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <link.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -97,6 +99,8 @@ struct Globals {
   // A terminating signal asks the drain thread to write the trace (signal handlers may not).
   std::atomic<bool> finishRequested{false};
   std::atomic<bool> finishDone{false};
+  // The main thread ended with pthread_exit (Collector::threadExiting).
+  std::atomic<bool> mainThreadExited{false};
   // The store ran out of memory (drain mutex): its contents are not trustworthy and never
   // written; tracing is off.
   bool storeFailed = false;
@@ -405,6 +409,20 @@ void wakeDrain() {
   syscall(SYS_futex, &gl.wakeWord, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
 }
 
+// Whether the process's threads are the drain thread and the main thread, ended (a zombie until
+// the process ends, still counted in /proc/self/status).
+bool onlyDrainThreadLeft() {
+  char buf[4096];
+  const int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const ssize_t n = read(fd, buf, sizeof(buf) - 1);
+  close(fd);
+  if (n <= 0) return false;
+  buf[n] = '\0';
+  const char* at = strstr(buf, "\nThreads:");
+  return at != nullptr && strtol(at + 10, nullptr, 10) == 2;
+}
+
 void* drainMain(void*) {
   tls::busy = 1;  // the drain thread never records itself
   prctl(PR_SET_NAME, "cutrace-drain", 0, 0, 0);
@@ -426,6 +444,10 @@ void* drainMain(void*) {
     // first 60 ms.
     seen = gl.wakeWord.load(std::memory_order_acquire);
     if (gl.stopDrain.load()) break;
+    // The main thread ended with pthread_exit and every other thread since: this thread returns,
+    // so that glibc ends the process as it would have (exit(0) from the last thread, whose exit
+    // handlers write the trace: finish() on this thread joins nothing).
+    if (gl.mainThreadExited.load() && onlyDrainThreadLeft()) break;
     if (gl.finishRequested.load()) {
       Collector::finish();
       gl.finishDone.store(true);
@@ -502,6 +524,7 @@ void atforkChild() {
   gl.pid = realPid();
   gl.finishRequested.store(false);
   gl.finishDone.store(false);
+  gl.mainThreadExited.store(false);
   delete gl.store;
   gl.store = nullptr;
   gl.streamMeta = false;
@@ -754,6 +777,13 @@ void Collector::finishBeforeExit() {
   // write, and nothing should run between a fork and an exec that does not have to.
   if (!gl.drainStarted.load()) return;
   finish();
+}
+
+void Collector::threadExiting() {
+  Globals& gl = g();
+  if (gl.init.load() != InitState::Done || !ownProcess() || syscall(SYS_gettid) != gl.pid) return;
+  gl.mainThreadExited.store(true);
+  if (gl.drainStarted.load()) wakeDrain();
 }
 
 void Collector::finish() {

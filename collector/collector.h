@@ -301,6 +301,11 @@ class Collector {
   // parent's memory and must not touch it).
   static void finishBeforeExit();
 
+  // The calling thread is about to end with pthread_exit. Where that is the main thread, the
+  // process ends when its last thread does (glibc then calls exit(0)), and the drain thread
+  // must not be that last thread forever: it ends once it is the only thread left.
+  static void threadExiting();
+
   // Absolute path of the library that contains the collector (for NVTX_INJECTION64_PATH).
   static const char* libraryPath();
 

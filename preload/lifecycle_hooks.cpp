@@ -5,6 +5,9 @@
 // inherited) and is traced under its own name. A failed exec leaves this image untraced from
 // then on.
 //
+// pthread_exit is watched too: where the main thread ends with it, the process ends with its
+// last other thread, and cutrace's drain thread must not be that thread.
+//
 // glibc's execv/execvp/execl* reach execve internally, not through the PLT, so each entry point
 // is interposed on its own; the variadic ones gather their arguments into an array first.
 
@@ -51,6 +54,15 @@ __attribute__((visibility("default"), noreturn)) void _exit(int status) {
 __attribute__((visibility("default"), noreturn)) void _Exit(int status) {
   cutrace::Collector::finishBeforeExit();
   for (;;) syscall(SYS_exit_group, status);
+}
+
+// The main thread's pthread_exit leaves the process to its other threads, the drain thread
+// among them, which must then not keep it alive (Collector::threadExiting).
+__attribute__((visibility("default"), noreturn)) void pthread_exit(void* value) {
+  CUTRACE_NEXT(void (*)(void*), pthread_exit);
+  cutrace::Collector::threadExiting();
+  real(value);
+  __builtin_unreachable();
 }
 
 __attribute__((visibility("default"))) int execve(const char* path, char* const argv[], char* const envp[]) {
