@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "collector/alt_stack.h"
 #include "collector/capture.h"
 #include "collector/collector.h"
 #include "collector/stack_capture.h"
@@ -111,8 +112,9 @@ class HookCall {
     r_.result = 0;
     r_.mem = MemPayload{};
     // Only the outermost recorded call takes a stack: a nested call (the driver call a runtime
-    // call made) shares it, which the exporters know from the nesting.
-    wantStack_ = s->apiDepth++ == 0 && stacks::wanted(kind);
+    // call made) shares it, which the exporters know from the nesting. None from a signal
+    // handler on a small alternate stack (roomToWalk): the walk would run off its end.
+    wantStack_ = s->apiDepth++ == 0 && stacks::wanted(kind) && roomToWalk(shim.sp);
     if (kind == ApiKind::Launch) {
       launch_ = true;
       outermostLaunch_ = s->launchDepth++ == 0;
