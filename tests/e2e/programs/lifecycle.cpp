@@ -9,6 +9,7 @@
 //   usr2, timed   capture by SIGUSR2 and by time
 //   exec          execs this program again with "capture" (the new image is traced under
 //                 its own name)
+//   quick-exit    ends in quick_exit after calls made since the last drain pass
 #include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
 #include <nvtx3/nvToolsExt.h>
@@ -147,6 +148,17 @@ int timed() {
   return 0;
 }
 
+// quick_exit runs the at_quick_exit handlers, then glibc's internal _exit: the trace must be
+// written all the same, with the calls made after the last drain pass.
+int quickExit() {
+  calls(2);
+  usleep(150 * 1000);  // several drain passes
+  calls(3);
+  printf("quick exit\n");
+  fflush(stdout);
+  quick_exit(3);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -159,6 +171,7 @@ int main(int argc, char** argv) {
   if (what == "capture") return capture();
   if (what == "usr2") return usr2();
   if (what == "timed") return timed();
+  if (what == "quick-exit") return quickExit();
   if (what == "exec") {
     calls(1);
     fflush(stdout);
@@ -169,6 +182,6 @@ int main(int argc, char** argv) {
     perror("execv");
     return 1;
   }
-  fprintf(stderr, "usage: lifecycle exit-child|sigterm|stress|capture|exec\n");
+  fprintf(stderr, "usage: lifecycle exit-child|sigterm|stress|capture|exec|quick-exit\n");
   return 2;
 }
