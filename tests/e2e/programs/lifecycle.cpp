@@ -10,6 +10,7 @@
 //   exec          execs this program again with "capture" (the new image is traced under
 //                 its own name)
 //   quick-exit    ends in quick_exit after calls made since the last drain pass
+//   execl-many    execls this program again with 1,500 arguments ("execl-child" and 1,498 more)
 #include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
 #include <nvtx3/nvToolsExt.h>
@@ -159,6 +160,21 @@ int quickExit() {
   quick_exit(3);
 }
 
+// More arguments than the preload's execl gathers on the stack: glibc's execl takes any number.
+int execlMany() {
+  calls(1);
+  fflush(stdout);
+#define A10 "a", "a", "a", "a", "a", "a", "a", "a", "a", "a"
+#define A100 A10, A10, A10, A10, A10, A10, A10, A10, A10, A10
+  execl("/proc/self/exe", "lifecycle", "execl-child", A100, A100, A100, A100, A100, A100, A100, A100, A100, A100, A100,
+        A100, A100, A100, A10, A10, A10, A10, A10, A10, A10, A10, A10, "a", "a", "a", "a", "a", "a", "a", "a",
+        static_cast<char*>(nullptr));
+#undef A100
+#undef A10
+  perror("execl");
+  return 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -172,6 +188,12 @@ int main(int argc, char** argv) {
   if (what == "usr2") return usr2();
   if (what == "timed") return timed();
   if (what == "quick-exit") return quickExit();
+  if (what == "execl-many") return execlMany();
+  if (what == "execl-child") {
+    calls(1);
+    printf("execl child: %d arguments\n", argc);
+    return 0;
+  }
   if (what == "exec") {
     calls(1);
     fflush(stdout);
@@ -182,6 +204,6 @@ int main(int argc, char** argv) {
     perror("execv");
     return 1;
   }
-  fprintf(stderr, "usage: lifecycle exit-child|sigterm|stress|capture|exec|quick-exit\n");
+  fprintf(stderr, "usage: lifecycle exit-child|sigterm|stress|capture|exec|quick-exit|execl-many\n");
   return 2;
 }
