@@ -20,6 +20,7 @@
 #include <atomic>
 #include <cstring>
 #include <cwchar>
+#include <string_view>
 
 #include "collector/capture.h"
 #include "preload/hook_support.h"
@@ -271,7 +272,12 @@ uint16_t& depthOf(ThreadState* s, uint32_t domain) { return s->nvtxDepth[domain]
   while (depth < UINT16_MAX && !signalAtomicCas(depthOf(s, domain), depth, static_cast<uint16_t>(depth + 1))) {
   }
   // Depth is kept while paused, so pops after a capture window starts still pair correctly.
-  if (capture::watchesNvtx()) capture::onNvtxPush(m.registered ? nullptr : m.text, m.length, s->tid, depth);
+  if (capture::watchesNvtx()) {
+    // A registered string's text is in the name table: a range pushed by handle (PyTorch's, a
+    // library's per-step label) opens a capture window, or counts as a step, as its text would.
+    const std::string_view text = m.registered ? Collector::names().get(m.registered) : std::string_view(m.text, m.length);
+    capture::onNvtxPush(text.data(), text.size(), s->tid, depth);
+  }
   if (!section.owned()) {
     // A signal handler's push while this thread records another event: it and its pop (in the
     // same handler run) are dropped; pairing state is the interrupted section's alone.

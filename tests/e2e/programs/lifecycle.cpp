@@ -11,6 +11,7 @@
 //                 its own name)
 //   quick-exit    ends in quick_exit after calls made since the last drain pass
 //   execl-many    execls this program again with 1,500 arguments ("execl-child" and 1,498 more)
+//   capture-registered  as capture, its ranges pushed with registered strings
 #include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
 #include <nvtx3/nvToolsExt.h>
@@ -109,17 +110,33 @@ int burst() {
   return 0;
 }
 
-int capture() {
+// A range pushed by its text, or (registered) by a handle to it, as PyTorch and libraries that
+// label every step push theirs.
+void pushRange(const char* text, bool registered) {
+  if (!registered) {
+    nvtxRangePushA(text);
+    return;
+  }
+  nvtxEventAttributes_t attr;
+  memset(&attr, 0, sizeof(attr));
+  attr.version = NVTX_VERSION;
+  attr.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+  attr.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+  attr.message.registered = nvtxDomainRegisterStringA(nullptr, text);
+  nvtxRangePushEx(&attr);
+}
+
+int capture(bool registered) {
   calls(1);  // before anything: only "all" keeps it
   cudaProfilerStart();
   calls(2);
   cudaProfilerStop();
-  nvtxRangePushA("focus");
+  pushRange("focus", registered);
   calls(3);
   nvtxRangePop();
   for (int step = 0; step < 10; ++step) {
     const std::string name = "ProfilerStep#" + std::to_string(step);
-    nvtxRangePushA(name.c_str());
+    pushRange(name.c_str(), registered);
     calls(1);
     nvtxRangePop();
   }
@@ -184,7 +201,8 @@ int main(int argc, char** argv) {
   if (what == "sigkill") return sigkill();
   if (what == "stress") return stress();
   if (what == "burst") return burst();
-  if (what == "capture") return capture();
+  if (what == "capture") return capture(false);
+  if (what == "capture-registered") return capture(true);
   if (what == "usr2") return usr2();
   if (what == "timed") return timed();
   if (what == "quick-exit") return quickExit();
