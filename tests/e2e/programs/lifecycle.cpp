@@ -11,6 +11,7 @@
 //                 its own name)
 //   quick-exit    ends in quick_exit after calls made since the last drain pass
 //   execl-many    execls this program again with 1,500 arguments ("execl-child" and 1,498 more)
+//   signal-query  prints the SIGINT/SIGTERM dispositions as each of glibc's calls reads them
 //   capture-registered  as capture, its ranges pushed with registered strings
 #include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
@@ -25,6 +26,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+extern "C" sighandler_t bsd_signal(int, sighandler_t);  // glibc's; declared for older standards only
 
 namespace {
 
@@ -192,6 +195,40 @@ int execlMany() {
   return 1;
 }
 
+// Without cutrace every call reads SIG_DFL; cutrace's own SIGINT/SIGTERM handler must read so.
+// Each call reads in a child of its own: setting the disposition back to what one read replaces
+// cutrace's handler, and the next call would read that instead.
+template <typename Query>
+void querySignals(const char* call, Query query) {
+  fflush(stdout);
+  if (fork() == 0) {
+    for (const int sig : {SIGINT, SIGTERM}) {
+      const sighandler_t h = query(sig);
+      printf("%s %s: %s\n", strsignal(sig), call, h == SIG_DFL ? "SIG_DFL" : h == SIG_IGN ? "SIG_IGN" : "a handler");
+    }
+    fflush(stdout);
+    _exit(0);
+  }
+  wait(nullptr);
+}
+
+int signalQuery() {
+  calls(1);
+  querySignals("sigaction", [](int sig) {
+    struct sigaction sa {};
+    sigaction(sig, nullptr, &sa);
+    return sa.sa_handler;
+  });
+  querySignals("signal", [](int sig) { return signal(sig, SIG_IGN); });
+  querySignals("bsd_signal", [](int sig) { return bsd_signal(sig, SIG_IGN); });
+  querySignals("sysv_signal", [](int sig) { return sysv_signal(sig, SIG_IGN); });
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"  // sigset: deprecated, still in use
+  querySignals("sigset", [](int sig) { return sigset(sig, SIG_IGN); });
+#pragma GCC diagnostic pop
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -207,6 +244,7 @@ int main(int argc, char** argv) {
   if (what == "timed") return timed();
   if (what == "quick-exit") return quickExit();
   if (what == "execl-many") return execlMany();
+  if (what == "signal-query") return signalQuery();
   if (what == "execl-child") {
     calls(1);
     printf("execl child: %d arguments\n", argc);
@@ -222,6 +260,6 @@ int main(int argc, char** argv) {
     perror("execv");
     return 1;
   }
-  fprintf(stderr, "usage: lifecycle exit-child|sigterm|stress|capture|exec|quick-exit|execl-many\n");
+  fprintf(stderr, "usage: lifecycle exit-child|sigterm|stress|capture|exec|quick-exit|execl-many|signal-query\n");
   return 2;
 }
