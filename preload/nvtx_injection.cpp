@@ -30,11 +30,15 @@ namespace {
 
 // Domain handles point into this fixed table (no allocation inside NVTX calls). Index 0 is
 // the default domain; nvtxDomainCreate with a name already created returns the same handle.
+// The last index is shared by every domain created once the others are taken: their ranges
+// keep one stack of their own, apart from the default domain's, under kOverflowDomainName.
 struct Domain {
   std::atomic<uint32_t> nameId{0};
 };
 Domain domains[kMaxNvtxDomains];
 std::atomic<uint32_t> domainCount{1};
+constexpr uint32_t kOverflowDomain = kMaxNvtxDomains - 1;
+constexpr std::string_view kOverflowDomainName = "(more NVTX domains)";
 
 uint32_t domainIndex(nvtxDomainHandle_t h) {
   if (h == nullptr) return 0;
@@ -457,12 +461,22 @@ nvtxDomainHandle_t createDomain(const Message& m) {
   const uint32_t nameId = Collector::names().intern(std::string_view(m.text, m.length));
   if (nameId == 0) return nullptr;
   const uint32_t count = domainCount.load(std::memory_order_acquire);
-  for (uint32_t i = 1; i < count && i < kMaxNvtxDomains; ++i)
+  for (uint32_t i = 1; i < count && i < kOverflowDomain; ++i)
     if (domains[i].nameId.load(std::memory_order_acquire) == nameId) return reinterpret_cast<nvtxDomainHandle_t>(&domains[i]);
-  const uint32_t index = domainCount.fetch_add(1, std::memory_order_acq_rel);
-  if (index >= kMaxNvtxDomains) return nullptr;  // past the table: calls on it go to the default domain
-  domains[index].nameId.store(nameId, std::memory_order_release);
-  return reinterpret_cast<nvtxDomainHandle_t>(&domains[index]);
+  const uint32_t index = count < kOverflowDomain ? domainCount.fetch_add(1, std::memory_order_acq_rel) : kOverflowDomain;
+  if (index < kOverflowDomain) {
+    domains[index].nameId.store(nameId, std::memory_order_release);
+    return reinterpret_cast<nvtxDomainHandle_t>(&domains[index]);
+  }
+  // Past the table. Not NULL, which the NVTX calls would take for the default domain, pairing
+  // this domain's pushes and pops with its ranges.
+  Domain& overflow = domains[kOverflowDomain];
+  if (overflow.nameId.load(std::memory_order_acquire) == 0) {
+    const uint32_t overflowId = Collector::names().intern(kOverflowDomainName);
+    if (overflowId == 0) return nullptr;
+    overflow.nameId.store(overflowId, std::memory_order_release);
+  }
+  return reinterpret_cast<nvtxDomainHandle_t>(&overflow);
 }
 nvtxDomainHandle_t domainCreateA(const char* name) { return createDomain(asciiMessage(name)); }
 nvtxDomainHandle_t domainCreateW(const wchar_t* name) {
