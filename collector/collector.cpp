@@ -717,6 +717,9 @@ void Collector::initialize(const HookDescriptor* hooks, std::size_t hookCount, W
     pthread_key_create(&gl.exitKey, threadExit);
     pthread_atfork(atforkPrepare, atforkParent, atforkChild);
     atexit(atExit);
+    // quick_exit runs only these handlers, then glibc's internal _exit (not the preload's
+    // _exit, which a call from inside libc never reaches): without one the trace is not written.
+    at_quick_exit(atExit);
     gl.pid = realPid();
     installSignalHandlers();
   }

@@ -9,13 +9,15 @@
 // last other thread, and cutrace's drain thread must not be that thread.
 //
 // glibc's execv/execvp/execl* reach execve internally, not through the PLT, so each entry point
-// is interposed on its own; the variadic ones gather their arguments into an array first.
+// is interposed on its own; the variadic ones gather their arguments into an array first (as
+// glibc's do: any number of them).
 
 #include <dlfcn.h>
 #include <errno.h>
 
 #include <atomic>
 #include <stdarg.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -40,7 +42,40 @@ F nextFunction(std::atomic<void*>& slot, const char* name) {
   static std::atomic<void*> next_##name{nullptr}; \
   const auto real = nextFunction<type>(next_##name, #name)
 
-constexpr int kMaxListArgs = 1024;  // execl* beyond this fail with E2BIG (the array is on the stack)
+// execl* arguments gathered on the stack; a longer list takes pages of its own for the call (no
+// malloc in a hook: a child forked from a threaded parent may find malloc's lock held).
+constexpr std::size_t kStackListArgs = 1024;
+
+// execl, execlp, execle: `first`, the arguments after it to the NULL (read as glibc reads them:
+// at least one, even after a null `first`) and, for execle, the environment after that, handed
+// to `exec` as an array. Returns only when the exec failed, with its errno.
+template <typename Exec>
+int execList(const char* first, va_list ap, bool withEnv, Exec exec) {
+  std::size_t argc = 1;
+  va_list count;
+  va_copy(count, ap);
+  while (va_arg(count, char*) != nullptr) ++argc;
+  va_end(count);
+  char* onStack[kStackListArgs + 1];
+  char** argv = onStack;
+  std::size_t mappedBytes = 0;
+  if (argc > kStackListArgs) {
+    mappedBytes = (argc + 1) * sizeof(char*);
+    void* p = mmap(nullptr, mappedBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return -1;  // ENOMEM, as glibc's own array would have failed
+    argv = static_cast<char**>(p);
+  }
+  argv[0] = const_cast<char*>(first);
+  for (std::size_t i = 1; i <= argc; ++i) argv[i] = va_arg(ap, char*);  // the NULL too: the environment follows it
+  char* const* envp = withEnv ? va_arg(ap, char* const*) : nullptr;
+  const int rc = exec(argv, envp);
+  if (mappedBytes != 0) {
+    const int savedErrno = errno;  // the exec's, not munmap's
+    munmap(argv, mappedBytes);
+    errno = savedErrno;
+  }
+  return rc;
+}
 
 }  // namespace
 
@@ -95,45 +130,29 @@ __attribute__((visibility("default"))) int fexecve(int fd, char* const argv[], c
   return real(fd, argv, envp);
 }
 
-// execl, execlp, execle: the argument list, NULL-terminated (execle: then the environment).
-#define CUTRACE_GATHER_ARGS(first, argv, ap)            \
-  char* argv[kMaxListArgs + 1];                         \
-  int argc_ = 0;                                        \
-  argv[argc_++] = const_cast<char*>(first);             \
-  while (argv[argc_ - 1] != nullptr) {                  \
-    if (argc_ > kMaxListArgs) {                         \
-      va_end(ap);                                       \
-      errno = E2BIG;                                    \
-      return -1;                                        \
-    }                                                   \
-    argv[argc_++] = va_arg(ap, char*);                  \
-  }
-
+// Through the hooks above, so the trace is written once, before the exec.
 __attribute__((visibility("default"))) int execl(const char* path, const char* arg, ...) {
   va_list ap;
   va_start(ap, arg);
-  CUTRACE_GATHER_ARGS(arg, argv, ap)
+  const int rc = execList(arg, ap, false, [path](char* const* argv, char* const*) { return execv(path, argv); });
   va_end(ap);
-  return execv(path, argv);
+  return rc;
 }
 
 __attribute__((visibility("default"))) int execlp(const char* file, const char* arg, ...) {
   va_list ap;
   va_start(ap, arg);
-  CUTRACE_GATHER_ARGS(arg, argv, ap)
+  const int rc = execList(arg, ap, false, [file](char* const* argv, char* const*) { return execvp(file, argv); });
   va_end(ap);
-  return execvp(file, argv);
+  return rc;
 }
 
 __attribute__((visibility("default"))) int execle(const char* path, const char* arg, ...) {
   va_list ap;
   va_start(ap, arg);
-  CUTRACE_GATHER_ARGS(arg, argv, ap)
-  char* const* envp = va_arg(ap, char* const*);
+  const int rc = execList(arg, ap, true, [path](char* const* argv, char* const* envp) { return execve(path, argv, envp); });
   va_end(ap);
-  return execve(path, argv, envp);
+  return rc;
 }
-
-#undef CUTRACE_GATHER_ARGS
 
 }  // extern "C"

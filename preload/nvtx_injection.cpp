@@ -20,6 +20,7 @@
 #include <atomic>
 #include <cstring>
 #include <cwchar>
+#include <string_view>
 
 #include "collector/capture.h"
 #include "preload/hook_support.h"
@@ -29,11 +30,15 @@ namespace {
 
 // Domain handles point into this fixed table (no allocation inside NVTX calls). Index 0 is
 // the default domain; nvtxDomainCreate with a name already created returns the same handle.
+// The last index is shared by every domain created once the others are taken: their ranges
+// keep one stack of their own, apart from the default domain's, under kOverflowDomainName.
 struct Domain {
   std::atomic<uint32_t> nameId{0};
 };
 Domain domains[kMaxNvtxDomains];
 std::atomic<uint32_t> domainCount{1};
+constexpr uint32_t kOverflowDomain = kMaxNvtxDomains - 1;
+constexpr std::string_view kOverflowDomainName = "(more NVTX domains)";
 
 uint32_t domainIndex(nvtxDomainHandle_t h) {
   if (h == nullptr) return 0;
@@ -271,7 +276,12 @@ uint16_t& depthOf(ThreadState* s, uint32_t domain) { return s->nvtxDepth[domain]
   while (depth < UINT16_MAX && !signalAtomicCas(depthOf(s, domain), depth, static_cast<uint16_t>(depth + 1))) {
   }
   // Depth is kept while paused, so pops after a capture window starts still pair correctly.
-  if (capture::watchesNvtx()) capture::onNvtxPush(m.registered ? nullptr : m.text, m.length, s->tid, depth);
+  if (capture::watchesNvtx()) {
+    // A registered string's text is in the name table: a range pushed by handle (PyTorch's, a
+    // library's per-step label) opens a capture window, or counts as a step, as its text would.
+    const std::string_view text = m.registered ? Collector::names().get(m.registered) : std::string_view(m.text, m.length);
+    capture::onNvtxPush(text.data(), text.size(), s->tid, depth);
+  }
   if (!section.owned()) {
     // A signal handler's push while this thread records another event: it and its pop (in the
     // same handler run) are dropped; pairing state is the interrupted section's alone.
@@ -451,12 +461,22 @@ nvtxDomainHandle_t createDomain(const Message& m) {
   const uint32_t nameId = Collector::names().intern(std::string_view(m.text, m.length));
   if (nameId == 0) return nullptr;
   const uint32_t count = domainCount.load(std::memory_order_acquire);
-  for (uint32_t i = 1; i < count && i < kMaxNvtxDomains; ++i)
+  for (uint32_t i = 1; i < count && i < kOverflowDomain; ++i)
     if (domains[i].nameId.load(std::memory_order_acquire) == nameId) return reinterpret_cast<nvtxDomainHandle_t>(&domains[i]);
-  const uint32_t index = domainCount.fetch_add(1, std::memory_order_acq_rel);
-  if (index >= kMaxNvtxDomains) return nullptr;  // past the table: calls on it go to the default domain
-  domains[index].nameId.store(nameId, std::memory_order_release);
-  return reinterpret_cast<nvtxDomainHandle_t>(&domains[index]);
+  const uint32_t index = count < kOverflowDomain ? domainCount.fetch_add(1, std::memory_order_acq_rel) : kOverflowDomain;
+  if (index < kOverflowDomain) {
+    domains[index].nameId.store(nameId, std::memory_order_release);
+    return reinterpret_cast<nvtxDomainHandle_t>(&domains[index]);
+  }
+  // Past the table. Not NULL, which the NVTX calls would take for the default domain, pairing
+  // this domain's pushes and pops with its ranges.
+  Domain& overflow = domains[kOverflowDomain];
+  if (overflow.nameId.load(std::memory_order_acquire) == 0) {
+    const uint32_t overflowId = Collector::names().intern(kOverflowDomainName);
+    if (overflowId == 0) return nullptr;
+    overflow.nameId.store(overflowId, std::memory_order_release);
+  }
+  return reinterpret_cast<nvtxDomainHandle_t>(&overflow);
 }
 nvtxDomainHandle_t domainCreateA(const char* name) { return createDomain(asciiMessage(name)); }
 nvtxDomainHandle_t domainCreateW(const wchar_t* name) {

@@ -1,6 +1,8 @@
-// sigaction and signal, interposed so the program never sees cutrace's SIGINT/SIGTERM handler:
-// a disposition read back that is cutrace's reads as SIG_DFL, which is what the program would
-// have seen (Python, for one, installs its KeyboardInterrupt handler only over SIG_DFL).
+// sigaction, and signal with glibc's other names for it (bsd_signal, sysv_signal, sigset),
+// interposed so the program never sees cutrace's SIGINT/SIGTERM handler: a disposition read back
+// that is cutrace's reads as SIG_DFL, which is what the program would have seen (Python, for
+// one, installs its KeyboardInterrupt handler only over SIG_DFL). Each name is its own: glibc's
+// entry points do not reach one another through the PLT.
 //
 // Built without sanitizer instrumentation and linked as an object of libtrace.so (an archive
 // member would lose its export to --exclude-libs): sanitizer runtimes call sigaction while they
@@ -24,6 +26,9 @@ namespace {
 
 std::atomic<void*> nextSigaction{nullptr};
 std::atomic<void*> nextSignal{nullptr};
+std::atomic<void*> nextBsdSignal{nullptr};
+std::atomic<void*> nextSysvSignal{nullptr};
+std::atomic<void*> nextSigset{nullptr};
 
 void* next(std::atomic<void*>& slot, const char* name) {
   void* p = slot.load(std::memory_order_relaxed);
@@ -35,6 +40,13 @@ void* next(std::atomic<void*>& slot, const char* name) {
 }
 
 bool own(void (*handler)(int)) { return handler != nullptr && handler == cutraceOwnSignalHandler; }
+
+// signal() and its kin: glibc's `name`, with cutrace's handler in what it returns read as SIG_DFL.
+sighandler_t hiddenSignal(std::atomic<void*>& slot, const char* name, int sig, sighandler_t handler) {
+  auto real = reinterpret_cast<sighandler_t (*)(int, sighandler_t)>(next(slot, name));
+  const sighandler_t old = real(sig, handler);
+  return own(old) ? SIG_DFL : old;
+}
 
 }  // namespace
 
@@ -52,9 +64,20 @@ __attribute__((visibility("default"))) int sigaction(int sig, const struct sigac
 }
 
 __attribute__((visibility("default"))) sighandler_t signal(int sig, sighandler_t handler) {
-  auto real = reinterpret_cast<sighandler_t (*)(int, sighandler_t)>(next(nextSignal, "signal"));
-  const sighandler_t old = real(sig, handler);
-  return own(old) ? SIG_DFL : old;
+  return hiddenSignal(nextSignal, "signal", sig, handler);
+}
+
+__attribute__((visibility("default"))) sighandler_t bsd_signal(int sig, sighandler_t handler) {
+  return hiddenSignal(nextBsdSignal, "bsd_signal", sig, handler);
+}
+
+__attribute__((visibility("default"))) sighandler_t sysv_signal(int sig, sighandler_t handler) {
+  return hiddenSignal(nextSysvSignal, "sysv_signal", sig, handler);
+}
+
+// SIG_HOLD (the signal was blocked) passes through as glibc returns it.
+__attribute__((visibility("default"))) sighandler_t sigset(int sig, sighandler_t handler) {
+  return hiddenSignal(nextSigset, "sigset", sig, handler);
 }
 
 }  // extern "C"

@@ -9,6 +9,10 @@
 //   usr2, timed   capture by SIGUSR2 and by time
 //   exec          execs this program again with "capture" (the new image is traced under
 //                 its own name)
+//   quick-exit    ends in quick_exit after calls made since the last drain pass
+//   execl-many    execls this program again with 1,500 arguments ("execl-child" and 1,498 more)
+//   signal-query  prints the SIGINT/SIGTERM dispositions as each of glibc's calls reads them
+//   capture-registered  as capture, its ranges pushed with registered strings
 #include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
 #include <nvtx3/nvToolsExt.h>
@@ -22,6 +26,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+extern "C" sighandler_t bsd_signal(int, sighandler_t);  // glibc's; declared for older standards only
 
 namespace {
 
@@ -107,17 +113,33 @@ int burst() {
   return 0;
 }
 
-int capture() {
+// A range pushed by its text, or (registered) by a handle to it, as PyTorch and libraries that
+// label every step push theirs.
+void pushRange(const char* text, bool registered) {
+  if (!registered) {
+    nvtxRangePushA(text);
+    return;
+  }
+  nvtxEventAttributes_t attr;
+  memset(&attr, 0, sizeof(attr));
+  attr.version = NVTX_VERSION;
+  attr.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+  attr.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+  attr.message.registered = nvtxDomainRegisterStringA(nullptr, text);
+  nvtxRangePushEx(&attr);
+}
+
+int capture(bool registered) {
   calls(1);  // before anything: only "all" keeps it
   cudaProfilerStart();
   calls(2);
   cudaProfilerStop();
-  nvtxRangePushA("focus");
+  pushRange("focus", registered);
   calls(3);
   nvtxRangePop();
   for (int step = 0; step < 10; ++step) {
     const std::string name = "ProfilerStep#" + std::to_string(step);
-    nvtxRangePushA(name.c_str());
+    pushRange(name.c_str(), registered);
     calls(1);
     nvtxRangePop();
   }
@@ -147,6 +169,66 @@ int timed() {
   return 0;
 }
 
+// quick_exit runs the at_quick_exit handlers, then glibc's internal _exit: the trace must be
+// written all the same, with the calls made after the last drain pass.
+int quickExit() {
+  calls(2);
+  usleep(150 * 1000);  // several drain passes
+  calls(3);
+  printf("quick exit\n");
+  fflush(stdout);
+  quick_exit(3);
+}
+
+// More arguments than the preload's execl gathers on the stack: glibc's execl takes any number.
+int execlMany() {
+  calls(1);
+  fflush(stdout);
+#define A10 "a", "a", "a", "a", "a", "a", "a", "a", "a", "a"
+#define A100 A10, A10, A10, A10, A10, A10, A10, A10, A10, A10
+  execl("/proc/self/exe", "lifecycle", "execl-child", A100, A100, A100, A100, A100, A100, A100, A100, A100, A100, A100,
+        A100, A100, A100, A10, A10, A10, A10, A10, A10, A10, A10, A10, "a", "a", "a", "a", "a", "a", "a", "a",
+        static_cast<char*>(nullptr));
+#undef A100
+#undef A10
+  perror("execl");
+  return 1;
+}
+
+// Without cutrace every call reads SIG_DFL; cutrace's own SIGINT/SIGTERM handler must read so.
+// Each call reads in a child of its own: setting the disposition back to what one read replaces
+// cutrace's handler, and the next call would read that instead.
+template <typename Query>
+void querySignals(const char* call, Query query) {
+  fflush(stdout);
+  if (fork() == 0) {
+    for (const int sig : {SIGINT, SIGTERM}) {
+      const sighandler_t h = query(sig);
+      printf("%s %s: %s\n", strsignal(sig), call, h == SIG_DFL ? "SIG_DFL" : h == SIG_IGN ? "SIG_IGN" : "a handler");
+    }
+    fflush(stdout);
+    _exit(0);
+  }
+  wait(nullptr);
+}
+
+int signalQuery() {
+  calls(1);
+  querySignals("sigaction", [](int sig) {
+    struct sigaction sa {};
+    sigaction(sig, nullptr, &sa);
+    return sa.sa_handler;
+  });
+  querySignals("signal", [](int sig) { return signal(sig, SIG_IGN); });
+  querySignals("bsd_signal", [](int sig) { return bsd_signal(sig, SIG_IGN); });
+  querySignals("sysv_signal", [](int sig) { return sysv_signal(sig, SIG_IGN); });
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"  // sigset: deprecated, still in use
+  querySignals("sigset", [](int sig) { return sigset(sig, SIG_IGN); });
+#pragma GCC diagnostic pop
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -156,9 +238,18 @@ int main(int argc, char** argv) {
   if (what == "sigkill") return sigkill();
   if (what == "stress") return stress();
   if (what == "burst") return burst();
-  if (what == "capture") return capture();
+  if (what == "capture") return capture(false);
+  if (what == "capture-registered") return capture(true);
   if (what == "usr2") return usr2();
   if (what == "timed") return timed();
+  if (what == "quick-exit") return quickExit();
+  if (what == "execl-many") return execlMany();
+  if (what == "signal-query") return signalQuery();
+  if (what == "execl-child") {
+    calls(1);
+    printf("execl child: %d arguments\n", argc);
+    return 0;
+  }
   if (what == "exec") {
     calls(1);
     fflush(stdout);
@@ -169,6 +260,6 @@ int main(int argc, char** argv) {
     perror("execv");
     return 1;
   }
-  fprintf(stderr, "usage: lifecycle exit-child|sigterm|stress|capture|exec\n");
+  fprintf(stderr, "usage: lifecycle exit-child|sigterm|stress|capture|exec|quick-exit|execl-many|signal-query\n");
   return 2;
 }

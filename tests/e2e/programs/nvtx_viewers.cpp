@@ -9,6 +9,9 @@
 //   names                  ranges named like counters and values ("epoch 1", "iter 12",
 //                          "lr 0.5"), and an empty name
 //   quick                  only ranges far shorter than a microsecond
+//   many-domains           300 named domains, past the 254 that get tracks of their own: a
+//                          mark in the last of those, nested ranges in two later ones (which
+//                          share one track) around the start of the user's range, as domains
 #include <cuda_runtime_api.h>
 #include <nvtx3/nvToolsExt.h>
 #include <stdio.h>
@@ -80,6 +83,28 @@ int domains() {
   return 0;
 }
 
+int manyDomains() {
+  nvtxDomainHandle_t d[300];
+  for (int i = 0; i < 300; ++i) d[i] = nvtxDomainCreateA(("dom" + std::to_string(i)).c_str());
+  void* p = nullptr;
+  const nvtxEventAttributes_t late = message("late op");
+  const nvtxEventAttributes_t later = message("later op");
+  const nvtxEventAttributes_t mark = message("named mark");
+  nvtxDomainMarkEx(d[253], &mark);        // the last domain of its own
+  nvtxDomainRangePushEx(d[299], &late);   // late op ......
+  nvtxDomainRangePushEx(d[280], &later);  //   later op ......
+  cudaMalloc(&p, 256);                    //     only in the late ones
+  nvtxRangePushA("user step");            //     user step ......
+  cudaDeviceSynchronize();                //       in all
+  nvtxDomainRangePop(d[280]);             // ......later op ends inside user step
+  nvtxDomainRangePop(d[299]);             // ...... late op too
+  cudaFree(p);                            //       only in user step
+  nvtxRangePop();                         //     ...... user step
+  cudaDeviceSynchronize();                // in none
+  printf("many domains: ok\n");
+  return 0;
+}
+
 int names() {
   for (const char* name : {"epoch 1", "iter 12", "lr 0.5", "v 2.", ""}) {
     nvtxRangePushA(name);
@@ -108,6 +133,7 @@ int main(int argc, char** argv) {
   const std::string what = argc > 1 ? argv[1] : "";
   if (what == "unpopped" && argc > 2) return unpopped(atoi(argv[2]), argc > 3 ? argv[3] : nullptr);
   if (what == "domains") return domains();
+  if (what == "many-domains") return manyDomains();
   if (what == "names") return names();
   if (what == "quick") return quick();
   fprintf(stderr, "usage: nvtx_viewers unpopped N [RSS_FILE] | domains | names | quick\n");
