@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <unistd.h>
@@ -15,21 +16,48 @@
 
 namespace cutrace {
 
+namespace {
+
+// Where an OwnFile's descriptor is moved: the lowest free number from here (F_DUPFD), half the
+// soft RLIMIT_NOFILE at most, so that a program using every descriptor up to its limit meets
+// cutrace's only near the end. Far from the low numbers a program closes and expects back.
+int highFdFloor() {
+  struct rlimit r {};
+  if (getrlimit(RLIMIT_NOFILE, &r) != 0 || r.rlim_cur == RLIM_INFINITY) return 1000;
+  return static_cast<int>(std::min<rlim_t>(1000, r.rlim_cur / 2));
+}
+
+// `fd` moved to a high number (the low one closed), or left where it is if it cannot be.
+int moveHigh(int fd) {
+  const int floor = highFdFloor();
+  if (fd >= floor) return fd;
+  const int err = errno;
+  const int high = fcntl(fd, F_DUPFD_CLOEXEC, floor);
+  errno = err;
+  if (high < 0) return fd;
+  close(fd);
+  return high;
+}
+
+}  // namespace
+
 bool OwnFile::create(int dirfd, const std::string& dir, const std::string& name) {
-  const int fd = openat(dirfd, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  closeDescriptor();
+  const int fd = openat(dirfd, name.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) return false;
   struct stat st {};
   const bool ok = fstat(fd, &st) == 0;
   const int err = errno;
   struct statfs fs {};
   constexpr long kExt4Magic = 0xEF53;  // EXT4_SUPER_MAGIC (ext2 and ext3 too, run by the ext4 driver)
-  reserves_ = fstatfs(fd, &fs) == 0 && fs.f_type == kExt4Magic;
-  close(fd);
+  reserves_ = ok && fstatfs(fd, &fs) == 0 && fs.f_type == kExt4Magic;
   if (!ok) {
+    close(fd);
     unlinkat(dirfd, name.c_str(), 0);
     errno = err;
     return false;
   }
+  fd_ = moveHigh(fd);
   path_ = dir + "/" + name;
   dev_ = st.st_dev;
   ino_ = st.st_ino;
@@ -38,12 +66,28 @@ bool OwnFile::create(int dirfd, const std::string& dir, const std::string& name)
   return true;
 }
 
-int OwnFile::reopen(int flags, struct stat& st) const {
-  const int fd = open(path_.c_str(), flags | O_NOFOLLOW | O_CLOEXEC);
+bool OwnFile::ours(int fd, struct stat& st) const {
+  return fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_dev == dev_ && st.st_ino == ino_;
+}
+
+int OwnFile::descriptor(struct stat& st) {
+  if (ours(fd_, st)) return fd_;
+  fd_ = -1;  // closed, or a number the program reuses: not closed here
+  const int fd = open(path_.c_str(), O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return -1;
-  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_dev == dev_ && st.st_ino == ino_) return fd;
-  close(fd);
-  return -1;
+  if (!ours(fd, st)) {
+    close(fd);
+    errno = ESTALE;
+    return -1;
+  }
+  fd_ = moveHigh(fd);
+  return fd_;
+}
+
+void OwnFile::closeDescriptor() {
+  struct stat st {};
+  if (ours(fd_, st)) close(fd_);
+  fd_ = -1;
 }
 
 void OwnFile::reserve(int fd, uint64_t size, std::size_t adding) {
@@ -67,28 +111,28 @@ void OwnFile::releaseReserve() {
   const uint64_t reservedTo = reservedTo_;
   reservedTo_ = 0;
   struct stat st {};
-  const int fd = reopen(O_WRONLY, st);
-  if (fd < 0) return;
+  const int err = errno;
+  const int fd = descriptor(st);
   // Truncating to the size it has keeps every byte and frees the blocks past the end.
-  if (static_cast<uint64_t>(st.st_size) < reservedTo) (void)ftruncate(fd, st.st_size);
-  close(fd);
+  if (fd >= 0 && static_cast<uint64_t>(st.st_size) < reservedTo) (void)ftruncate(fd, st.st_size);
+  errno = err;
 }
 
 WriteStatus OwnFile::append(const void* data, std::size_t size) {
   if (path_.empty() || stopped_) return WriteStatus::Error;
   WriteStatus status = WriteStatus::NotOurs;
-  int err = 0;
-  // By path, every time: a descriptor kept open between appends could be closed by the program
-  // and its number reused for one of the program's files.
   struct stat st {};
-  const int fd = reopen(O_WRONLY | O_APPEND, st);
+  const int fd = descriptor(st);
+  int err = errno;
   if (fd >= 0) {
     reserve(fd, static_cast<uint64_t>(st.st_size), size);
     status = writeFully(fd, data, size);
     err = errno;
-    close(fd);
+  } else if (err != ENOENT && err != ESTALE && err != ELOOP) {
+    status = WriteStatus::Error;  // the file is there but could not be opened (EMFILE, EACCES)
   }
   if (status == WriteStatus::Ok) return status;
+  closeDescriptor();
   stopped_ = true;
   char line[PATH_MAX + 200];
   switch (status) {
@@ -116,6 +160,7 @@ void OwnFile::remove() {
 }
 
 void OwnFile::forget() {
+  closeDescriptor();
   path_.clear();
   dev_ = 0;
   ino_ = 0;

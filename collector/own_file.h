@@ -4,9 +4,13 @@
 // - File descriptors: the program may close any descriptor and open its own files under the
 //   same numbers at any time (daemons close 0-2 and open their log as 2; some programs close
 //   every descriptor they did not open). cutrace therefore keeps no descriptor between writes:
-//   a file it appends to while the program runs is an OwnFile, opened again by path for each
-//   append and checked to be the very file cutrace created (st_dev, st_ino); its stderr lines
-//   go to fd 2 only while fd 2 is the file that was stderr when cutrace initialised.
+//   a file it appends to while the program runs is an OwnFile, whose descriptor is checked to be
+//   the very file cutrace created (st_dev, st_ino) before each append, and opened again by path
+//   when it is not. That descriptor is kept out of the program's way: moved to a high number
+//   (the lowest free one, which open() gives, is the program's to get: a daemon closes 0 and
+//   opens /dev/null as its stdin, and cutrace must not hold 0 at that moment, as it did while
+//   it reopened the file by path for each append). Its stderr lines go to fd 2 only while fd 2
+//   is the file that was stderr when cutrace initialised.
 // - RLIMIT_FSIZE: a write that starts at or past the soft limit kills the process with SIGXFSZ
 //   (one that crosses it is cut short, and the next one kills). writeFully() never issues a
 //   write that would cross the limit; it refuses the whole write instead. Every byte cutrace
@@ -60,8 +64,8 @@ class OwnFile {
   // errno set when it cannot (EEXIST or ELOOP: the name is taken, try another).
   bool create(int dirfd, const std::string& dir, const std::string& name);
 
-  // Appends [data, data + size) as one unit: opens the file again by path (O_WRONLY|O_APPEND|
-  // O_NOFOLLOW|O_CLOEXEC), checks it is still the file create() made, writes, closes. Any
+  // Appends [data, data + size) as one unit, to the descriptor checked to be still the file
+  // create() made (else opened again by path: O_WRONLY|O_APPEND|O_NOFOLLOW|O_CLOEXEC). Any
   // status but Ok stops the file for good, with one warning (Collector::warnOnce): nothing is
   // written to it again.
   WriteStatus append(const void* data, std::size_t size);
@@ -75,18 +79,25 @@ class OwnFile {
 
   // Removes the file if it is still the one create() made; forgets it either way.
   void remove();
-  // Forgets the file without touching it (a forked child: the file is the parent's).
+  // Forgets the file without writing to it (a forked child: the file is the parent's; the
+  // descriptor it inherited is closed, if it is still that file).
   void forget();
 
  private:
-  // The file opened again by path (`flags` | O_NOFOLLOW | O_CLOEXEC) when it is still the regular
-  // file create() made (same st_dev, st_ino; `st` is its stat), else -1 with nothing open. Every
-  // write to the file goes through it.
-  int reopen(int flags, struct stat& st) const;
+  // Whether `fd` is the regular file create() made (same st_dev, st_ino; `st` is its stat).
+  bool ours(int fd, struct stat& st) const;
+  // The descriptor of the file, checked (ours()), opened again by path and moved high when the
+  // one kept is not the file any more (closed, or its number reused by the program: not
+  // closed then, it is the program's); -1 with errno set (ENOENT or ESTALE where the path
+  // names another file now) when it cannot be had. Every write to the file goes through it.
+  int descriptor(struct stat& st);
+  // Closes the kept descriptor if it is still the file (the program's number otherwise).
+  void closeDescriptor();
   // Reserves the next kReserveBytes past `size` when the appended bytes reach the reserve.
   void reserve(int fd, uint64_t size, std::size_t adding);
 
   std::string path_;
+  int fd_ = -1;  // O_WRONLY|O_APPEND, high (kHighFd), checked before each use
   dev_t dev_ = 0;
   ino_t ino_ = 0;
   bool stopped_ = false;

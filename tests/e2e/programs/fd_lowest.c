@@ -1,0 +1,50 @@
+/* POSIX gives open() the lowest free descriptor, and daemons rely on it: close(0), then
+ * open("/dev/null") is the new stdin. While a second thread makes CUDA calls and cutrace's drain
+ * thread appends to its stream every millisecond, the main thread does that again and again:
+ * every open must land on 0, as without cutrace (which reopened its stream by path for each
+ * append and so held the lowest free number for a moment, and had its own descriptor closed). */
+#include <cuda_runtime_api.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <time.h>
+#include <unistd.h>
+
+static atomic_int stop;
+
+static void* worker(void* arg) {
+  (void)arg;
+  // Bursts: each pass has a few hundred kilobytes to append.
+  const struct timespec pause = {0, 100 * 1000};
+  while (!atomic_load(&stop)) {
+    for (int i = 0; i < 200; ++i) {
+      void* p = NULL;
+      cudaMalloc(&p, 16);
+      cudaFree(p);
+    }
+    nanosleep(&pause, NULL);
+  }
+  return NULL;
+}
+
+int main(void) {
+  pthread_t t;
+  if (pthread_create(&t, NULL, worker, NULL) != 0) return 1;
+  // cutrace's start (its libraries, its files, the first stacks named) opens files once: past.
+  const struct timespec settle = {0, 200 * 1000 * 1000};
+  nanosleep(&settle, NULL);
+  int elsewhere = 0;
+  for (int i = 0; i < 200000; ++i) {
+    close(0);
+    const int fd = open("/dev/null", O_RDONLY);
+    if (fd != 0) {
+      ++elsewhere;
+      if (fd > 0) close(fd);
+    }
+  }
+  atomic_store(&stop, 1);
+  pthread_join(t, NULL);
+  printf("opens not at the lowest free descriptor: %d\n", elsewhere);
+  return 0;
+}
