@@ -75,8 +75,8 @@ void appendStream(StreamOutput& s, const Config& config, const TraceData& data) 
 }
 
 // The packets of a pass go to the file at its end, or sooner once this many bytes wait (a busy
-// thread's batches, ~250 KB each): one open/check/write/close (OwnFile::append) per pass or per
-// few batches, not per batch. The buffer is reserved at the first pass, so that later ones, the
+// thread's batches, ~250 KB each): one check/write (OwnFile::append) per pass or per few
+// batches, not per batch. The buffer is reserved at the first pass, so that later ones, the
 // one at exit included, rarely need memory.
 constexpr std::size_t kAppendBytes = std::size_t{512} << 10;
 constexpr std::size_t kStreamBufferBytes = std::size_t{1} << 20;
