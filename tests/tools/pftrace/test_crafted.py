@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""cutrace on crafted .pftrace streams (written here, packet by packet): what no writer of
+cutrace's makes, refused with one message and exit 3 in bounded memory, never a crash.
+
+usage: test_crafted.py CUTRACE CASE
+  limits   many sequences, open slices or tracks: past the reader's limits (perfetto_reader.cpp);
+           memory exhausted below them: "out of memory", exit 3
+"""
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import threading
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from checks import check, eq, finish  # noqa: E402
+
+CUTRACE, CASE = sys.argv[1], sys.argv[2]
+
+# The reader's limits (exporters/perfetto_reader.cpp, class Decoder).
+MAX_SEQUENCES = 1 << 16
+MAX_OPEN_SLICES_TOTAL = 1 << 16
+MAX_TRACKS = 1 << 20
+MONOTONIC = 3  # BuiltinClock
+
+
+# ------------------------------------------------------------------ protobuf, by hand
+
+def varint(v):
+    out = bytearray()
+    while True:
+        b, v = v & 0x7F, v >> 7
+        out.append(b | 0x80 if v else b)
+        if not v:
+            return bytes(out)
+
+
+def vi(field, value):  # a varint field
+    return varint(field << 3) + varint(value)
+
+
+def ld(field, data):  # a length-delimited field
+    data = data.encode() if isinstance(data, str) else data
+    return varint(field << 3 | 2) + varint(len(data)) + data
+
+
+def packet(*fields):
+    return ld(1, b"".join(fields))  # Trace.packet
+
+
+def event(seq, ts, type_, track=None, extra=b""):
+    """A TrackEvent packet on MONOTONIC: type 1 BEGIN, 2 END, 3 INSTANT."""
+    te = vi(9, type_) + (vi(11, track) if track is not None else b"") + extra
+    return packet(vi(8, ts), vi(58, MONOTONIC), vi(10, seq), ld(11, te))
+
+
+def cleared(seq):
+    return packet(vi(10, seq), vi(13, 1))  # sequence_flags: incremental state cleared
+
+
+# ------------------------------------------------------------------ running
+
+def run(args, limit_as=None):
+    """(exit status, stderr, peak RSS in KiB of that child alone); LIMIT_AS: its address space."""
+    def limit():
+        if limit_as is not None:
+            resource.setrlimit(resource.RLIMIT_AS, (limit_as, limit_as))
+
+    p = subprocess.Popen([CUTRACE, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=limit)
+    err = []
+    t = threading.Thread(target=lambda: err.append(p.stderr.read()), daemon=True)
+    t.start()
+    _, status, usage = os.wait4(p.pid, 0)
+    t.join(10)
+    return os.waitstatus_to_exitcode(status), b"".join(err).decode("utf-8", "replace"), usage.ru_maxrss
+
+
+def refused(path, what, needle, max_rss_kb):
+    """report and export of PATH: exit 3, one stderr line naming NEEDLE, peak RSS under the bound."""
+    with tempfile.TemporaryDirectory() as out:
+        for cmd in (["report", path], ["export", "-o", out, path]):
+            rc, err, rss = run(cmd)
+            lines = [l for l in err.splitlines() if l.strip()]
+            eq(rc, 3, f"{cmd[0]} {what}: exit 3 ({err.strip()[:300]})")
+            eq(len(lines), 1, f"{cmd[0]} {what}: one message")
+            check(needle in err, f"{cmd[0]} {what}: message names '{needle}' ({err.strip()[:300]})")
+            check(rss < max_rss_kb, f"{cmd[0]} {what}: peak RSS {rss} KiB < {max_rss_kb} KiB")
+
+
+def limits(tmp):
+    # Each packet on a new sequence with its state cleared and a timestamp: a sequence each, held
+    # until its thread ends, which never comes.
+    path = os.path.join(tmp, "many_sequences.pftrace")
+    with open(path, "wb") as f:
+        f.write(b"".join(packet(vi(8, 1), vi(58, MONOTONIC), vi(10, 2 + i), vi(13, 1))
+                         for i in range(MAX_SEQUENCES + 100)))
+    refused(path, "many sequences", "sequences at once", 48 << 10)
+
+    # A BEGIN on a new track each, never ended: each under the per-track limit, all of them past
+    # the total one.
+    path = os.path.join(tmp, "many_open.pftrace")
+    with open(path, "wb") as f:
+        f.write(cleared(2) + b"".join(event(2, i + 1, 1, track=i + 1) for i in range(MAX_OPEN_SLICES_TOTAL + 100)))
+    refused(path, "many open slices", "slices open at once", 96 << 10)
+    # The same in less memory than the limits allow: memory exhausted is one message, not an abort.
+    rc, err, _ = run(["report", path], limit_as=40 << 20)
+    eq((rc, err.strip()), (3, "cutrace: error: out of memory"), "report in 40 MB of address space")
+
+    # An instant on a new track each: nothing open, every track known.
+    path = os.path.join(tmp, "many_tracks.pftrace")
+    with open(path, "wb") as f:
+        f.write(cleared(2))
+        step = 1 << 16
+        for base in range(0, MAX_TRACKS + 100, step):
+            f.write(b"".join(event(2, 1, 3, track=i + 1) for i in range(base, min(base + step, MAX_TRACKS + 100))))
+    refused(path, "many tracks", "tracks", 256 << 10)
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    {"limits": limits}[CASE](tmp)
+finish()
