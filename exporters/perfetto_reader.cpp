@@ -15,6 +15,7 @@
 #include <unordered_set>
 
 #include "collector/torch_text.h"
+#include "exporters/json_writer.h"
 #include "exporters/perfetto_fields.h"
 #include "exporters/proto_writer.h"
 
@@ -532,6 +533,9 @@ bool Decoder::timestamp(Sequence& seq, bool has, uint64_t ts, bool hasClock, uin
     return fail(error, "timestamp on clock " + std::to_string(clock) +
                            (isRelatableBuiltin(clock) ? " with no clock snapshot relating it to MONOTONIC" : ", unknown"));
   }
+  // Past this, times from the origin (itself below it) are not what the Chrome trace's readers
+  // take, and their differences could overflow.
+  if (ns >= static_cast<uint64_t>(kMaxTraceNs)) return fail(error, "timestamp " + std::to_string(ns) + " ns out of range");
   return true;
 }
 
@@ -748,6 +752,10 @@ bool Decoder::trackEvent(Sequence& seq, uint32_t sequence, std::string_view byte
     }
     std::vector<uint32_t>& open = *openHere;
     Pending& done = pool_[open.back()];
+    // A negative duration would be written to a Chrome trace that no reader takes.
+    if (ns < done.slice.startNs)
+      return fail(error, "slice ends at " + std::to_string(ns) + " ns, before it begins (" +
+                             std::to_string(done.slice.startNs) + " ns)");
     done.slice.endNs = ns;
     // What only the end knew (a range written ahead: unclosed, end_lost) joins the slice's
     // annotations, as trace_processor merges an END's args; an inline text would not outlive

@@ -29,8 +29,6 @@ namespace {
 
 namespace od = simdjson::ondemand;
 
-// |ts| beyond this (about 31 years in us) cannot come from a trace; it would overflow ns.
-constexpr double kMaxMicros = 1e15;
 // Flow ids stay numbers while they fit a double exactly (viewers read JSON numbers as doubles).
 constexpr uint64_t kMaxExactId = (uint64_t{1} << 53) - 1;
 
@@ -323,7 +321,7 @@ class Merger {
       simdjson::error_code e = simdjson::SUCCESS;
       if (key == "ts") {
         f.kind = Kind::Ts;
-        if (!(e = field.value().get_double().get(ts)) && !(std::fabs(ts) < kMaxMicros)) e = simdjson::NUMBER_OUT_OF_RANGE;
+        if (!(e = field.value().get_double().get(ts)) && !(std::fabs(ts) < kMaxTraceMicros)) e = simdjson::NUMBER_OUT_OF_RANGE;
       } else if (key == "pid") {
         f.kind = Kind::Pid;
         e = field.value().get_int64().get(pid);

@@ -5,6 +5,7 @@ cutrace's makes, refused with one message and exit 3 in bounded memory, never a 
 usage: test_crafted.py CUTRACE CASE
   limits   many sequences, open slices or tracks: past the reader's limits (perfetto_reader.cpp);
            memory exhausted below them: "out of memory", exit 3
+  times    a slice ending before it begins, timestamps past the JSON readers' bound
 """
 import os
 import resource
@@ -23,6 +24,7 @@ MAX_SEQUENCES = 1 << 16
 MAX_OPEN_SLICES_TOTAL = 1 << 16
 MAX_TRACKS = 1 << 20
 MONOTONIC = 3  # BuiltinClock
+MAX_TRACE_NS = 10 ** 18  # exporters/json_writer.h kMaxTraceNs: 1e15 us, the JSON readers' bound on 'ts'
 
 
 # ------------------------------------------------------------------ protobuf, by hand
@@ -57,6 +59,25 @@ def event(seq, ts, type_, track=None, extra=b""):
 
 def cleared(seq):
     return packet(vi(10, seq), vi(13, 1))  # sequence_flags: incremental state cleared
+
+
+THREAD_TRACK = 0x100
+
+
+def thread_header(seq=2, names=("step 1",)):
+    """A thread's sequence as the writer starts it: its track (pid 1, tid 1), the default clock
+    and track, category 1 "nvtx" and the NAMES interned from 1 up."""
+    interned = ld(1, vi(1, 1) + ld(2, "nvtx"))
+    interned += b"".join(ld(2, vi(1, i + 1) + ld(2, n)) for i, n in enumerate(names))
+    return packet(vi(10, seq), vi(13, 1),
+                  ld(60, vi(1, THREAD_TRACK) + ld(4, vi(1, 1) + vi(2, 1))),
+                  ld(59, vi(58, MONOTONIC) + ld(11, vi(11, THREAD_TRACK))),
+                  ld(12, interned))
+
+
+def nvtx(seq, ts, type_, name=0):
+    """An NVTX event on the sequence's thread: BEGIN (1) or INSTANT (3) named by iid NAME, END (2)."""
+    return packet(vi(8, ts), vi(10, seq), vi(13, 2), ld(11, vi(9, type_) + (vi(3, 1) + vi(10, name) if name else b"")))
 
 
 # ------------------------------------------------------------------ running
@@ -117,6 +138,26 @@ def limits(tmp):
     refused(path, "many tracks", "tracks", 256 << 10)
 
 
+def times(tmp):
+    # An END before its BEGIN, and times past what the Chrome trace's readers take: refused by
+    # report and by export, which would write a trace report refuses.
+    for what, begin, end, needle in (("an END before its BEGIN", 5000, 4000, "before it begins"),
+                                     ("an END near 2^63 ns", 1000, (1 << 63) - 10, "out of range"),
+                                     ("a BEGIN at 1e15 us", MAX_TRACE_NS, MAX_TRACE_NS + 1, "out of range")):
+        path = os.path.join(tmp, "times.pftrace")
+        with open(path, "wb") as f:
+            f.write(thread_header() + nvtx(2, begin, 1, name=1) + nvtx(2, end, 2))
+        refused(path, what, needle, 64 << 10)
+    # Just below the bound: exported, and the Chrome trace written is one report reads.
+    path = os.path.join(tmp, "edge.pftrace")
+    with open(path, "wb") as f:
+        f.write(thread_header() + nvtx(2, 1000, 1, name=1) + nvtx(2, MAX_TRACE_NS - 1, 2))
+    rc, err, _ = run(["export", "-o", tmp, path])
+    eq(rc, 0, f"export of a slice ending at 1e18 - 1 ns ({err.strip()})")
+    rc, err, _ = run(["report", os.path.join(tmp, "edge.trace.json")])
+    eq(rc, 0, f"report of its Chrome trace ({err.strip()})")
+
+
 with tempfile.TemporaryDirectory() as tmp:
-    {"limits": limits}[CASE](tmp)
+    {"limits": limits, "times": times}[CASE](tmp)
 finish()
