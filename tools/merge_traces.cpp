@@ -479,9 +479,18 @@ int mergeTraces(const std::vector<std::string>& files, const std::string& output
     inputs[i].maxJson = maxJson;
     if (!Merger::readMeta(parser, inputs[i], error)) return kExitBadInput;
   }
-  int64_t origin = std::numeric_limits<int64_t>::max();
-  for (const Input& in : inputs) origin = std::min(origin, in.originNs);
-  for (Input& in : inputs) in.offsetNs = in.originNs - origin;
+  const Input* earliest = &inputs.front();
+  for (const Input& in : inputs)
+    if (in.originNs < earliest->originNs) earliest = &in;
+  const int64_t origin = earliest->originNs;
+  // An offset within the bound the readers put on 'ts' keeps an event's shifted time (its own
+  // within that bound too) from overflowing; two runs that far apart (31 years) are not one job.
+  for (Input& in : inputs) {
+    if (__builtin_sub_overflow(in.originNs, origin, &in.offsetNs) || in.offsetNs >= kMaxTraceNs) {
+      error = fmt::format("{}: clock origins too far apart (its and {}'s)", inputName(in.file), inputName(earliest->file));
+      return kExitBadInput;
+    }
+  }
   assignPids(inputs, summary);
 
   // Written beside the output and renamed into place (tools/output_file.h): a bad input found
