@@ -6,7 +6,9 @@ usage: test_crafted.py CUTRACE CASE
   limits   many sequences, open slices or tracks: past the reader's limits (perfetto_reader.cpp);
            memory exhausted below them: "out of memory", exit 3
   times    a slice ending before it begins, timestamps past the JSON readers' bound
+  steps    export --steps N of a step range of no duration (a process killed after its push)
 """
+import json
 import os
 import resource
 import subprocess
@@ -158,6 +160,25 @@ def times(tmp):
     eq(rc, 0, f"report of its Chrome trace ({err.strip()})")
 
 
+def steps(tmp):
+    # A range "epoch" never ended, "work" around "step 1" (of no duration), "step 2", then the
+    # process killed right after pushing "step 3": the reader ends it (and "epoch") at its start.
+    names = ("epoch", "work", "step 1", "step 2", "step 3")
+    path = os.path.join(tmp, "zerostep.pftrace")
+    with open(path, "wb") as f:
+        f.write(thread_header(names=names) + nvtx(2, 100, 1, 1) + nvtx(2, 500, 1, 2) + nvtx(2, 1000, 1, 3) +
+                nvtx(2, 1000, 2) + nvtx(2, 2000, 2) + nvtx(2, 3000, 1, 4) + nvtx(2, 4000, 2) + nvtx(2, 5000, 1, 5))
+    # A step of no duration at T keeps what spans T: itself, the ranges around it.
+    for step, want in ((1, ["epoch", "step 1", "work"]), (3, ["epoch", "step 3"])):
+        out = os.path.join(tmp, f"steps{step}")
+        os.mkdir(out)
+        rc, err, _ = run(["export", "-o", out, "--steps", str(step), path])
+        eq(rc, 0, f"export --steps {step} ({err.strip()})")
+        with open(os.path.join(out, f"zerostep.steps-{step}-{step}.trace.json")) as f:
+            got = sorted(e["name"] for e in json.load(f)["traceEvents"] if e["ph"] == "X")
+        eq(got, want, f"export --steps {step}: the events around the step of no duration")
+
+
 with tempfile.TemporaryDirectory() as tmp:
-    {"limits": limits, "times": times}[CASE](tmp)
+    {"limits": limits, "times": times, "steps": steps}[CASE](tmp)
 finish()
