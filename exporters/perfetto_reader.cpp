@@ -18,6 +18,7 @@
 #include "exporters/json_writer.h"
 #include "exporters/perfetto_fields.h"
 #include "exporters/proto_writer.h"
+#include "exporters/trace_view.h"
 
 namespace cutrace {
 
@@ -1071,11 +1072,11 @@ class Rebuild : public PerfettoVisitor {
       // The stack table has the size it has without a window; the stacks of events left out
       // stay empty (nothing written names them).
       if (s.callstackIid != 0) stackTableSize_ = std::max<uint64_t>(stackTableSize_, s.callstackIid + 1);
-      if (outside(s.startNs, s.endNs)) return;
-      e.kind = EventKind::Api;
-      e.hook = static_cast<uint16_t>(s.nameIid - 1);
-      apiPayload(s, d_.hooks[e.hook].kind, e);
-      if (const PfAnnotation* a = s.find(Ann::Result)) e.result = static_cast<int32_t>(a->asInt());
+      if (outside(s.startNs, s.endNs)) {
+        noteMemoryBefore(s, e);
+        return;
+      }
+      apiEvent(s, e);
       if (s.callstackIid != 0) {
         const auto id = static_cast<uint32_t>(s.callstackIid);
         if (d_.stacks.size() <= id) d_.stacks.resize(id + 1);
@@ -1129,6 +1130,8 @@ class Rebuild : public PerfettoVisitor {
   // host links of device work.
   void finish() {
     for (auto& [sequence, th] : threads_) d_.threads.push_back(std::move(th.track));
+    for (const auto& [ptr, c] : lastChangeBefore_)
+      if (c.alloc) d_.liveBefore.push_back(TraceData::LiveAllocation{ptr, c.bytes, c.device});
     info_.ended = final_.ended;
     info_.metadataEvents = final_.events;
     if (final_.threads.size() == d_.threads.size()) {
@@ -1167,6 +1170,29 @@ class Rebuild : public PerfettoVisitor {
     if (options_.window.holds(d_.toTraceNs(start), d_.toTraceNs(end))) return false;
     ++info_.outsideWindow;
     return true;
+  }
+
+  // A CUDA call's event but its stack (slice() checked its hook).
+  void apiEvent(const PfSlice& s, Event& e) {
+    e.kind = EventKind::Api;
+    e.hook = static_cast<uint16_t>(s.nameIid - 1);
+    apiPayload(s, d_.hooks[e.hook].kind, e);
+    if (const PfAnnotation* a = s.find(Ann::Result)) e.result = static_cast<int32_t>(a->asInt());
+  }
+
+  // A driver allocation or free left out before the window: the memory counters inside it
+  // start from what was live at its start. Calls come in each thread's order, not in time
+  // order over threads, so each pointer's latest change is kept (memory follows the pointers
+  // allocated, not the calls), and at the end those that are allocations are live. That is the
+  // state the Chrome writer's MemoryCounters reaches where a pointer's allocations and frees
+  // alternate, as the driver hands them out.
+  void noteMemoryBefore(const PfSlice& s, Event& e) {
+    if (!changesMemory(d_.hooks[static_cast<std::size_t>(s.nameIid - 1)])) return;
+    apiEvent(s, e);
+    MemoryChange c;
+    if (!memoryChangeOf(d_, e, c) || d_.toTraceNs(c.ns) >= options_.window.fromNs) return;
+    auto [it, fresh] = lastChangeBefore_.try_emplace(c.ptr, c);
+    if (!fresh && c.ns >= it->second.ns) it->second = c;
   }
 
   // Stack ids are the writer's StackTable ids (at most Config::maxStacks, 2^16): one far past
@@ -1387,6 +1413,7 @@ class Rebuild : public PerfettoVisitor {
   bool haveHooks_ = false;
   std::map<uint32_t, Thread> threads_;  // by sequence: the writer's thread order
   std::vector<Link> links_;
+  std::unordered_map<uint64_t, MemoryChange> lastChangeBefore_;  // noteMemoryBefore(), by pointer
   struct LaunchParse {
     std::string text;
     LaunchPayload launch{};

@@ -7,6 +7,7 @@ usage: test_crafted.py CUTRACE CASE
            memory exhausted below them: "out of memory", exit 3
   times    a slice ending before it begins, timestamps past the JSON readers' bound
   steps    export --steps N of a step range of no duration (a process killed after its push)
+  memory   export --from/--to: GPU memory counter samples as the whole trace's in the window
 """
 import json
 import os
@@ -66,11 +67,12 @@ def cleared(seq):
 THREAD_TRACK = 0x100
 
 
-def thread_header(seq=2, names=("step 1",)):
+def thread_header(seq=2, names=("step 1",), category="nvtx", annotations=()):
     """A thread's sequence as the writer starts it: its track (pid 1, tid 1), the default clock
-    and track, category 1 "nvtx" and the NAMES interned from 1 up."""
-    interned = ld(1, vi(1, 1) + ld(2, "nvtx"))
+    and track, category 1 and the event NAMES and ANNOTATIONS names interned from 1 up."""
+    interned = ld(1, vi(1, 1) + ld(2, category))
     interned += b"".join(ld(2, vi(1, i + 1) + ld(2, n)) for i, n in enumerate(names))
+    interned += b"".join(ld(3, vi(1, i + 1) + ld(2, n)) for i, n in enumerate(annotations))
     return packet(vi(10, seq), vi(13, 1),
                   ld(60, vi(1, THREAD_TRACK) + ld(4, vi(1, 1) + vi(2, 1))),
                   ld(59, vi(58, MONOTONIC) + ld(11, vi(11, THREAD_TRACK))),
@@ -179,6 +181,40 @@ def steps(tmp):
         eq(got, want, f"export --steps {step}: the events around the step of no duration")
 
 
+def counters(path, args, out):
+    """The GPU memory counter samples of `export ARGS PATH`: {ts: allocated}."""
+    os.mkdir(out)
+    rc, err, _ = run(["export", "-o", out, *args, path])
+    eq(rc, 0, f"export {args} ({err.strip()})")
+    traces = [f for f in os.listdir(out) if f.endswith(".trace.json")]
+    with open(os.path.join(out, traces[0])) as f:
+        return {e["ts"]: e["args"]["allocated"] for e in json.load(f)["traceEvents"] if e["ph"] == "C"}
+
+
+def memory(tmp):
+    # Driver allocations and frees (ptr, bytes), one allocation live across the window's start
+    # and one freed in it: the window's counter samples are the whole trace's at those times.
+    hooks = [{"name": "cuMemAlloc_v2", "layer": 1, "kind": 4}, {"name": "cuMemFree_v2", "layer": 1, "kind": 5}]
+    process = json.dumps({"pid": 1, "ts_origin_ns": 0, "hooks": hooks})
+    metadata = packet(vi(10, 1), ld(5, ld(2, ld(1, "cutrace.process") + ld(5, process))))
+
+    def call(hook, start, ptr, size=0):  # a CUDA driver call: a BEGIN with its arguments, its END
+        args = ld(4, vi(1, 1) + vi(3, ptr)) + (ld(4, vi(1, 2) + vi(3, size)) if size else b"")
+        return (packet(vi(8, start), vi(10, 2), vi(13, 2), ld(11, vi(9, 1) + vi(3, 1) + vi(10, hook) + args)) +
+                nvtx(2, start + 100, 2))
+
+    path = os.path.join(tmp, "memory.pftrace")
+    with open(path, "wb") as f:
+        f.write(metadata + thread_header(names=("cuMemAlloc_v2", "cuMemFree_v2"), category="cuda_driver",
+                                         annotations=("ptr", "bytes")))
+        f.write(call(1, 1000, 0x1000, 100) + call(1, 2000, 0x2000, 50) + call(2, 5000, 0x2000) +
+                call(1, 6000, 0x3000, 30) + call(2, 8000, 0x1000) + call(2, 10000, 0x3000))
+    full = counters(path, [], os.path.join(tmp, "full"))
+    eq(len(full), 6, f"the whole trace's samples ({full})")
+    window = counters(path, ["--from", "4us", "--to", "9us"], os.path.join(tmp, "window"))
+    eq(window, {ts: v for ts, v in full.items() if 4 <= ts < 9}, "the window's samples: the whole trace's")
+
+
 with tempfile.TemporaryDirectory() as tmp:
-    {"limits": limits, "times": times, "steps": steps}[CASE](tmp)
+    {"limits": limits, "times": times, "steps": steps, "memory": memory}[CASE](tmp)
 finish()
