@@ -562,6 +562,13 @@ struct TraceData {
   uint64_t releasedDevice = 0;  // device events already written to the stream, no longer in `device`
   uint64_t releasedLinked = 0;  // of those, linked to their CUDA call (the stream writer's count)
   std::vector<ApiActivity> apiActivity;
+  // Device memory allocated before the first event held and still live then (a window's
+  // rebuild leaves out the calls that made it): the memory counters start from these.
+  struct LiveAllocation {
+    uint64_t ptr = 0, bytes = 0;
+    int8_t device = -1;
+  };
+  std::vector<LiveAllocation> liveBefore;
   CuptiInfo cupti;
   // Call stacks by id (an Api event's payload `stack`): frame names in `strings`, innermost
   // first. Id 0 and ids that could not be resolved are empty.

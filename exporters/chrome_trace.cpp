@@ -295,6 +295,11 @@ class ChromeWriter {
     }
     std::stable_sort(changes.begin(), changes.end(), [](const MemoryChange& a, const MemoryChange& b) { return a.ns < b.ns; });
     MemoryCounters counters;
+    for (const TraceData::LiveAllocation& a : data_.liveBefore) {
+      int8_t device = -1;
+      uint64_t total = 0;
+      counters.apply(MemoryChange{0, a.ptr, a.bytes, a.device, true}, device, total);
+    }
     for (const MemoryChange& c : changes) {
       int8_t device = -1;
       uint64_t total = 0;

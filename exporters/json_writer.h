@@ -12,6 +12,14 @@
 
 namespace cutrace {
 
+// The largest |time| of a trace, in ns from its origin (about 31 years): the tools' JSON readers
+// refuse a 'ts' or 'dur' past it (as microseconds, kMaxTraceMicros), and the stream reader a
+// timestamp past it, so a Chrome trace exported from a stream is one they read, and sums and
+// differences of two such times never overflow.
+inline constexpr int64_t kMaxTraceNs = 1'000'000'000'000'000'000;
+inline constexpr double kMaxTraceMicros = 1e15;
+static_assert(kMaxTraceMicros * 1000 == static_cast<double>(kMaxTraceNs));
+
 // A sink that buffers and hands full chunks to a file descriptor (writeFully: never past the
 // file-size limit), or keeps everything in memory (fd -1, tests), or only counts it
 // (kCountOnly). After the first failed write it writes nothing more; status() says why.

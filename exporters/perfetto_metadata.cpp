@@ -4,6 +4,7 @@
 
 #include <simdjson.h>
 
+#include "exporters/json_writer.h"
 #include "exporters/perfetto_reader.h"
 
 namespace cutrace {
@@ -26,6 +27,14 @@ void getStrings(simdjson::dom::element e, const char* key, std::vector<std::stri
     std::string_view v;
     if (x.get(v) == simdjson::SUCCESS) out.emplace_back(v);
   }
+}
+
+// The origin as the stream reader bounds its timestamps: the Chrome trace's times from it stay
+// in what its readers take.
+bool originInRange(const TraceMeta& m, const char* what, std::string& error) {
+  if (m.originMonotonicNs < static_cast<uint64_t>(kMaxTraceNs)) return true;
+  error = std::string("ts_origin_ns out of range in the ") + what + " metadata";
+  return false;
 }
 
 // One parser per thread, reused: a rebuild reads two small documents.
@@ -60,6 +69,7 @@ bool processJson(std::string_view json, TraceData& d, std::string& error) {
   int64_t i = 0;
   if (getInt(root, "rank", i)) m.rank = static_cast<int>(i);
   if (getUint(root, "ts_origin_ns", u)) m.originMonotonicNs = u;
+  if (!originInRange(m, "cutrace.process", error)) return false;
   if (getInt(root, "realtime_minus_monotonic_ns", i)) m.realtimeMinusMonotonicNs = i;
   simdjson::dom::array hooks;
   if (root["hooks"].get(hooks) != simdjson::SUCCESS) return true;
@@ -93,6 +103,7 @@ bool finalJson(std::string_view json, TraceData& d, PfFinalMetadata& final, std:
     getString(clock, "source", m.clockSource);
     getUint(clock, "ts_origin_ns", m.originMonotonicNs);
     getInt(clock, "realtime_minus_monotonic_ns", m.realtimeMinusMonotonicNs);
+    if (!originInRange(m, "cutrace", error)) return false;
   }
   simdjson::dom::object counters;
   if (root["counters"].get(counters) == simdjson::SUCCESS) {

@@ -15,8 +15,10 @@
 #include <unordered_set>
 
 #include "collector/torch_text.h"
+#include "exporters/json_writer.h"
 #include "exporters/perfetto_fields.h"
 #include "exporters/proto_writer.h"
+#include "exporters/trace_view.h"
 
 namespace cutrace {
 
@@ -164,7 +166,7 @@ class Decoder {
   void finish() {
     for (auto& [uuid, stack] : open_) {
       stats_.openAtEnd += stack.size();
-      for (; !stack.empty(); stack.pop_back()) {
+      for (; !stack.empty(); stack.pop_back(), --openSlices_) {
         Pending& p = pool_[stack.back()];
         if (p.slice.category != kCategories[2]) continue;
         p.slice.endNs = std::max(p.slice.startNs, lastNs_);
@@ -181,6 +183,33 @@ class Decoder {
   }
 
  private:
+  // What a file may make the reader hold, past which it is refused (exit 3 in the tools): the
+  // decoder's memory stays bounded whatever the file, as each limit is past what a real
+  // cutrace stream reaches.
+  // Sequences alive at once (cleared and not ended): a process's live threads, each writing on
+  // its own, and its process sequence. Linux's default vm.max_map_count (65,530) maps fewer
+  // than 32,768 thread stacks (each is two mappings with its guard page). About 100 bytes each
+  // until interned data comes (Sequence::interned): under 7 MB at the cap.
+  static constexpr std::size_t kMaxSequences = std::size_t{1} << 16;
+  // Slices open at once over all tracks (kMaxOpenSlices bounds one track): a thread has a few
+  // open, its NVTX nesting and its start/end ranges. About 0.5 KB each: 32 MB at the cap.
+  static constexpr std::size_t kMaxOpenSlicesTotal = std::size_t{1} << 16;
+  // Tracks known at once: a thread's (at most 64 uuids: its own, its NVTX domains', its drop
+  // counter's), GPU streams', memory counters'; a start/end range's, one per range, is
+  // forgotten at the range's END. About 150 bytes each: 150 MB at the cap, which 16,384
+  // threads each using every domain reach, or a million threads with two tracks each (past
+  // the rebuild's own limit on threads).
+  static constexpr std::size_t kMaxTracks = std::size_t{1} << 20;
+  // Sequences ended (cleared with nothing set) that are remembered, should they go on. The
+  // writer never reuses an ended thread's sequence, so past this many they are forgotten: a
+  // foreign file's later packets on one are then read as on a sequence never cleared.
+  static constexpr std::size_t kMaxEmptied = std::size_t{1} << 16;
+
+  struct Interned {
+    IidMap names, categories, annotationNames, strings, functions, frames;
+    std::unordered_map<uint64_t, std::vector<uint64_t>> callstacks;  // frame iids, bottom first
+  };
+  static inline const Interned kNoInterned{};
   struct Sequence {
     bool valid = false;  // incremental state was set by a cleared packet
     uint64_t defaultClock = 0;
@@ -192,8 +221,14 @@ class Decoder {
     uint64_t seqSnapshot = 0;   // its value in the snapshot
     uint64_t seqMonotonic = 0;  // MONOTONIC at that moment
     uint64_t lastSeq = UINT64_MAX;  // the last BEGIN or INSTANT's seq (+ 1 is 0)
-    IidMap names, categories, annotationNames, strings, functions, frames;
-    std::unordered_map<uint64_t, std::vector<uint64_t>> callstacks;  // frame iids, bottom first
+    // Made by the first interned data: a sequence without any (a file's every packet on a new
+    // one) costs the few bytes above, so that kMaxSequences can be generous.
+    std::unique_ptr<Interned> interned;
+    Interned& tables() {
+      if (!interned) interned = std::make_unique<Interned>();
+      return *interned;
+    }
+    const Interned& lookup() const { return interned ? *interned : kNoInterned; }
   };
   struct Pending {
     PfSlice slice;
@@ -237,9 +272,16 @@ class Decoder {
   bool trackDescriptor(uint32_t sequence, std::string_view bytes, std::string& error);
   bool trackEvent(Sequence& seq, uint32_t sequence, std::string_view bytes, bool hasTs, uint64_t ns, std::string& error);
   bool chromeEvents(std::string_view bytes, std::string& error);
-  const PfTrack* trackOf(uint64_t uuid) {
-    auto [it, inserted] = tracks_.try_emplace(uuid);
-    if (inserted) it->second.uuid = uuid;
+  // The track `uuid` names, made when new; null past kMaxTracks (with the message in `error`).
+  PfTrack* trackOf(uint64_t uuid, std::string& error) {
+    auto it = tracks_.find(uuid);
+    if (it != tracks_.end()) return &it->second;
+    if (tracks_.size() >= kMaxTracks) {
+      fail(error, "more than " + std::to_string(kMaxTracks) + " tracks");
+      return nullptr;
+    }
+    it = tracks_.try_emplace(uuid).first;
+    it->second.uuid = uuid;
     return &it->second;
   }
   void emit(Pending& p) {
@@ -311,11 +353,27 @@ class Decoder {
     }
     return *lastOpen_;
   }
+  // The same without making one: an END on a track that never had a BEGIN costs nothing.
+  std::vector<uint32_t>* openOnIfAny(uint64_t uuid) {
+    if (uuid == lastOpenUuid_ && lastOpen_ != nullptr) return lastOpen_;
+    auto it = open_.find(uuid);
+    if (it == open_.end()) return nullptr;
+    lastOpen_ = &it->second;
+    lastOpenUuid_ = uuid;
+    return lastOpen_;
+  }
+  // A start/end range's track once its range ended: the writer gives each range its own.
+  void forgetTrack(uint64_t uuid) {
+    if (uuid == lastOpenUuid_) lastOpen_ = nullptr;
+    open_.erase(uuid);
+    tracks_.erase(uuid);
+  }
   std::vector<Pending> pool_;
   std::vector<uint32_t> freePending_;
   uint64_t lastOpenUuid_ = 0;
   uint64_t lastNs_ = 0;  // the latest timestamp of a track event so far
   std::vector<uint32_t>* lastOpen_ = nullptr;
+  std::size_t openSlices_ = 0;  // over all tracks
   std::vector<uint64_t> categoryIids_;  // trackEvent's, reused
 
   PerfettoVisitor& visitor_;
@@ -370,23 +428,23 @@ bool Decoder::interned(Sequence& seq, std::string_view bytes, std::string& error
     if (e.failed() || !framesOk) return fail(error, "malformed interned entry");
     if (iid == 0) return fail(error, "interned entry with iid 0");
     switch (f.number) {
-      case pf::InternedData::kEventNames: if (hasName) seq.names.set(iid, intern(name)); break;
-      case pf::InternedData::kEventCategories: if (hasName) seq.categories.set(iid, intern(name)); break;
-      case pf::InternedData::kDebugAnnotationNames: if (hasName) seq.annotationNames.set(iid, intern(name)); break;
-      case pf::InternedData::kDebugAnnotationStringValues: if (hasName) seq.strings.set(iid, intern(name)); break;
-      case pf::InternedData::kFunctionNames: if (hasName) seq.functions.set(iid, intern(name)); break;
+      case pf::InternedData::kEventNames: if (hasName) seq.tables().names.set(iid, intern(name)); break;
+      case pf::InternedData::kEventCategories: if (hasName) seq.tables().categories.set(iid, intern(name)); break;
+      case pf::InternedData::kDebugAnnotationNames: if (hasName) seq.tables().annotationNames.set(iid, intern(name)); break;
+      case pf::InternedData::kDebugAnnotationStringValues: if (hasName) seq.tables().strings.set(iid, intern(name)); break;
+      case pf::InternedData::kFunctionNames: if (hasName) seq.tables().functions.set(iid, intern(name)); break;
       case pf::InternedData::kFrames: {
         if (!hasRef) return fail(error, "interned frame without a function name");
-        const uint32_t* function = seq.functions.find(ref);
+        const uint32_t* function = seq.tables().functions.find(ref);
         if (function == nullptr) return fail(error, "interned frame names function " + std::to_string(ref) + ", not interned");
-        seq.frames.set(iid, *function);
+        seq.tables().frames.set(iid, *function);
         break;
       }
       case pf::InternedData::kCallstacks:
         for (uint64_t frame : frameIds) {
-          if (seq.frames.find(frame) == nullptr) return fail(error, "callstack " + std::to_string(iid) + " has frame " + std::to_string(frame) + ", not interned");
+          if (seq.tables().frames.find(frame) == nullptr) return fail(error, "callstack " + std::to_string(iid) + " has frame " + std::to_string(frame) + ", not interned");
         }
-        seq.callstacks[iid] = std::move(frameIds);
+        seq.tables().callstacks[iid] = std::move(frameIds);
         break;
       default: break;
     }
@@ -476,6 +534,9 @@ bool Decoder::timestamp(Sequence& seq, bool has, uint64_t ts, bool hasClock, uin
     return fail(error, "timestamp on clock " + std::to_string(clock) +
                            (isRelatableBuiltin(clock) ? " with no clock snapshot relating it to MONOTONIC" : ", unknown"));
   }
+  // Past this, times from the origin (itself below it) are not what the Chrome trace's readers
+  // take, and their differences could overflow.
+  if (ns >= static_cast<uint64_t>(kMaxTraceNs)) return fail(error, "timestamp " + std::to_string(ns) + " ns out of range");
   return true;
 }
 
@@ -552,9 +613,10 @@ bool Decoder::trackDescriptor(uint32_t sequence, std::string_view bytes, std::st
       t.stream = static_cast<uint32_t>(uuid & 0xffff);
     }
   }
-  PfTrack& slot = tracks_[uuid];
-  slot = std::move(t);
-  visitor_.track(slot);
+  PfTrack* slot = trackOf(uuid, error);
+  if (slot == nullptr) return false;
+  *slot = std::move(t);
+  visitor_.track(*slot);
   return true;
 }
 
@@ -634,7 +696,7 @@ bool Decoder::trackEvent(Sequence& seq, uint32_t sequence, std::string_view byte
         while (d.next(g)) {
           switch (g.number) {
             case pf::DebugAnnotation::kNameIid: {
-              const uint32_t* id = seq.annotationNames.find(g.value);
+              const uint32_t* id = seq.lookup().annotationNames.find(g.value);
               if (id == nullptr) return fail(error, "annotation name iid " + std::to_string(g.value) + " not interned");
               a.name = text(*id);
               a.id = annotationOf(*id);
@@ -658,7 +720,7 @@ bool Decoder::trackEvent(Sequence& seq, uint32_t sequence, std::string_view byte
               inlineText = hasValue = true;
               break;
             case pf::DebugAnnotation::kStringValueIid: {
-              const uint32_t* id = seq.strings.find(g.value);
+              const uint32_t* id = seq.lookup().strings.find(g.value);
               if (id == nullptr) return fail(error, "annotation string iid " + std::to_string(g.value) + " not interned");
               a.type = PfAnnotation::Type::String;
               a.text = text(*id);
@@ -683,16 +745,19 @@ bool Decoder::trackEvent(Sequence& seq, uint32_t sequence, std::string_view byte
   if (!hasTs) return fail(error, "track event without a timestamp");
   if (trackUuid == 0) return fail(error, "track event without a track");
   lastNs_ = std::max(lastNs_, ns);
-  const PfTrack* track = trackOf(trackUuid);
   if (type == pf::TrackEvent::kTypeSliceEnd) {
-    std::vector<uint32_t>& open = openOn(trackUuid);
-    if (open.empty()) {
+    std::vector<uint32_t>* openHere = openOnIfAny(trackUuid);
+    if (openHere == nullptr || openHere->empty()) {
       ++stats_.unmatchedEnds;
       return true;
     }
+    std::vector<uint32_t>& open = *openHere;
     Pending& done = pool_[open.back()];
+    // A negative duration would be written to a Chrome trace that no reader takes.
+    if (ns < done.slice.startNs)
+      return fail(error, "slice ends at " + std::to_string(ns) + " ns, before it begins (" +
+                             std::to_string(done.slice.startNs) + " ns)");
     done.slice.endNs = ns;
-    done.slice.track = track;
     // What only the end knew (a range written ahead: unclosed, end_lost) joins the slice's
     // annotations, as trace_processor merges an END's args; an inline text would not outlive
     // this event's buffer, and the writer puts none there.
@@ -701,8 +766,12 @@ bool Decoder::trackEvent(Sequence& seq, uint32_t sequence, std::string_view byte
     emit(done);
     freePending_.push_back(open.back());
     open.pop_back();
+    --openSlices_;
+    if (open.empty() && done.slice.track->kind == PfTrackKind::Span) forgetTrack(trackUuid);
     return true;
   }
+  const PfTrack* track = trackOf(trackUuid, error);
+  if (track == nullptr) return false;
   if (type == pf::TrackEvent::kTypeCounter) {
     if (hasCounter) visitor_.counter(*track, sequence, ns, counterValue);
     return true;
@@ -718,12 +787,12 @@ bool Decoder::trackEvent(Sequence& seq, uint32_t sequence, std::string_view byte
   s.startNs = s.endNs = ns;
   s.instant = type == pf::TrackEvent::kTypeInstant;
   if (!categoryIids.empty()) {
-    const uint32_t* id = seq.categories.find(categoryIids.front());
+    const uint32_t* id = seq.lookup().categories.find(categoryIids.front());
     if (id == nullptr) return fail(error, "category iid " + std::to_string(categoryIids.front()) + " not interned");
     s.category = text(*id);
   }
   if (nameIid != 0) {
-    const uint32_t* id = seq.names.find(nameIid);
+    const uint32_t* id = seq.lookup().names.find(nameIid);
     if (id == nullptr) return fail(error, "event name iid " + std::to_string(nameIid) + " not interned");
     s.name = text(*id);
     s.nameIid = nameIid;
@@ -732,11 +801,12 @@ bool Decoder::trackEvent(Sequence& seq, uint32_t sequence, std::string_view byte
     p.nameInline = true;
   }
   if (callstack != 0) {
-    auto it = seq.callstacks.find(callstack);
-    if (it == seq.callstacks.end()) return fail(error, "callstack iid " + std::to_string(callstack) + " not interned");
+    const Interned& tables = seq.lookup();
+    auto it = tables.callstacks.find(callstack);
+    if (it == tables.callstacks.end()) return fail(error, "callstack iid " + std::to_string(callstack) + " not interned");
     s.callstackIid = callstack;
     s.frames.reserve(it->second.size());
-    for (auto frame = it->second.rbegin(); frame != it->second.rend(); ++frame) s.frames.push_back(text(*seq.frames.find(*frame)));
+    for (auto frame = it->second.rbegin(); frame != it->second.rend(); ++frame) s.frames.push_back(text(*tables.frames.find(*frame)));
   }
   if (s.instant) {
     emit(p);
@@ -744,7 +814,10 @@ bool Decoder::trackEvent(Sequence& seq, uint32_t sequence, std::string_view byte
   }
   std::vector<uint32_t>& stack = openOn(trackUuid);
   if (stack.size() >= kMaxOpenSlices) return fail(error, "more than " + std::to_string(kMaxOpenSlices) + " slices open on one track");
+  if (openSlices_ >= kMaxOpenSlicesTotal)
+    return fail(error, "more than " + std::to_string(kMaxOpenSlicesTotal) + " slices open at once");
   stack.push_back(index);
+  ++openSlices_;
   release.keep = true;
   return true;
 }
@@ -800,9 +873,12 @@ bool Decoder::packet(std::string_view bytes, std::string& error) {
     // thread ended (nothing more comes on it). Its state goes; should the sequence go on, it
     // starts from a cleared state, as it would have.
     sequences_.erase(sequence);
+    if (emptied_.size() >= kMaxEmptied) emptied_.clear();
     emptied_.insert(sequence);
     return visitor_.ok(error);
   }
+  if (sequences_.size() >= kMaxSequences && !sequences_.contains(sequence))
+    return fail(error, "more than " + std::to_string(kMaxSequences) + " sequences at once");
   auto [at, fresh] = sequences_.try_emplace(sequence);
   Sequence& seq = at->second;
   if (fresh && emptied_.erase(sequence) != 0) seq.valid = true;
@@ -996,11 +1072,11 @@ class Rebuild : public PerfettoVisitor {
       // The stack table has the size it has without a window; the stacks of events left out
       // stay empty (nothing written names them).
       if (s.callstackIid != 0) stackTableSize_ = std::max<uint64_t>(stackTableSize_, s.callstackIid + 1);
-      if (outside(s.startNs, s.endNs)) return;
-      e.kind = EventKind::Api;
-      e.hook = static_cast<uint16_t>(s.nameIid - 1);
-      apiPayload(s, d_.hooks[e.hook].kind, e);
-      if (const PfAnnotation* a = s.find(Ann::Result)) e.result = static_cast<int32_t>(a->asInt());
+      if (outside(s.startNs, s.endNs)) {
+        noteMemoryBefore(s, e);
+        return;
+      }
+      apiEvent(s, e);
       if (s.callstackIid != 0) {
         const auto id = static_cast<uint32_t>(s.callstackIid);
         if (d_.stacks.size() <= id) d_.stacks.resize(id + 1);
@@ -1054,6 +1130,8 @@ class Rebuild : public PerfettoVisitor {
   // host links of device work.
   void finish() {
     for (auto& [sequence, th] : threads_) d_.threads.push_back(std::move(th.track));
+    for (const auto& [ptr, c] : lastChangeBefore_)
+      if (c.alloc) d_.liveBefore.push_back(TraceData::LiveAllocation{ptr, c.bytes, c.device});
     info_.ended = final_.ended;
     info_.metadataEvents = final_.events;
     if (final_.threads.size() == d_.threads.size()) {
@@ -1092,6 +1170,29 @@ class Rebuild : public PerfettoVisitor {
     if (options_.window.holds(d_.toTraceNs(start), d_.toTraceNs(end))) return false;
     ++info_.outsideWindow;
     return true;
+  }
+
+  // A CUDA call's event but its stack (slice() checked its hook).
+  void apiEvent(const PfSlice& s, Event& e) {
+    e.kind = EventKind::Api;
+    e.hook = static_cast<uint16_t>(s.nameIid - 1);
+    apiPayload(s, d_.hooks[e.hook].kind, e);
+    if (const PfAnnotation* a = s.find(Ann::Result)) e.result = static_cast<int32_t>(a->asInt());
+  }
+
+  // A driver allocation or free left out before the window: the memory counters inside it
+  // start from what was live at its start. Calls come in each thread's order, not in time
+  // order over threads, so each pointer's latest change is kept (memory follows the pointers
+  // allocated, not the calls), and at the end those that are allocations are live. That is the
+  // state the Chrome writer's MemoryCounters reaches where a pointer's allocations and frees
+  // alternate, as the driver hands them out.
+  void noteMemoryBefore(const PfSlice& s, Event& e) {
+    if (!changesMemory(d_.hooks[static_cast<std::size_t>(s.nameIid - 1)])) return;
+    apiEvent(s, e);
+    MemoryChange c;
+    if (!memoryChangeOf(d_, e, c) || d_.toTraceNs(c.ns) >= options_.window.fromNs) return;
+    auto [it, fresh] = lastChangeBefore_.try_emplace(c.ptr, c);
+    if (!fresh && c.ns >= it->second.ns) it->second = c;
   }
 
   // Stack ids are the writer's StackTable ids (at most Config::maxStacks, 2^16): one far past
@@ -1312,6 +1413,7 @@ class Rebuild : public PerfettoVisitor {
   bool haveHooks_ = false;
   std::map<uint32_t, Thread> threads_;  // by sequence: the writer's thread order
   std::vector<Link> links_;
+  std::unordered_map<uint64_t, MemoryChange> lastChangeBefore_;  // noteMemoryBefore(), by pointer
   struct LaunchParse {
     std::string text;
     LaunchPayload launch{};

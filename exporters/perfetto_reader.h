@@ -172,11 +172,15 @@ inline constexpr uint32_t kPfProcessSequence = 1;
 // A part of a run in trace ns: CLOCK_MONOTONIC minus the process's origin (ts_origin_ns of its
 // `cutrace.process` metadata, which the final metadata repeats), ts 0 of the Chrome trace. An
 // event is in it when it overlaps [fromNs, toNs), kept whole: start < toNs and end > fromNs;
-// one of no duration (an NVTX mark, end <= start) when fromNs <= start < toNs.
+// one of no duration (an NVTX mark, end <= start) when fromNs <= start < toNs. A window of no
+// duration (fromNs == toNs: a step range of none, as a process killed right after pushing it
+// leaves) holds what spans its instant, start <= fromNs <= end: the events of no duration at
+// it, the step among them, and the ranges around it.
 struct PfWindow {
   int64_t fromNs = 0;
   int64_t toNs = std::numeric_limits<int64_t>::max();
   bool holds(int64_t start, int64_t end) const {
+    if (fromNs == toNs) return start <= fromNs && end >= fromNs;
     if (end <= start) return start >= fromNs && start < toNs;
     return start < toNs && end > fromNs;
   }

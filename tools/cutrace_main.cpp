@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <new>
 #include <string_view>
 
 #include <spdlog/sinks/stdout_sinks.h>
@@ -52,7 +53,15 @@ int main(int argc, char** argv) {
     return cutrace::tools::kExitOk;
   }
   for (const Subcommand& c : kSubcommands) {
-    if (name == c.name) return c.run(argc - 1, argv + 1);
+    if (name != c.name) continue;
+    // Memory running out (an input past what the readers' limits foresee, or a small ulimit)
+    // is one message and the bad-input status, as every other input the tools cannot take.
+    try {
+      return c.run(argc - 1, argv + 1);
+    } catch (const std::bad_alloc&) {
+      std::fputs("cutrace: error: out of memory\n", stderr);
+      return cutrace::tools::kExitBadInput;
+    }
   }
   spdlog::error("unknown command '{}'", name);
   usage(stderr);

@@ -47,7 +47,8 @@ options:
 A window keeps each event that overlaps it whole, not clipped: a CUDA call or range with
 start < T2 and end > T1, a mark or an event of no duration with T1 <= ts < T2 (device work by
 its own times), so the ranges around what it holds are there too; everything else is left
-out. No step range A..B in a trace: exit 3.
+out. Steps A..B of no duration (a process killed right after a step's push) are the window
+[T, T]: the events with start <= T <= end. No step range A..B in a trace: exit 3.
   --max-json SIZE    memory cap: more events than a Chrome trace of SIZE holds (K/M/G; default
                      1G, CUTRACE_JSON_LIMIT's default, about what Perfetto UI opens: ~10 M events,
                      ~80 bytes each in memory) in the stream or the window: exit 3, asking for a
@@ -245,7 +246,8 @@ int exportOne(const std::string& input, const std::string& outputDir, const Fold
             std::to_string(info.metadataEvents);
   if (w.bySteps || w.byTime)
     note += "; window [" + std::to_string(w.fromNs) + ", " +
-            (w.toNs == std::numeric_limits<int64_t>::max() ? std::string("end") : std::to_string(w.toNs)) + ") ns: " +
+            (w.toNs == std::numeric_limits<int64_t>::max() ? std::string("end") : std::to_string(w.toNs)) +
+            (w.fromNs == w.toNs ? "] ns: " : ") ns: ") +
             std::to_string(data.eventCount()) + " of " + std::to_string(allEvents) + " events";
   std::fprintf(stderr, "cutrace: exported %s -> %s and %s, %llu events%s\n", input.c_str(), r.tracePath.c_str(),
                r.foldedPath.c_str(), static_cast<unsigned long long>(data.eventCount()), note.c_str());

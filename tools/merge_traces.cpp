@@ -29,8 +29,6 @@ namespace {
 
 namespace od = simdjson::ondemand;
 
-// |ts| beyond this (about 31 years in us) cannot come from a trace; it would overflow ns.
-constexpr double kMaxMicros = 1e15;
 // Flow ids stay numbers while they fit a double exactly (viewers read JSON numbers as doubles).
 constexpr uint64_t kMaxExactId = (uint64_t{1} << 53) - 1;
 
@@ -323,7 +321,7 @@ class Merger {
       simdjson::error_code e = simdjson::SUCCESS;
       if (key == "ts") {
         f.kind = Kind::Ts;
-        if (!(e = field.value().get_double().get(ts)) && !(std::fabs(ts) < kMaxMicros)) e = simdjson::NUMBER_OUT_OF_RANGE;
+        if (!(e = field.value().get_double().get(ts)) && !(std::fabs(ts) < kMaxTraceMicros)) e = simdjson::NUMBER_OUT_OF_RANGE;
       } else if (key == "pid") {
         f.kind = Kind::Pid;
         e = field.value().get_int64().get(pid);
@@ -481,9 +479,18 @@ int mergeTraces(const std::vector<std::string>& files, const std::string& output
     inputs[i].maxJson = maxJson;
     if (!Merger::readMeta(parser, inputs[i], error)) return kExitBadInput;
   }
-  int64_t origin = std::numeric_limits<int64_t>::max();
-  for (const Input& in : inputs) origin = std::min(origin, in.originNs);
-  for (Input& in : inputs) in.offsetNs = in.originNs - origin;
+  const Input* earliest = &inputs.front();
+  for (const Input& in : inputs)
+    if (in.originNs < earliest->originNs) earliest = &in;
+  const int64_t origin = earliest->originNs;
+  // An offset within the bound the readers put on 'ts' keeps an event's shifted time (its own
+  // within that bound too) from overflowing; two runs that far apart (31 years) are not one job.
+  for (Input& in : inputs) {
+    if (__builtin_sub_overflow(in.originNs, origin, &in.offsetNs) || in.offsetNs >= kMaxTraceNs) {
+      error = fmt::format("{}: clock origins too far apart (its and {}'s)", inputName(in.file), inputName(earliest->file));
+      return kExitBadInput;
+    }
+  }
   assignPids(inputs, summary);
 
   // Written beside the output and renamed into place (tools/output_file.h): a bad input found

@@ -14,6 +14,7 @@
 #include <simdjson.h>
 #include <spdlog/spdlog.h>
 
+#include "exporters/json_writer.h"
 #include "tools/input_file.h"
 #include "tools/trace_input.h"
 
@@ -24,8 +25,6 @@ namespace od = simdjson::ondemand;
 
 constexpr int64_t kDeviceTidBase = int64_t{1} << 30;
 constexpr uint64_t kProgressBytes = 100ull << 20;
-// |ts| beyond this (about 31 years in us) cannot come from a trace; it would overflow ns.
-constexpr double kMaxMicros = 1e15;
 
 constexpr uint32_t kNoOp = UINT32_MAX;
 
@@ -369,7 +368,7 @@ class Aggregator {
 
   bool addEvent(const Event& ev, uint64_t index, std::string& error) {
     if (ev.ph == "M") return true;
-    if (ev.hasTs && !(std::fabs(ev.ts) < kMaxMicros)) {
+    if (ev.hasTs && !(std::fabs(ev.ts) < kMaxTraceMicros)) {
       error = fmt::format("{}: event {}: 'ts' out of range", path_, index);
       return false;
     }
@@ -382,7 +381,7 @@ class Aggregator {
       error = fmt::format("{}: event {}: complete ('X') event without '{}'", path_, index, missing);
       return false;
     }
-    if (!(ev.dur >= 0 && ev.dur < kMaxMicros)) {
+    if (!(ev.dur >= 0 && ev.dur < kMaxTraceMicros)) {
       error = fmt::format("{}: event {}: 'dur' negative or out of range", path_, index);
       return false;
     }

@@ -118,6 +118,9 @@ def malformed():
         "deep.json": good.replace('"args":{}', '"args":' + "[" * 100 + "]" * 100),
         "trailing.json": good + "{}",
         "hugets.json": good.replace('"ts":20.25,"dur"', '"ts":1e300,"dur"'),
+        # Each origin in range, their distance past what a shifted ts may add (int64 overflow).
+        "farorigin.json": good.replace('"ts_origin_ns":1000123456', '"ts_origin_ns":9000000000000000000'),
+        "farbefore.json": good.replace('"ts_origin_ns":1000123456', '"ts_origin_ns":-9000000000000000000'),
     }
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "out", "merged.json")
@@ -127,6 +130,7 @@ def malformed():
             rc, _, err = run("merge", "-o", out, R1, bad)
             eq(rc, 3, f"{name}: exit 3 ({err.strip()})")
             check(name in err, f"{name}: message names the file: {err!r}")
+            check(not name.startswith("far") or "clock origins too far apart" in err, f"{name}: message says why: {err!r}")
             eq(os.listdir(os.path.dirname(out)), [], f"{name}: nothing written, no temp file left")
         rc, _, err = run("merge", "-o", out, R0, os.path.join(tmp, "missing.json"))
         eq(rc, 3, "missing input: exit 3")
