@@ -71,6 +71,14 @@ bool OwnFile::ours(int fd, struct stat& st) const {
 }
 
 int OwnFile::descriptor(struct stat& st) {
+  // The path must still name the file (a stream removed or renamed away is not written on
+  // unseen), then the descriptor must still be it.
+  struct stat named {};
+  if (lstat(path_.c_str(), &named) != 0) return -1;
+  if (!S_ISREG(named.st_mode) || named.st_dev != dev_ || named.st_ino != ino_) {
+    errno = ESTALE;
+    return -1;
+  }
   if (ours(fd_, st)) return fd_;
   fd_ = -1;  // closed, or a number the program reuses: not closed here
   const int fd = open(path_.c_str(), O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);

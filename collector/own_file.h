@@ -86,10 +86,11 @@ class OwnFile {
  private:
   // Whether `fd` is the regular file create() made (same st_dev, st_ino; `st` is its stat).
   bool ours(int fd, struct stat& st) const;
-  // The descriptor of the file, checked (ours()), opened again by path and moved high when the
-  // one kept is not the file any more (closed, or its number reused by the program: not
-  // closed then, it is the program's); -1 with errno set (ENOENT or ESTALE where the path
-  // names another file now) when it cannot be had. Every write to the file goes through it.
+  // The descriptor of the file, while its path still names it: checked (ours()), opened again
+  // by path and moved high when the one kept is not the file any more (closed, or its number
+  // reused by the program: not closed then, it is the program's); -1 with errno set (ENOENT,
+  // or ESTALE where the path names another file now) when it cannot be had. Every write to
+  // the file goes through it.
   int descriptor(struct stat& st);
   // Closes the kept descriptor if it is still the file (the program's number otherwise).
   void closeDescriptor();
