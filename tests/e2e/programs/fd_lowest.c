@@ -15,10 +15,10 @@ static atomic_int stop;
 
 static void* worker(void* arg) {
   (void)arg;
-  // Bursts: each pass has a few hundred kilobytes to append.
-  const struct timespec pause = {0, 100 * 1000};
+  // A few calls a millisecond: a pass, and an append, every millisecond.
+  const struct timespec pause = {0, 1000 * 1000};
   while (!atomic_load(&stop)) {
-    for (int i = 0; i < 200; ++i) {
+    for (int i = 0; i < 10; ++i) {
       void* p = NULL;
       cudaMalloc(&p, 16);
       cudaFree(p);
