@@ -134,7 +134,7 @@ int diffCommand(int argc, char** argv) {
                           reports[0].present[kOp] && reports[1].present[kOp];
   if (compareOps && reports[0].opsGroupedByShapes != reports[1].opsGroupedByShapes) {
     // Rows per name against rows per shape would all read as new and gone.
-    spdlog::error("diff: op rows of {} are {}grouped by input shapes and those of {} {}(a report keeps the grouping it was "
+    spdlog::error("diff: op rows of {} are {}grouped by input shapes and those of {} {} (a report keeps the grouping it was "
                   "written with; see --group-by-shapes)",
                   opts.positional[0], reports[0].opsGroupedByShapes ? "" : "not ", opts.positional[1],
                   reports[1].opsGroupedByShapes ? "are" : "are not");
