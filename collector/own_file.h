@@ -98,7 +98,7 @@ class OwnFile {
   void reserve(int fd, uint64_t size, std::size_t adding);
 
   std::string path_;
-  int fd_ = -1;  // O_WRONLY|O_APPEND, high (kHighFd), checked before each use
+  int fd_ = -1;  // O_WRONLY|O_APPEND, moved high (own_file.cpp, moveHigh), checked before each use
   dev_t dev_ = 0;
   ino_t ino_ = 0;
   bool stopped_ = false;
