@@ -4,7 +4,9 @@
 #include <map>
 #include <set>
 #include <string>
+#include <tuple>
 #include <unordered_map>
+#include <vector>
 
 #include "exporters/frame_names.h"
 #include "exporters/torch_ops.h"
@@ -15,6 +17,9 @@ namespace cutrace {
 namespace {
 
 const char* layerCategory(ApiLayer layer) { return layer == ApiLayer::Runtime ? "cuda_runtime" : "cuda_driver"; }
+
+// Device flows past a correlation's first are numbered from here (ChromeWriter::deviceFlowIds).
+constexpr uint64_t kSharedFlowIds = uint64_t{1} << 32;
 
 class ChromeWriter {
  public:
@@ -225,15 +230,52 @@ class ChromeWriter {
   // A flow arrow from each launch (or copy, or set) to the device work it produced. The start
   // sits 1 ns into the host call so it binds to that call, not to an enclosing NVTX range.
   void writeFlows() {
+    const std::vector<uint64_t> flowIds = deviceFlowIds();
     for (std::size_t i = 0; i < data_.device.size(); ++i) {
       const HostLink& link = links_[i];
       if (link.thread < 0) continue;
       const DeviceEvent& d = data_.device[i];
       const ThreadTrack& t = data_.threads[static_cast<std::size_t>(link.thread)];
       const Event& host = t.events[link.event];
-      writeFlow("flow", flowName(d), d.correlation, t.tid, data_.toTraceNs(host.start) + 1, deviceTrackId(d.device, d.stream),
+      writeFlow("flow", flowName(d), flowIds[i], t.tid, data_.toTraceNs(host.start) + 1, deviceTrackId(d.device, d.stream),
                 data_.toTraceNs(d.start));
     }
+  }
+
+  // Flow ids of device work: one flow per device event, since Perfetto keeps one arrow per
+  // (id, cat, name). A graph launch's kernels share one correlation id: the first of them in
+  // time keeps it as its id (as every other device event does), the rest are numbered from 2^32
+  // on, above CUPTI's 32-bit correlation ids and below the PyTorch flows' 2^40. Ordered by what
+  // each event is, never by where it sits in TraceData::device: the process's own trace and the
+  // one rebuilt from its stream (which holds device work in another order) get the same ids.
+  std::vector<uint64_t> deviceFlowIds() {
+    const std::vector<DeviceEvent>& device = data_.device;
+    std::vector<uint64_t> ids(device.size());
+    std::unordered_map<uint32_t, uint32_t> perCorrelation;
+    for (std::size_t i = 0; i < device.size(); ++i) {
+      ids[i] = device[i].correlation;
+      ++perCorrelation[device[i].correlation];
+    }
+    std::vector<uint32_t> shared;
+    for (uint32_t i = 0; i < device.size(); ++i)
+      if (perCorrelation[device[i].correlation] > 1) shared.push_back(i);
+    if (shared.empty()) return ids;
+    // By all the trace shows of an event (the name as shown: the stream keeps only that), so
+    // events that tie are written alike whichever id each gets.
+    const auto key = [&](uint32_t i) {
+      const DeviceEvent& d = device[i];
+      return std::tuple(d.correlation, d.start, d.end, d.device, d.stream, d.kind, d.copyKind, d.bytes, d.grid[0], d.grid[1],
+                        d.grid[2], d.block[0], d.block[1], d.block[2], d.registers, d.staticShared, d.dynamicShared);
+    };
+    std::sort(shared.begin(), shared.end(), [&](uint32_t a, uint32_t b) {
+      const auto ka = key(a), kb = key(b);
+      if (ka != kb) return ka < kb;
+      return deviceName(device[a]) < deviceName(device[b]);
+    });
+    uint64_t next = kSharedFlowIds;
+    for (std::size_t k = 1; k < shared.size(); ++k)
+      if (device[shared[k]].correlation == device[shared[k - 1]].correlation) ids[shared[k]] = next++;
+    return ids;
   }
 
   static const char* flowName(const DeviceEvent& d) {
@@ -262,7 +304,7 @@ class ChromeWriter {
   }
 
   // PyTorch (emit_nvtx): forward op -> backward function, and op -> the device work it caused.
-  // Ids live above CUPTI's 32-bit correlation ids so every flow id stays unique.
+  // Ids from 2^40, above the device flows' (deviceFlowIds), so every flow id stays unique.
   void writeTorchFlows() {
     uint64_t id = uint64_t{1} << 40;
     for (const auto& [from, to] : torch_.forwardToBackward) {

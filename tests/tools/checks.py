@@ -28,12 +28,14 @@ def peak_rss(peak_rss_program, command, tmp):
         return p.returncode, p.stderr.decode("utf-8", "replace"), int(f.read())
 
 
-def device_run(device_ops_program, directory, steps=None, idle=False):
+def device_run(device_ops_program, directory, steps=None, idle=False, graph=False):
     """The stem (directory/prog-4242) of the .pftrace and .trace.json that pftrace_device_ops
     writes into DIRECTORY, made here: a GPU run of STEPS steps (its default without), the GPU
-    idle between kernels with IDLE."""
+    idle between kernels with IDLE; with GRAPH each step ends in a graph launch too, and the
+    folded files are written as the process writes them."""
     os.mkdir(directory)
-    args = [str(steps if steps is not None else 40), "idle"] if idle else [str(steps)] if steps is not None else []
+    mode = ["idle"] if idle else ["graph"] if graph else []
+    args = [str(steps if steps is not None else 40)] + mode if mode or steps is not None else []
     p = subprocess.run([device_ops_program, directory] + args, capture_output=True)
     eq(p.returncode, 0, f"pftrace_device_ops {steps} ({p.stderr!r})")
     return os.path.join(directory, "prog-4242")

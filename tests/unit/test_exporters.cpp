@@ -764,6 +764,85 @@ TEST_CASE("chrome trace sample: scaled, close to the trace's size", "[chrome]") 
   }
 }
 
+// A graph launch makes many kernels under one correlation id. Perfetto keeps one flow per
+// (id, cat, name): each kernel needs an id of its own for its arrow, the same whatever order
+// the device work is stored in (a trace rebuilt from the stream holds it in the writer's order).
+TEST_CASE("chrome trace: each kernel of a graph launch has a flow of its own from the launch", "[chrome]") {
+  struct Flow {
+    int s = 0, f = 0;
+    int64_t sTid = 0, fTid = 0;
+    double sTs = 0, fTs = 0;
+  };
+  const auto flowsOf = [](bool reversed) {
+    TraceBuilder b;
+    TraceData& d = b.store().data();
+    const uint32_t kernel = d.strings.intern("_Z4stepv");
+    b.api(11, test::kCudaGraphLaunch, 0, 1000, 1200);
+    b.launch(11, test::kCudaLaunchKernel, 1, 2000, 2200, "_Z4stepv");
+    d.apiActivity = {{1010, 1190, 11, 5}, {2010, 2190, 11, 6}};
+    std::vector<DeviceEvent> device;
+    DeviceEvent k;
+    k.correlation = 5, k.device = 0, k.name = kernel;
+    for (uint64_t i = 0; i < 3; ++i) {
+      k.start = 1300 + 100 * i, k.end = k.start + 50, k.stream = i == 1 ? 8 : 7;  // one on a stream of the graph's own
+      device.push_back(k);
+    }
+    k.correlation = 6, k.start = 2300, k.end = 2350, k.stream = 7;
+    device.push_back(k);
+    if (reversed) std::reverse(device.begin(), device.end());
+    d.device = device;
+    b.threadName(11, 11, "main");
+    b.finish(3000);
+    Sink out;
+    writeChromeTrace(d, out);
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    REQUIRE(parser.parse(out.text()).get(doc) == simdjson::SUCCESS);
+    std::map<uint64_t, Flow> flows;
+    for (simdjson::dom::object e : doc["traceEvents"].get_array()) {
+      const std::string ph = str(e["ph"]);
+      if (ph != "s" && ph != "f") continue;
+      REQUIRE(std::string_view(e["cat"]) == "flow");
+      REQUIRE(std::string_view(e["name"]) == "launch");
+      Flow& f = flows[uint64_t(e["id"])];
+      (ph == "s" ? f.s : f.f) += 1;
+      (ph == "s" ? f.sTid : f.fTid) = int64_t(e["tid"]);
+      (ph == "s" ? f.sTs : f.fTs) = double(e["ts"]);
+    }
+    return flows;
+  };
+  const std::map<uint64_t, Flow> flows = flowsOf(false);
+  REQUIRE(flows.size() == 4);
+  // The graph's first kernel and the plain launch's keep their correlation ids.
+  REQUIRE(flows.count(5) == 1);
+  REQUIRE(flows.count(6) == 1);
+  std::vector<double> graphKernelStarts;
+  for (const auto& [id, f] : flows) {
+    CAPTURE(id);
+    CHECK(id < (uint64_t{1} << 40));  // below PyTorch's flow ids
+    CHECK(f.s == 1);
+    CHECK(f.f == 1);
+    CHECK(f.sTid == 11);
+    if (id == 6) {
+      CHECK(f.sTs == Approx(2.001));  // 1 ns into the launch
+      continue;
+    }
+    CHECK(f.sTs == Approx(1.001));  // all from the graph launch
+    graphKernelStarts.push_back(f.fTs);
+  }
+  std::sort(graphKernelStarts.begin(), graphKernelStarts.end());
+  CHECK(graphKernelStarts == std::vector<double>{1.3, 1.4, 1.5});
+  CHECK(flows.at(5).fTs == Approx(1.3));  // the first in time
+  // The same ids for the same kernels, stored the other way round.
+  const std::map<uint64_t, Flow> reversed = flowsOf(true);
+  REQUIRE(reversed.size() == flows.size());
+  for (auto i = flows.begin(), j = reversed.begin(); i != flows.end(); ++i, ++j) {
+    CHECK(i->first == j->first);
+    CHECK(i->second.fTid == j->second.fTid);
+    CHECK(i->second.fTs == j->second.fTs);
+  }
+}
+
 TEST_CASE("timeline order: parents first by start, whether the events are nearly in order or far from it", "[view]") {
   // Stored as a thread's events end: each call after the driver call it made, then ranges
   // wrapping them all after every one of them, together further off than the insertion sort's

@@ -3,9 +3,12 @@
 // later, as the drain of a traced process on a GPU writes them (the data built as the drain
 // builds it, trace_builder.h): so that `cutrace report` of a stream with device work can be
 // checked against the report of the Chrome trace on a machine with no GPU.
-//   usage: pftrace_device_ops DIR [STEPS [idle]]   (writes DIR/prog-4242.pftrace and
+//   usage: pftrace_device_ops DIR [STEPS [idle|graph]]   (writes DIR/prog-4242.pftrace and
 //          DIR/prog-4242.trace.json; STEPS: 40 by default, 3 kernels each; idle: the GPU idles
-//          between kernels, and the one in the outer range runs on a stream of its own)
+//          between kernels, and the one in the outer range runs on a stream of its own; graph:
+//          each step ends in a graph launch too, 3 kernels under its one correlation id on two
+//          streams, CUPTI's records of them not in time order; the folded files are written
+//          too, as the process writes them, for trace_check --compare)
 //
 // The run: op ranges with no launch inside before any launch (the reader need not keep them);
 // then steps, each an outer op range (open across a pass every other step) around an inner one
@@ -21,6 +24,7 @@
 #include "exporters/chrome_trace.h"
 #include "exporters/perfetto_writer.h"
 #include "exporters/json_writer.h"
+#include "exporters/output_files.h"
 #include "tests/unit/trace_builder.h"
 
 using namespace cutrace;
@@ -32,6 +36,7 @@ constexpr uint32_t kTid = 11;
 constexpr const char* kKernels[] = {"_Z4gemmv", "_Z4reluv", "_Z4copyv"};  // mangled, as CUPTI names them
 int steps = 40;
 bool idle = false;
+bool graph = false;
 
 std::string op(const char* name, int seq, int id, const char* sizes) {
   return std::string(name) + ", seq = " + std::to_string(seq) + ", op_id = " + std::to_string(id) + ", sizes = " + sizes;
@@ -90,6 +95,23 @@ void run(TraceBuilder& b, std::string* stream) {
     b.pop(kTid, t, 0);
     t += 5;
     launch(2);  // in no op range
+    if (graph) {
+      t += 3;
+      b.api(kTid, test::kCudaGraphLaunch, seq++, t, t + 20);
+      d.apiActivity.push_back({t + 2, t + 18, kTid, correlation});
+      // Its nodes: the last on a stream of the graph's own, started with the first; delivered
+      // last node first.
+      DeviceEvent k;
+      k.correlation = correlation++, k.device = 0;
+      const uint64_t start = std::max(t + 100, gpuFree);
+      for (int node = 2; node >= 0; --node) {
+        k.start = node == 2 ? start : start + 300 * static_cast<uint64_t>(node);
+        k.end = k.start + 300 + 10 * static_cast<uint64_t>(node), k.stream = node == 2 ? 9 : 7, k.name = kernels[node];
+        waiting.push_back(k);
+      }
+      gpuFree = start + 610;
+      t += 30;
+    }
     pass(t);
   }
   for (const DeviceEvent& k : waiting) d.device.push_back(k);
@@ -108,20 +130,31 @@ bool writeFile(const std::string& path, const std::string& bytes) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2 || argc > 4 || (argc >= 3 && (steps = atoi(argv[2])) <= 0) || (argc == 4 && std::string(argv[3]) != "idle")) {
-    fprintf(stderr, "usage: pftrace_device_ops DIR [STEPS [idle]]\n");
+  const std::string mode = argc == 4 ? argv[3] : "";
+  if (argc < 2 || argc > 4 || (argc >= 3 && (steps = atoi(argv[2])) <= 0) || (argc == 4 && mode != "idle" && mode != "graph")) {
+    fprintf(stderr, "usage: pftrace_device_ops DIR [STEPS [idle|graph]]\n");
     return 2;
   }
-  idle = argc == 4;
+  idle = mode == "idle";
+  graph = mode == "graph";
   const std::string dir = argv[1];
   std::string stream;
   TraceBuilder streamed;
   run(streamed, &stream);
   TraceBuilder whole;
   run(whole, nullptr);
+  if (!writeFile(dir + "/prog-4242.pftrace", stream)) {
+    fprintf(stderr, "pftrace_device_ops: cannot write into %s\n", dir.c_str());
+    return 1;
+  }
+  if (graph) {  // all the process's files, for trace_check --compare against `cutrace export`'s
+    const OutputResult r = writeOutputFiles(whole.store().data(), dir.c_str());
+    if (!r.ok) fprintf(stderr, "pftrace_device_ops: %s\n", r.error.c_str());
+    return r.ok ? 0 : 1;
+  }
   Sink json;
   writeChromeTrace(whole.store().data(), json);
-  if (!writeFile(dir + "/prog-4242.pftrace", stream) || !writeFile(dir + "/prog-4242.trace.json", json.text())) {
+  if (!writeFile(dir + "/prog-4242.trace.json", json.text())) {
     fprintf(stderr, "pftrace_device_ops: cannot write into %s\n", dir.c_str());
     return 1;
   }
