@@ -135,6 +135,7 @@ struct CuptiInfo {
   std::string reason;         // why it is not "on", or how it shares CUPTI with the program
   uint64_t droppedRecords = 0;
   uint64_t kernels = 0;
+  uint64_t outsideCapture = 0;  // device records left out: their CUDA call was made outside the capture
 };
 
 // Under an address-space limit (RLIMIT_AS) cutrace leaves the last quarter of it to the program:

@@ -611,6 +611,10 @@ class ChromeWriter {
     putJsonString(out_, data_.cupti.reason);
     out_.put(",\"dropped_records\":");
     out_.putUint(data_.cupti.droppedRecords);
+    if (data_.cupti.outsideCapture != 0) {
+      out_.put(",\"outside_capture\":");
+      out_.putUint(data_.cupti.outsideCapture);
+    }
     out_.put(",\"device_events\":");
     out_.putUint(data_.releasedDevice + data_.device.size());
     uint64_t linked = data_.releasedLinked;

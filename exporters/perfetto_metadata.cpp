@@ -117,6 +117,7 @@ bool finalJson(std::string_view json, TraceData& d, PfFinalMetadata& final, std:
     getString(cupti, "state", d.cupti.state);
     getString(cupti, "reason", d.cupti.reason);
     getUint(cupti, "dropped_records", d.cupti.droppedRecords);
+    getUint(cupti, "outside_capture", d.cupti.outsideCapture);
   }
   if (root["stacks"].get(stacks) == simdjson::SUCCESS) {
     TraceData::StackInfo& s = d.stackInfo;

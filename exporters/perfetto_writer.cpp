@@ -1105,6 +1105,14 @@ void PerfettoWriter::encodeDevice(const TraceData& data, uint64_t anchorNs, bool
     }
     order.emplace_back(&d, l);
   }
+  // Under a capture mode CUPTI records from the first CUDA call on: device work whose call
+  // CUPTI reported but cutrace did not record (made outside the capture) is left out.
+  if (flows_ && data.meta.capture != "all") {
+    const auto outside = [](const auto& o) { return o.second.api != nullptr && o.second.call == nullptr; };
+    const auto kept = std::remove_if(order.begin(), order.end(), outside);
+    outsideCapture_ += static_cast<uint64_t>(order.end() - kept);
+    order.erase(kept, order.end());
+  }
   devicesEncoded_ = data.device.size();
   // In time order per device, its streams together: a reader's GPU busy time (the union of a
   // device's work) then takes each piece in order (tools/report_model.cpp, BusyTime).

@@ -188,6 +188,8 @@ class PerfettoWriter {
   void endDevice(const TraceData& data) { encodeDevice(data, UINT64_MAX, true); }
   // Device slices written so far that were joined to their CUDA call by a flow.
   uint64_t linkedDevice() const { return linkedDevice_; }
+  // Device work left out so far: its CUDA call was made outside the capture (never written).
+  uint64_t outsideCapture() const { return outsideCapture_; }
   // PyTorch op ranges written so far as their parts (they take more to read back).
   uint64_t opRanges() const { return opRanges_; }
   // The device work and CUPTI's API records encoded so far left `data` (Store::releaseEvents):
@@ -391,6 +393,7 @@ class PerfettoWriter {
   uint64_t flowPrunedNs_ = 0;
   bool flows_ = false;  // this pass: CUPTI records the device timeline
   uint64_t linkedDevice_ = 0;
+  uint64_t outsideCapture_ = 0;
   uint64_t opRanges_ = 0;
   // One thread's calls, oldest first: a ring whose room doubles up to kMaxFlowCalls, then the
   // newest call takes the oldest one's place (with a deque's push and pop, a launch took 30 more

@@ -103,8 +103,12 @@ class HookCall {
     if (!hookRecording()) return;
     if (kind == ApiKind::Profiler) capture::onProfilerCall(static_cast<uint16_t>(id));
     ThreadState* s = currentThread();
-    if (s == nullptr || !capture::on()) return;
+    if (s == nullptr) return;
+    // CUPTI starts at the first CUDA call whatever the capture: started later, once the context
+    // exists, it linked no device work to its call on an H100 (capture nvtx:NAME, PyTorch, CUDA
+    // 13). The device work of calls made outside the capture is left out by the writer.
     if (__builtin_expect(!g_deviceTracingStarted.load(std::memory_order_relaxed), 0)) startDeviceTracing();
+    if (!capture::on()) return;
     s_ = s;
     r_.type = RecordType::Api;
     r_.extra = 0;

@@ -136,6 +136,9 @@ void writeOutputsAndReport(TraceData& data, const Config& config) {
     // Chrome writer's rule.
     s.writer.endDevice(data);
     data.releasedLinked = s.writer.linkedDevice();
+    // Device work of calls outside the capture left memory as written, but never was.
+    data.cupti.outsideCapture = s.writer.outsideCapture();
+    data.releasedDevice -= s.writer.outsideCapture();
     s.writer.encodeEnd(data, data.meta.endMonotonicNs, chromeTraceMetadata(data));
     appendStream(s, config, data);
     s.file.finish();

@@ -1477,6 +1477,50 @@ TEST_CASE("pftrace writer: flows join each call to its device work, passes apart
     REQUIRE(readPerfettoBytes(bytes, written, error));
     CHECK(written.linked == std::vector<bool>{true, false});
   }
+  // Under a capture mode CUPTI records from the first CUDA call: device work whose call CUPTI
+  // reported but cutrace did not record (outside the capture) is left out and counted; work of a
+  // recorded call, and work whose call CUPTI never reported, is written. Under `all` nothing is
+  // left out.
+  for (const std::string capture : {"nvtx:step", "all"}) {
+    TraceBuilder b;
+    TraceData& d = b.store().data();
+    d.cupti.state = "on";
+    d.meta.capture = capture;
+    PerfettoWriter writer;
+    std::string bytes;
+    const auto kernel = [&](uint64_t start, uint32_t correlation) {
+      DeviceEvent k;
+      k.start = start, k.end = start + 50, k.correlation = correlation, k.device = 0, k.stream = 7;
+      d.device.push_back(k);
+    };
+    struct Device : PerfettoVisitor {
+      std::vector<uint64_t> starts;
+      void slice(const PfSlice& s) override {
+        if (s.track->kind == PfTrackKind::Device) starts.push_back(s.startNs);
+      }
+    } written;
+    d.apiActivity.push_back({110, 190, 11, 40});  // a launch before the capture: not recorded
+    b.launch(11, test::kCudaLaunchKernel, 0, 200, 300, "_Z1kv");
+    d.apiActivity.push_back({210, 290, 11, 41});
+    kernel(400, 40);
+    kernel(500, 41);
+    kernel(600, 77);  // CUPTI never reported its call
+    writer.encodePass(d, 1000, bytes);
+    writer.endDevice(d);
+    bytes += writer.pending();
+    writer.clearPending();
+    std::string error;
+    REQUIRE(readPerfettoBytes(bytes, written, error));
+    std::sort(written.starts.begin(), written.starts.end());  // held work comes at the end
+    if (capture == "all") {
+      CHECK(written.starts == std::vector<uint64_t>{400, 500, 600});
+      CHECK(writer.outsideCapture() == 0);
+    } else {
+      CHECK(written.starts == std::vector<uint64_t>{500, 600});
+      CHECK(writer.outsideCapture() == 1);
+    }
+    CHECK(writer.linkedDevice() == 1);
+  }
   // Ids of different threads, seqs and processes differ.
   CHECK(launchFlowId(4242, 11, 0) != launchFlowId(4242, 12, 0));
   CHECK(launchFlowId(4242, 11, 1) != launchFlowId(4243, 11, 1));
