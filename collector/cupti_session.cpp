@@ -55,11 +55,14 @@ struct State {
   std::vector<uint32_t> driverCbids;
   int64_t cuptiMinusMonotonic = 0;  // CUPTI timestamp - CLOCK_MONOTONIC, fixed at start
 
+  // The hand-over runs once; a second thread's CUPTI call waits for it to finish.
+  std::once_flag handOverOnce;
+
   std::mutex mutex;  // everything below
   std::vector<PendingDevice> device;
   std::vector<ApiActivity> apiActivity;
   std::vector<uint8_t*> ownBuffers;  // buffers cutrace handed to CUPTI and has not got back (a few)
-  bool programRegistered = false;  // the program registered CUPTI buffers of its own
+  bool programRegistered = false;  // the program set CUPTI up for a profiler of its own
   bool handedOver = false;  // CUPTI was handed to the program's own profiler
   uint64_t dropped = 0;
   uint64_t kernels = 0;
@@ -444,7 +447,7 @@ void Cupti::collect(TraceData& data, const NameTable& names) {
   data.cupti.kernels = s.kernels;
 }
 
-void Cupti::programRegistersCallbacks() {
+void Cupti::programUsesCupti() {
   ErrnoKeeper keepErrno;
   State& s = st();
   {
@@ -455,22 +458,24 @@ void Cupti::programRegistersCallbacks() {
   // The program starts its own profiler (torch.profiler) while cutrace's session is on. Sharing
   // CUPTI's activity session with it was measured not to work (torch.profiler got no CUDA
   // records whatever cutrace left out), so cutrace hands CUPTI over: its records so far are
-  // flushed to it, its kinds disabled, and CUPTI finalized, so the program's registration (which
-  // follows in the preload) attaches CUPTI afresh, as if cutrace had never used it. The device
-  // timeline ends there; host calls, NVTX and stacks stay traced.
-  Collector::warnOnce("cutrace: the program started its own CUPTI profiler (e.g. torch.profiler); cutrace hands "
-                      "CUPTI over to it: the device timeline ends here, host calls stay traced\n");
-  ReentrancyGuard guard;
-  s.api.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  for (CUpti_ActivityKind kind : kDeviceKinds) s.api.cuptiActivityDisable(kind);
-  for (uint32_t cbid : s.driverCbids) s.api.cuptiActivityEnableDriverApi(cbid, 0);
-  s.on.store(false, std::memory_order_release);
-  s.api.cuptiFinalize();
-  std::lock_guard<std::mutex> lock(s.mutex);
-  s.handedOver = true;
-  s.reason = "handed CUPTI over to the program's own profiler after " + std::to_string(s.device.size()) +
-             " device records; later device work is in that profiler's output";
-  s.reasonSet = true;
+  // flushed to it, its kinds disabled, and CUPTI finalized, so the program's call (which follows
+  // in the preload) attaches CUPTI afresh, as if cutrace had never used it. The device timeline
+  // ends there; host calls, NVTX and stacks stay traced.
+  std::call_once(s.handOverOnce, [&] {
+    Collector::warnOnce("cutrace: the program started its own CUPTI profiler (e.g. torch.profiler); cutrace hands "
+                        "CUPTI over to it: the device timeline ends here, host calls stay traced\n");
+    ReentrancyGuard guard;
+    s.api.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    for (CUpti_ActivityKind kind : kDeviceKinds) s.api.cuptiActivityDisable(kind);
+    for (uint32_t cbid : s.driverCbids) s.api.cuptiActivityEnableDriverApi(cbid, 0);
+    s.on.store(false, std::memory_order_release);
+    s.api.cuptiFinalize();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    s.handedOver = true;
+    s.reason = "handed CUPTI over to the program's own profiler after " + std::to_string(s.device.size()) +
+               " device records; later device work is in that profiler's output";
+    s.reasonSet = true;
+  });
 }
 
 void Cupti::programDisabled(int) {

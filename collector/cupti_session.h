@@ -55,13 +55,16 @@ class Cupti {
   // Moves what the buffers delivered into `data` (device events, API records, state).
   static void collect(TraceData& data, const class NameTable& names);
 
-  // The program's own CUPTI calls, as interposed by the preload. When the program registers
-  // activity buffers of its own (torch.profiler starting) while cutrace's session is on,
-  // cutrace hands CUPTI over: flushes and disables what it recorded, finalizes CUPTI, and
-  // the program's registration then attaches it afresh; cutrace stays host-only from then on.
-  // If the program registered first, cutrace never starts its session (host-only).
-  // Called before the registration reaches CUPTI, which it always does.
-  static void programRegistersCallbacks();
+  // The program's own CUPTI calls, as interposed by the preload. When the program starts a
+  // profiler of its own (torch.profiler) while cutrace's session is on, cutrace hands CUPTI
+  // over at the program's first call that sets CUPTI up (subscribe, enable a kind, register
+  // buffers): flushes and disables what it recorded, finalizes CUPTI, and the program's call
+  // then attaches it afresh, so nothing the program set up is undone; cutrace stays host-only
+  // from then on. While cutrace's session is on, CUPTI refuses another subscriber (measured with
+  // PyTorch 2.11 on an H100: torch.profiler's first session then got no kernel at all, when the
+  // hand-over waited for its buffers). If the program set CUPTI up first, cutrace never starts
+  // its session (host-only). Called before the program's call reaches CUPTI, which it always does.
+  static void programUsesCupti();
   static void programDisabled(int kind);
   // True when cutrace's session is on: the preload then skips the real cuptiFinalize.
   static bool programFinalizing();

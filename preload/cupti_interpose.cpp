@@ -1,7 +1,8 @@
 // The program's own CUPTI use (torch.profiler, a custom tool) meets cutrace's activity session
-// here: three CUPTI entry points are interposed so cutrace can hand CUPTI over to the program's
-// profiler when it starts (collector/cupti_session.h). Everything else of CUPTI is the
-// program's alone.
+// here: the CUPTI entry points that set a profiler up (subscribe, enable a kind, register
+// buffers) are interposed so cutrace can hand CUPTI over to the program's profiler at the first
+// of them (collector/cupti_session.h), and disable and finalize so cutrace's session survives a
+// program that only touches them. Everything else of CUPTI is the program's alone.
 
 #include <cupti.h>
 #include <dlfcn.h>
@@ -36,12 +37,27 @@ Fn real(const char* name) {
 
 }  // namespace
 
-extern "C" __attribute__((visibility("default"))) CUptiResult cuptiActivityRegisterCallbacks(
-    CUpti_BuffersCallbackRequestFunc request, CUpti_BuffersCallbackCompleteFunc complete) {
-  if (cutrace::tls::busy == 0) cutrace::Cupti::programRegistersCallbacks();
-  auto fn = real<decltype(&cuptiActivityRegisterCallbacks)>("cuptiActivityRegisterCallbacks");
-  return fn != nullptr ? fn(request, complete) : CUPTI_ERROR_NOT_INITIALIZED;
-}
+// The program's call that sets a profiler up: cutrace hands CUPTI over first, then the call
+// goes through.
+#define CUTRACE_CUPTI_SETUP(name, params, args)                                          \
+  extern "C" __attribute__((visibility("default"))) CUptiResult name params {            \
+    if (cutrace::tls::busy == 0) cutrace::Cupti::programUsesCupti();                      \
+    auto fn = real<decltype(&name)>(#name);                                               \
+    return fn != nullptr ? fn args : CUPTI_ERROR_NOT_INITIALIZED;                         \
+  }
+CUTRACE_CUPTI_SETUP(cuptiActivityRegisterCallbacks,
+                    (CUpti_BuffersCallbackRequestFunc request, CUpti_BuffersCallbackCompleteFunc complete),
+                    (request, complete))
+CUTRACE_CUPTI_SETUP(cuptiSubscribe, (CUpti_SubscriberHandle * subscriber, CUpti_CallbackFunc callback, void* userdata),
+                    (subscriber, callback, userdata))
+CUTRACE_CUPTI_SETUP(cuptiSubscribe_v2,
+                    (CUpti_SubscriberHandle * subscriber, CUpti_CallbackFunc callback, void* userdata,
+                     CUpti_SubscriberParams* params),
+                    (subscriber, callback, userdata, params))
+CUTRACE_CUPTI_SETUP(cuptiActivityEnable, (CUpti_ActivityKind kind), (kind))
+CUTRACE_CUPTI_SETUP(cuptiActivityEnableContext, (CUcontext context, CUpti_ActivityKind kind), (context, kind))
+CUTRACE_CUPTI_SETUP(cuptiActivityEnableAndDump, (CUpti_ActivityKind kind), (kind))
+#undef CUTRACE_CUPTI_SETUP
 
 extern "C" __attribute__((visibility("default"))) CUptiResult cuptiActivityDisable(CUpti_ActivityKind kind) {
   auto fn = real<decltype(&cuptiActivityDisable)>("cuptiActivityDisable");

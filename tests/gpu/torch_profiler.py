@@ -6,6 +6,7 @@ torch.profiler must see every kernel of its sessions, and cutrace must record ev
 Started first, the program's profiler keeps CUPTI: cutrace is host-only and says so in the
 metadata and on stderr. Started later, it gets CUPTI handed over: cutrace's device timeline has
 every kernel before the first session, each linked to its launch, and the metadata says so.
+With CUTRACE_CUPTI=off, cutrace's CUPTI entry points alone must leave torch.profiler whole.
 Skips with 77 without PyTorch or a GPU.
 usage: torch_profiler.py LIBTRACE TRACE_CHECK"""
 import glob, json, os, subprocess, sys, tempfile
@@ -48,50 +49,59 @@ def main():
         print("no PyTorch with a GPU: skipped")
         return 77
     failures = []
-    # (mode, kernels torch.profiler must see per session, launches, kernels outside the sessions)
-    for mode, expect_sessions, expected_launches, before in (("first", [20], 21, 0),
-                                                            ("later", [20, 5], 1 + 10 + 20 + 30 + 5 + 30, 1 + 10)):
+    # (mode, cutrace's CUPTI setting, kernels torch.profiler must see per session, launches,
+    # kernels outside the sessions)
+    for mode, cupti, expect_sessions, expected_launches, before in (
+            ("first", "auto", [20], 21, 0),
+            ("later", "auto", [20, 5], 1 + 10 + 20 + 30 + 5 + 30, 1 + 10),
+            ("later", "off", [20, 5], 1 + 10 + 20 + 30 + 5 + 30, 0)):
         out = tempfile.mkdtemp(prefix="cutrace-torchprof-")
         r = subprocess.run([sys.executable, "-c", PROGRAM, mode], capture_output=True, text=True,
-                           env=dict(os.environ, LD_PRELOAD=lib, CUTRACE_OUTPUT=out))
+                           env=dict(os.environ, LD_PRELOAD=lib, CUTRACE_OUTPUT=out, CUTRACE_CUPTI=cupti))
+        label = f"{mode} (CUTRACE_CUPTI={cupti})"
         line = [l for l in r.stdout.splitlines() if l.startswith("SESSIONS")]
         if r.returncode != 0 or not line:
-            failures.append(f"{mode}: program failed: {r.stderr[-2000:]}")
+            failures.append(f"{label}: program failed: {r.stderr[-2000:]}")
             continue
         sessions = [int(v) for v in line[0].split()[1:]]
         # torch.profiler counts the kernels of its session; the fill of torch.zeros may fall in.
         if any(s < e for s, e in zip(sessions, expect_sessions)):
-            failures.append(f"{mode}: torch.profiler lost kernels: saw {sessions}, expected at least {expect_sessions}")
+            failures.append(f"{label}: torch.profiler lost kernels: saw {sessions}, expected at least {expect_sessions}; "
+                            f"stderr: {r.stderr[-1500:]}")
         traces = glob.glob(os.path.join(out, "*.trace.json"))
         if len(traces) != 1:
-            failures.append(f"{mode}: expected one trace, found {traces}")
+            failures.append(f"{label}: expected one trace, found {traces}")
             continue
         meta = json.load(open(traces[0]))["metadata"]["cupti"]
-        print(mode, "torch.profiler kernels", sessions, "cutrace cupti", meta)
-        if meta["state"] == "host-only":
+        print(label, "torch.profiler kernels", sessions, "cutrace cupti", meta)
+        if cupti == "off":
+            if meta["state"] != "off":
+                failures.append(f"{label}: cutrace's CUPTI state is {meta['state']}")
+            args = [check, traces[0], "--view", "launches"]
+        elif meta["state"] == "host-only":
             if mode == "later":
-                failures.append(f"{mode}: cutrace lost CUPTI to a profiler started after it")
+                failures.append(f"{label}: cutrace lost CUPTI to a profiler started after it")
             if "in use" not in meta["reason"] or "host calls only" not in r.stderr:
-                failures.append(f"{mode}: host-only without saying why (metadata and stderr)")
+                failures.append(f"{label}: host-only without saying why (metadata and stderr)")
             args = [check, traces[0], "--view", "launches"]
         elif meta["state"] == "on":
             if mode == "later" and ("handed CUPTI over" not in meta["reason"] or "hands CUPTI over" not in r.stderr):
-                failures.append(f"{mode}: the hand-over is not said (metadata and stderr): {meta['reason']}")
+                failures.append(f"{label}: the hand-over is not said (metadata and stderr): {meta['reason']}")
             if meta["linked_to_host"] != meta["device_events"]:
-                failures.append(f"{mode}: {meta['device_events'] - meta['linked_to_host']} device events not linked to a launch")
+                failures.append(f"{label}: {meta['device_events'] - meta['linked_to_host']} device events not linked to a launch")
             if meta["device_events"] < before:
-                failures.append(f"{mode}: {meta['device_events']} device events, expected at least {before} before the first session")
+                failures.append(f"{label}: {meta['device_events']} device events, expected at least {before} before the first session")
             args = [check, traces[0], "--view", "launches"]
         else:
-            failures.append(f"{mode}: unexpected cupti state {meta}")
+            failures.append(f"{label}: unexpected cupti state {meta}")
             continue
         c = subprocess.run(args, capture_output=True, text=True)
         if c.returncode != 0:
-            failures.append(f"{mode}: trace_check: {c.stderr}")
+            failures.append(f"{label}: trace_check: {c.stderr}")
             continue
         launches = int(c.stdout.split("launches ")[1].split()[0])
         if launches < expected_launches:
-            failures.append(f"{mode}: only {launches} launches, expected at least {expected_launches}")
+            failures.append(f"{label}: only {launches} launches, expected at least {expected_launches}")
     for f in failures:
         print("FAIL:", f)
     return 1 if failures else 0
