@@ -1,6 +1,7 @@
 """Overhead on a GPU: ms per training step, bare against cutrace and torch.profiler.
 
 usage: python3 gpu_overhead.py LIBTRACE WORKLOADS_DIR [--reps 5] [--works micro,transformer,resnet]
+                              [--configs full,host,nostacks,floor,torchprof] [--floor-lib L]
 
 WORKLOADS_DIR holds workloads.py (../shared/gpu). Each repetition runs every configuration
 once, in turn, so drift hits all alike; each run is one process that times every workload
@@ -8,8 +9,10 @@ once, in turn, so drift hits all alike; each run is one process that times every
   bare       no preload
   full       cutrace's defaults: API + NVTX + stacks + device timeline (CUPTI)
   host       CUTRACE_CUPTI=off: host calls only
+  nostacks   CUTRACE_STACKS=off: full but for the call stacks (what the stacks cost)
   floor      CUTRACE_CAPTURE=cuda-profiler-api, which the program never starts: the hooks
-             record nothing, cutrace's CUPTI activity runs as in `full` (what CUPTI costs)
+             record nothing, cutrace's CUPTI activity runs as in `full` from the first CUDA
+             call (what CUPTI costs; --floor-lib runs it with another build)
   torchprof  torch.profiler (CPU + CUDA activities) around the timed steps, no preload
 Prints, after each repetition, per workload the median ms/step of bare, each configuration's median ratio to bare
 with its spread (max-min of the ratios of the repetitions), and cutrace's CUPTI state of the
@@ -47,6 +50,7 @@ CONFIGS = {
     "bare": None,
     "full": {},
     "host": {"CUTRACE_CUPTI": "off"},
+    "nostacks": {"CUTRACE_STACKS": "off"},
     "floor": {"CUTRACE_CAPTURE": "cuda-profiler-api"},
     "torchprof": None,
 }
@@ -57,7 +61,7 @@ def run(lib, wdir, config, works):
     out = None
     if CONFIGS[config] is not None:
         out = tempfile.mkdtemp(prefix="cutrace-ovh-")
-        env.update(LD_PRELOAD=lib, CUTRACE_OUTPUT=out, **CONFIGS[config])
+        env.update(LD_PRELOAD=lib[config] if isinstance(lib, dict) else lib, CUTRACE_OUTPUT=out, **CONFIGS[config])
     r = subprocess.run([sys.executable, "-c", RUNNER, wdir, config, works], capture_output=True, text=True, env=env)
     meta = None
     if out:
@@ -100,8 +104,14 @@ def main():
     ap.add_argument("workloads")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--works", default="micro,transformer,resnet")
+    ap.add_argument("--floor-lib", help="a libtrace.so for the floor run (default LIBTRACE)")
+    ap.add_argument("--configs", default=",".join(CONFIGS), help="which configurations (bare is always run)")
     a = ap.parse_args()
+    for c in [c for c in CONFIGS if c != "bare" and c not in a.configs.split(",")]:
+        del CONFIGS[c]
     lib, wdir = os.path.abspath(a.libtrace), os.path.abspath(a.workloads)
+    if a.floor_lib:
+        lib = {c: os.path.abspath(a.floor_lib) if c == "floor" else lib for c in CONFIGS}
     works = a.works.split(",")
     ms = {c: {w: [] for w in works} for c in CONFIGS}
     floor_cupti = None

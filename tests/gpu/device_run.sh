@@ -3,11 +3,13 @@
 # of the project: the binaries come prepared in a bundle (tests/gpu/pack.sh makes it from a
 # build here). Writes OUT/report.txt (each check's output and verdict) and OUT/files.tar.xz
 # (the traced files of the graph and emit_nvtx runs, for the viewer checks back home).
-#   device_run.sh BUNDLE OUT [REPS]      (REPS of the overhead bench, 5 by default; 0 skips it)
+#   device_run.sh BUNDLE OUT [REPS [STEPS]]   (REPS of the overhead bench, 5 by default; 0 skips
+#   it; STEPS: the names of the steps to run, space-separated, default all)
 set -u
 bundle=$(realpath "$1")
 out=$(realpath "$2")
 reps=${3:-5}
+only=${4:-}
 src=$(cd "$(dirname "$0")/../.." && pwd)
 bin=$bundle/bin
 export LD_LIBRARY_PATH=$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
@@ -22,6 +24,7 @@ passed=0 failed=0 skipped=0
 step() {  # step NAME TIMEOUT COMMAND...
   local name=$1 limit=$2 t0 rc
   shift 2
+  [ -z "$only" ] || [[ " $only " == *" $name "* ]] || return 0
   t0=$(date +%s%N)
   echo "=== $name" >>"$report"
   timeout "$limit" "$@" >>"$report" 2>&1
@@ -47,7 +50,7 @@ checks=(python3 "$gpu/gpu_checks.py" --libtrace "$LIBTRACE" --trace-check "$TRAC
 # The e2e programs on the real runtime (shared and static) and driver.
 cuda_lib=/usr/local/cuda/lib64
 step gpu_mt_kernels 120 env LD_LIBRARY_PATH=$cuda_lib:$LD_LIBRARY_PATH "$gpu/run_gpu.sh" mt_kernels --expected gpu_mt_kernels -- "$bin/mt_kernels" @TIDS@
-step gpu_mt_kernels_static 120 "$gpu/run_gpu.sh" mt_kernels_static_runtime --expected gpu_mt_kernels -- "$bin/mt_kernels_static" @TIDS@
+step gpu_mt_kernels_static 120 "$gpu/run_gpu.sh" mt_kernels_static_runtime --expected gpu_mt_kernels -- "$bin/static/mt_kernels" @TIDS@
 step gpu_driver_lookup 120 "$gpu/run_gpu.sh" driver_lookup -- "$bin/driver_lookup"
 step gpu_example_pipeline 120 env LD_LIBRARY_PATH=$cuda_lib:$LD_LIBRARY_PATH "$gpu/run_gpu.sh" example_pipeline -- "$bin/pipeline"
 step gpu_graph_replay 120 env LD_LIBRARY_PATH=$cuda_lib:$LD_LIBRARY_PATH "${checks[@]}" graph --program "$bin/graph_replay" --keep "$keep/graph"
@@ -55,6 +58,8 @@ step gpu_torch_profiler_coexistence 300 python3 "$gpu/torch_profiler.py" "$LIBTR
 for work in micro transformer resnet; do
   step "gpu_coverage_$work" 300 "${checks[@]}" coverage $work
 done
+# A capture mode: CUPTI starts at the first recorded call, after the CUDA context exists.
+step gpu_coverage_transformer_captured 300 "${checks[@]}" coverage transformer --env CUTRACE_CAPTURE=nvtx:cutrace-steps
 for work in transformer resnet; do
   step "gpu_unwind_verify_$work" 300 "${checks[@]}" unwind $work
 done
@@ -63,5 +68,8 @@ echo "checks: $passed passed, $failed failed, $skipped skipped" | tee -a "$repor
 tar -C "$keep" -cJf "$out/files.tar.xz" . 2>>"$report"
 rm -rf "$keep"
 if [ "$reps" -gt 0 ]; then
-  step gpu_overhead 600 python3 "$src/bench/gpu_overhead.py" "$LIBTRACE" "$bundle/workloads" --reps "$reps"
+  floor=()
+  [ -e "$bin/libtrace_floor.so" ] && floor=(--floor-lib "$bin/libtrace_floor.so")
+  step gpu_overhead 600 python3 "$src/bench/gpu_overhead.py" "$LIBTRACE" "$bundle/workloads" --reps "$reps" "${floor[@]}" \
+    ${OVERHEAD_ARGS:-}
 fi

@@ -11,8 +11,9 @@ rm -rf "$bundle"
 mkdir -p "$bundle/bin" "$bundle/lib" "$bundle/workloads"
 cp "$build/preload/libtrace.so" "$build/tools/cutrace" "$build/tests/trace_check" "$build/tests/mt_kernels" \
    "$build/tests/driver_lookup" "$build/examples/pipeline" "$build/tests/graph_replay" "$bundle/bin/"
-cp "$build/tests/e2e/static_runtime/mt_kernels" "$bundle/bin/mt_kernels_static"
-strip --strip-debug "$bundle"/bin/*
+mkdir -p "$bundle/bin/static"  # the same name as the shared-runtime build: the same summary
+cp "$build/tests/e2e/static_runtime/mt_kernels" "$bundle/bin/static/"
+find "$bundle/bin" -type f -exec strip --strip-debug {} +
 # The tools' libraries, and libunwind.so.8, which libtrace.so loads for the stacks the .eh_frame
 # walk cannot follow.
 for lib in $(ldd "$build/tools/cutrace" "$build/tests/trace_check" | awk '/=> \// {print $3}' | sort -u | grep -E 'fmt|spdlog|simdjson') \
