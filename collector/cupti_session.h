@@ -15,11 +15,9 @@
 //   records of a context that existed before CUPTI was enabled did not link in measurements.
 // - CUPTI timestamps are mapped to CLOCK_MONOTONIC by an offset sampled at start rather than a
 //   timestamp callback (cheaper per record).
-// - If the program registers its own activity callbacks (torch.profiler), cutrace flushes its
-//   buffers and yields: the program's profiler works exactly as without cutrace. When the program
-//   disables kernel activity or finalises CUPTI (end of its session), cutrace flushes the
-//   program's buffers to it, takes the callbacks back and re-enables what it records. The
-//   session's device work is in the program's profile, not in cutrace's (metadata says so).
+// - If the program sets up a CUPTI profiler of its own (torch.profiler), cutrace hands CUPTI
+//   over at the program's first set-up call (programUsesCupti): the program's profiler works
+//   exactly as without cutrace, and cutrace's device timeline ends there (metadata says so).
 //
 // Concurrency: start() is idempotent and runs once (first recorded CUDA call). Buffer callbacks
 // run on CUPTI's threads; they append to the collector's device store under its mutex.
@@ -60,9 +58,9 @@ class Cupti {
   // over at the program's first call that sets CUPTI up (subscribe, enable a kind, register
   // buffers): flushes and disables what it recorded, finalizes CUPTI, and the program's call
   // then attaches it afresh, so nothing the program set up is undone; cutrace stays host-only
-  // from then on. While cutrace's session is on, CUPTI refuses another subscriber (measured with
-  // PyTorch 2.11 on an H100: torch.profiler's first session then got no kernel at all, when the
-  // hand-over waited for its buffers). If the program set CUPTI up first, cutrace never starts
+  // from then on. Handed over later, at the program's buffer registration, torch.profiler's
+  // first session got no kernel at all (PyTorch 2.11, H100): its subscribe came first, and CUPTI
+  // documents refusing a subscriber while another client's profiling session is on. If the program set CUPTI up first, cutrace never starts
   // its session (host-only). Called before the program's call reaches CUPTI, which it always does.
   static void programUsesCupti();
   static void programDisabled(int kind);
