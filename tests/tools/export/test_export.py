@@ -3,6 +3,10 @@
 
 usage: test_export.py CUTRACE errors
        test_export.py CUTRACE killed LIBTRACE LIFECYCLE STANDIN_DIR
+       test_export.py CUTRACE h100_graph TRACE_CHECK
+h100_graph: the stream of tests/gpu/programs/graph_replay.cu as a traced run on an H100 wrote it
+(CUPTI's own records, 2026-11-27): every kernel of the 100 replays linked to its cudaGraphLaunch
+by a flow of its own.
 """
 import json
 import os
@@ -106,8 +110,32 @@ def killed(libtrace, lifecycle, standin):
         one_message(err, "unwritable output")
 
 
+def h100_graph(trace_check):
+    fixture = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "h100_graph_replay.pftrace")
+    with tempfile.TemporaryDirectory() as tmp:
+        rc, _, err = export(["-o", tmp, fixture])
+        eq(rc, 0, f"export of the H100 stream ({err})")
+        trace = os.path.join(tmp, "h100_graph_replay.trace.json")
+        c = subprocess.run([trace_check, trace, "--view", "launches"], capture_output=True, text=True)
+        eq(c.returncode, 0, f"trace_check of the exported trace ({c.stderr})")
+        check("device kernel 302 flows 302" in c.stdout, f"302 kernels, each with a flow: {c.stdout[:300]}")
+        with open(trace) as f:
+            doc = json.load(f)
+    events = doc["traceEvents"]
+    eq(doc["metadata"]["cupti"]["linked_to_host"], 302, "every device record linked")
+    graph = sorted((e["ts"], e["ts"] + e["dur"]) for e in events if e.get("name") == "cudaGraphLaunch")
+    eq(len(graph), 100, "graph launches")
+    starts = sorted(e["ts"] for e in events if e["ph"] == "s" and e["cat"] == "flow")
+    per_launch = [sum(1 for ts in starts if a < ts < b) for a, b in graph]
+    eq(per_launch, [3] * 100, "flows from each graph launch")
+    ids = [e["id"] for e in events if e["ph"] == "s" and e["cat"] == "flow"]
+    eq(len(set(ids)), len(ids), "a flow id of its own for each kernel")
+
+
 if CASE == "errors":
     errors()
+elif CASE == "h100_graph":
+    h100_graph(os.path.abspath(sys.argv[3]))
 elif CASE == "killed":
     killed(*sys.argv[3:6])
 else:
