@@ -11,15 +11,17 @@
 //   every call; the exporter matches each record to the host event on the same thread that
 //   overlaps it. Measured on an H100: kernels launched through the runtime carry the driver
 //   call's correlation id too (100 % linked), and runtime records only added cost.
-// - CUPTI must start before the driver initialises (the preload starts it from cuInit): API
-//   records of a context that existed before CUPTI was enabled did not link in measurements.
+// - CUPTI must start before the driver initialises (the preload starts it at the program's
+//   first CUDA call, before that call runs, whatever the capture mode): API records of a
+//   context that existed before CUPTI was enabled did not link in measurements (H100, 2026-11-27:
+//   0 of 8,910 device records linked when a capture mode started CUPTI at its first recorded call).
 // - CUPTI timestamps are mapped to CLOCK_MONOTONIC by an offset sampled at start rather than a
 //   timestamp callback (cheaper per record).
 // - If the program sets up a CUPTI profiler of its own (torch.profiler), cutrace hands CUPTI
 //   over at the program's first set-up call (programUsesCupti): the program's profiler works
 //   exactly as without cutrace, and cutrace's device timeline ends there (metadata says so).
 //
-// Concurrency: start() is idempotent and runs once (first recorded CUDA call). Buffer callbacks
+// Concurrency: start() is idempotent and runs once (first CUDA call). Buffer callbacks
 // run on CUPTI's threads; they append to the collector's device store under its mutex.
 
 #include <cstddef>
@@ -59,9 +61,10 @@ class Cupti {
   // buffers): flushes and disables what it recorded, finalizes CUPTI, and the program's call
   // then attaches it afresh, so nothing the program set up is undone; cutrace stays host-only
   // from then on. Handed over later, at the program's buffer registration, torch.profiler's
-  // first session got no kernel at all (PyTorch 2.11, H100): its subscribe came first, and CUPTI
-  // documents refusing a subscriber while another client's profiling session is on. If the program set CUPTI up first, cutrace never starts
-  // its session (host-only). Called before the program's call reaches CUPTI, which it always does.
+  // first session got no kernel at all (PyTorch 2.11, H100): its subscribe came first, and
+  // CUPTI documents refusing a subscriber while another client's profiling session is on. If
+  // the program set CUPTI up first, cutrace never starts its session (host-only). Called before
+  // the program's call reaches CUPTI, which it always does.
   static void programUsesCupti();
   static void programDisabled(int kind);
   // True when cutrace's session is on: the preload then skips the real cuptiFinalize.
