@@ -30,9 +30,8 @@ struct OpRange {
   uint64_t end;
 };
 
-// One range of several, if they are one chain of nested ranges on one thread: the innermost
-// (`innermost`) or the outermost; else none.
-bool single(const std::vector<OpRange>& ranges, bool innermost, EventRef& out) {
+// The outermost of several ranges, if they are one chain of nested ranges on one thread; else none.
+bool outermostOfNest(const std::vector<OpRange>& ranges, EventRef& out) {
   if (ranges.empty()) return false;
   std::vector<OpRange> sorted = ranges;
   std::sort(sorted.begin(), sorted.end(), [](const OpRange& a, const OpRange& b) {
@@ -43,7 +42,17 @@ bool single(const std::vector<OpRange>& ranges, bool innermost, EventRef& out) {
     const OpRange& inner = sorted[i];
     if (inner.ref.thread != outer.ref.thread || inner.start < outer.start || inner.end > outer.end) return false;
   }
-  out = innermost ? sorted.back().ref : sorted.front().ref;
+  out = sorted.front().ref;
+  return true;
+}
+
+// Of ranges in timeline order, the one that started last (the inner one of two that start
+// together), if all are on one thread; else none.
+bool latestOnOneThread(const std::vector<OpRange>& ranges, EventRef& out) {
+  if (ranges.empty()) return false;
+  for (const OpRange& r : ranges)
+    if (r.ref.thread != ranges.front().ref.thread) return false;
+  out = ranges.back().ref;
   return true;
 }
 
@@ -56,7 +65,7 @@ TorchLinks linkTorchOps(const TraceData& data, const std::vector<HostLink>& laun
   // exit, most of a read back's memory for PyTorch runs), grouped by (seq, backward) below.
   struct Numbered {
     uint64_t seq;
-    uint32_t order;  // as met (threads, then time): a group's ranges keep it
+    uint32_t order;  // as met (threads, then timeline order): a group's ranges keep it
     bool backward;
     EventRef ref;
   };
@@ -104,10 +113,14 @@ TorchLinks linkTorchOps(const TraceData& data, const std::vector<HostLink>& laun
       const Event& e = data.threads[static_cast<std::size_t>(ref.thread)].events[ref.event];
       (numbered[i].backward ? back : fwd).push_back(OpRange{ref, e.start, e.end});
     }
-    // The op that created the function is the innermost of a nest sharing the number (a
-    // composite op and the op it calls); the function's own range is the outermost of its nest.
+    // PyTorch's counter is per thread, and moves only when an op makes an autograd node: every op
+    // run meanwhile records the number the next node will take (a composite op and the ops it
+    // calls, views of a tensor that needs no grad, before and beside the op that makes it). So
+    // of the ranges with the number on one thread, the node's op is the one that started last
+    // (Kineto's rule too); on two threads the number is two counters' and names no one op.
+    // The function's own range is the outermost of its nest.
     EventRef from, to;
-    if (!fwd.empty() && !back.empty() && single(fwd, true, from) && single(back, false, to))
+    if (!fwd.empty() && !back.empty() && latestOnOneThread(fwd, from) && outermostOfNest(back, to))
       links.forwardToBackward.emplace_back(from, to);
   }
   return links;

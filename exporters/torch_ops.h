@@ -1,8 +1,9 @@
 #pragma once
 // From PyTorch's op ranges (collector/torch_text.h), the links PyTorch users used to draw by
 // hand:
-// - forward op -> the backward function that carries its sequence number (and the same from an
-//   op run inside a backward function with create_graph=True to its double-backward function);
+// - forward op -> the backward function that carries its sequence number, from the op of those
+//   recording it that started last (and the same from an op run inside a backward function with
+//   create_graph=True to its double-backward function);
 // - device work -> the innermost op range around the call that launched it.
 // Where PyTorch's numbering does not single out one range on each side, no link is made.
 

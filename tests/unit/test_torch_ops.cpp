@@ -247,3 +247,76 @@ TEST_CASE("chrome trace: op names, op args, autograd and op flows; folded by op 
   REQUIRE(folded.count("aten::linear;aten::addmm;cudaLaunchKernel;gemm") == 1);
   REQUIRE(folded.find("aten::linear;aten::addmm;cudaLaunchKernel;gemm")->gpuNs == 2000);
 }
+
+// As measured (PyTorch 2.11, emit_nvtx(record_shapes=True), an nn.TransformerEncoder layer's
+// attention in-projection; times in us from the first range): the numbers only move when a node
+// is made, so views of the input (which needs no grad) and composite ops record the number the
+// next node takes, beside and around the op that takes it. aten::t makes TBackward0 after
+// transpose and linear recorded 955 (transpose beside linear, not around it); aten::mm makes
+// MmBackward0 after matmul, reshape, clone and _unsafe_view recorded 956 (reshape beside mm).
+TEST_CASE("forward ops: of the ranges with a number on one thread, the last one started made the node", "[torch]") {
+  TraceBuilder b;
+  uint64_t seq = 0;
+  const auto push = [&](uint32_t tid, uint64_t t, uint16_t depth, const std::string& text) {
+    b.push(tid, seq++, t, depth, text);
+  };
+  push(1, 14, 0,
+       "aten::transpose, seq = 955, op_id = 2, sizes = [[16, 128, 256], [], []], "
+       "input_op_ids = [(0,-1), (0,-1), (0,-1)]");
+  push(1, 34, 1, "aten::as_strided, op_id = 3, sizes = [[16, 128, 256], [], [], []]");
+  b.pop(1, 41, 1);
+  b.pop(1, 46, 0);
+  push(1, 82, 0,
+       "aten::linear, seq = 955, op_id = 4, sizes = [[128, 16, 256], [768, 256], [768]], "
+       "input_op_ids = [(2,0), (0,-1), (0,-1)]");
+  push(1, 87, 1, "aten::t, seq = 955, op_id = 5, sizes = [[768, 256]], input_op_ids = [(0,-1)]");
+  push(1, 100, 2, "aten::transpose, op_id = 6, sizes = [[768, 256], [], []]");
+  b.pop(1, 111, 2);
+  b.pop(1, 114, 1);
+  push(1, 120, 1,
+       "aten::matmul, seq = 956, op_id = 8, sizes = [[128, 16, 256], [256, 768]], input_op_ids = [(2,0), (5,0)]");
+  push(1, 126, 2, "aten::reshape, seq = 956, op_id = 9, sizes = [[128, 16, 256], []], input_op_ids = [(2,0), (0,-1)]");
+  push(1, 134, 3, "aten::clone, seq = 956, op_id = 10, sizes = [[128, 16, 256], []], input_op_ids = [(2,0), (0,-1)]");
+  push(1, 182, 4, "aten::copy_, op_id = 13, sizes = [[128, 16, 256], [128, 16, 256], []]");
+  b.pop(1, 280, 4);
+  b.pop(1, 281, 3);
+  push(1, 287, 3,
+       "aten::_unsafe_view, seq = 956, op_id = 14, sizes = [[128, 16, 256], []], input_op_ids = [(10,0), (0,-1)]");
+  b.pop(1, 291, 3);
+  b.pop(1, 292, 2);
+  push(1, 297, 2, "aten::mm, seq = 956, op_id = 15, sizes = [[2048, 256], [256, 768]], input_op_ids = [(9,0), (5,0)]");
+  b.pop(1, 426, 2);
+  push(1, 435, 2,
+       "aten::_unsafe_view, seq = 957, op_id = 16, sizes = [[2048, 768], []], input_op_ids = [(15,0), (0,-1)]");
+  b.pop(1, 441, 2);
+  b.pop(1, 443, 1);
+  b.pop(1, 513, 0);
+  // The autograd engine's thread, in the order it ran them.
+  const auto function = [&](uint64_t t, const std::string& name, const std::string& fields, const std::string& inner) {
+    push(2, t, 0, "autograd::engine::evaluate_function: " + name + ", op_id = " + std::to_string(seq));
+    push(2, t + 3, 1, name + ", " + fields);
+    push(2, t + 5, 2, inner);
+    b.pop(2, t + 10, 2);
+    b.pop(2, t + 12, 1);
+    b.pop(2, t + 14, 0);
+  };
+  function(1067, "UnsafeViewBackward0", "seq = 957, op_id = 2004, sizes = [[128, 16, 768]], input_op_ids = [(1989,0)]",
+           "aten::reshape, op_id = 2005, sizes = [[128, 16, 768], []]");
+  function(1087, "MmBackward0", "seq = 956, op_id = 2008, sizes = [[2048, 768]], input_op_ids = [(2005,0)]",
+           "aten::mm, op_id = 2012, sizes = [[768, 2048], [2048, 256]]");
+  function(1241, "TBackward0", "seq = 955, op_id = 2017, sizes = [[256, 768]], input_op_ids = [(2013,0)]",
+           "aten::t, op_id = 2018, sizes = [[256, 768]]");
+  b.threadName(2, 2, "pt_autograd_0");
+  const TraceData& d = b.finish(2000);
+
+  const TorchLinks links = linkTorchOps(d, linkDeviceToHost(d));
+  const auto named = [&](EventRef r) {
+    TorchOp op;
+    REQUIRE(torchOpOf(d, d.threads[static_cast<std::size_t>(r.thread)].events[r.event], op));
+    return std::string(op.name) + " " + std::to_string(op.opId);
+  };
+  std::multiset<std::string> pairs;
+  for (const auto& [from, to] : links.forwardToBackward) pairs.insert(named(from) + " -> " + named(to));
+  REQUIRE(pairs == std::multiset<std::string>{"aten::t 5 -> TBackward0 2017", "aten::mm 15 -> MmBackward0 2008",
+                                              "aten::_unsafe_view 16 -> UnsafeViewBackward0 2004"});
+}

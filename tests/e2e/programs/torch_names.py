@@ -1,8 +1,9 @@
 # PyTorch's emit_nvtx ranges without PyTorch: the range names a training step of a small model
 # produces on 2.11 (forward ops with seq/op_id/sizes, backward functions on the autograd
 # engine's thread, the older "stashed seq" spelling, an op run inside a backward function as
-# with create_graph=True, and a number used on two threads), pushed through NVTX's C API with
-# CUDA calls inside some ops, on the stand-in runtime.
+# with create_graph=True, a number recorded by several ops beside and around the one that makes
+# the node, and a number used on two threads), pushed through NVTX's C API with CUDA calls
+# inside some ops, on the stand-in runtime.
 import ctypes
 import threading
 
@@ -35,6 +36,29 @@ def forward():
             pass
         with Range("aten::sum, seq = 102, op_id = 4, sizes = [[16, 256]], input_op_ids = [3]"):
             pass
+        # An attention in-projection as 2.11 records it: views of an input that needs no grad and
+        # composite ops take the number of the next node made, beside and around the op making it
+        # (aten::t makes TBackward0 with 103, aten::mm makes MmBackward0 with 104).
+        with Range("aten::transpose, seq = 103, op_id = 40, sizes = [[16, 128, 256], [], []], "
+                   "input_op_ids = [(0,-1), (0,-1), (0,-1)]"):
+            pass
+        with Range("aten::linear, seq = 103, op_id = 41, sizes = [[128, 16, 256], [768, 256], [768]], "
+                   "input_op_ids = [(40,0), (0,-1), (0,-1)]"):
+            with Range("aten::t, seq = 103, op_id = 42, sizes = [[768, 256]], input_op_ids = [(0,-1)]"):
+                pass
+            with Range("aten::matmul, seq = 104, op_id = 43, sizes = [[128, 16, 256], [256, 768]], "
+                       "input_op_ids = [(40,0), (42,0)]"):
+                with Range("aten::reshape, seq = 104, op_id = 44, sizes = [[128, 16, 256], []], "
+                           "input_op_ids = [(40,0), (0,-1)]"):
+                    with Range("aten::clone, seq = 104, op_id = 45, sizes = [[128, 16, 256], []], "
+                               "input_op_ids = [(40,0), (0,-1)]", calls=1):
+                        pass
+                    with Range("aten::_unsafe_view, seq = 104, op_id = 46, sizes = [[128, 16, 256], []], "
+                               "input_op_ids = [(45,0), (0,-1)]"):
+                        pass
+                with Range("aten::mm, seq = 104, op_id = 47, sizes = [[2048, 256], [256, 768]], "
+                           "input_op_ids = [(44,0), (42,0)]", calls=1):
+                    pass
         with Range("aten::mul, seq = 300, op_id = 20"):
             pass
 
@@ -49,6 +73,12 @@ def backward():
             with Range("aten::threshold_backward, seq = 200, op_id = 9, sizes = [[16, 256], [16, 256], []], "
                        "input_op_ids = [6, 3, 0]", calls=1):
                 pass
+    with Range("autograd::engine::evaluate_function: MmBackward0, op_id = 48"):
+        with Range("MmBackward0, seq = 104, op_id = 49, sizes = [[2048, 768]], input_op_ids = [(46,0)]", calls=1):
+            pass
+    with Range("autograd::engine::evaluate_function: TBackward0, op_id = 50"):
+        with Range("TBackward0, seq = 103, op_id = 51, sizes = [[256, 768]], input_op_ids = [(49,0)]"):
+            pass
     with Range("AddmmBackward0, stashed seq = 100", calls=1):
         with Range("aten::mm, op_id = 10, sizes = [[16, 256], [256, 256]]"):
             pass

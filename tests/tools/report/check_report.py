@@ -508,18 +508,21 @@ def torch(libtrace, python, script, libpath):
         ops = rows(report_json("--by", "op", traces[0]), "op")
         # Every range but "step" names an op; aten::mul runs on two threads. Evaluate_function
         # ranges carry only op_id, AddmmBackward0 only a stashed seq: still ops.
-        want = {"aten::linear": 1, "aten::addmm": 1, "aten::relu": 1, "aten::sum": 1, "aten::mul": 2,
+        want = {"aten::linear": 2, "aten::addmm": 1, "aten::relu": 1, "aten::sum": 1, "aten::mul": 2,
                 "autograd::engine::evaluate_function: SumBackward0": 1, "SumBackward0": 1,
                 "autograd::engine::evaluate_function: ReluBackward0": 1, "ReluBackward0": 1,
-                "aten::threshold_backward": 1, "AddmmBackward0": 1, "aten::mm": 1, "ThresholdBackwardBackward0": 1,
-                "MulBackward0": 1}
+                "aten::threshold_backward": 1, "AddmmBackward0": 1, "aten::mm": 2, "ThresholdBackwardBackward0": 1,
+                "MulBackward0": 1, "aten::transpose": 1, "aten::t": 1, "aten::matmul": 1, "aten::reshape": 1,
+                "aten::clone": 1, "aten::_unsafe_view": 1, "autograd::engine::evaluate_function: MmBackward0": 1,
+                "MmBackward0": 1, "autograd::engine::evaluate_function: TBackward0": 1, "TBackward0": 1}
         eq({k: v["calls"] for k, v in ops.items()}, want, "torch op rows")
         nvtx = rows(report_json("--by", "nvtx", traces[0]), "nvtx")
         for name in want:
             eq((ops[name]["total_ns"], ops[name]["self_ns"]), (nvtx[name]["total_ns"], nvtx[name]["self_ns"]),
                f"{name}: host figures of its NVTX ranges")
-        eq(ops["aten::linear"]["self_ns"], ops["aten::linear"]["total_ns"] - ops["aten::addmm"]["total_ns"],
-           "linear self = total minus the nested addmm")
+        eq(ops["aten::linear"]["self_ns"],
+           ops["aten::linear"]["total_ns"] - sum(ops[n]["total_ns"] for n in ("aten::addmm", "aten::t", "aten::matmul")),
+           "linear self = total minus the nested addmm, t and matmul")
         check(all(r["gpu_total_ns"] is None and r["kernels"] is None and r["shapes"] is None for r in ops.values()),
               "no device events: GPU fields null")
         grouped = report_json("--by", "op", "--group-by-shapes", traces[0])["sections"]["op"]
