@@ -71,7 +71,12 @@ struct ThreadState {
   uint16_t apiDepth = 0;       // owner only: recorded API calls active (stacks: outermost only)
   uintptr_t stackHi = 0;       // top of the thread's stack, bounds the frame-pointer walk
   dwarf::ThreadMemo unwindMemo{};  // owner, inside a RecordSection: the .eh_frame walk's frames by depth
-  uint32_t lastStackId = 0;        // owner, inside a RecordSection: the last stack captured, if native only
+  uint32_t lastStackId = 0;        // owner, inside a RecordSection: the last stack captured
+  // Owner, inside a RecordSection: the last stack's Python frames as hashed (code, instruction <<
+  // 1 | entry), when there were at most kMemoPythonFrames; lastPythonCount -1 when more.
+  static constexpr int kMemoPythonFrames = 32;
+  int32_t lastPythonCount = 0;
+  uint64_t lastPython[2 * kMemoPythonFrames] = {};
   uint16_t nvtxDepth[kMaxNvtxDomains] = {};  // owner, signalAtomicCas only: push/pop level per domain
   // Owner, inside a RecordSection: bit L set while the push open at level L (< 32) of a domain
   // is not in the ring (dropped, or not captured), so its pop is not recorded either.

@@ -167,6 +167,7 @@ void attachThread(ThreadState* s) {
   // The memo's frames were checked against the previous owner's stack bounds.
   memset(&s->unwindMemo, 0, sizeof s->unwindMemo);
   s->lastStackId = 0;
+  s->lastPythonCount = 0;
 }
 
 // Not inline in the hook: keeps the shim small; the stack buffers live only here.
@@ -204,11 +205,24 @@ uint32_t capture(ThreadState* s, const dwarf::WalkStart& from) {
   uint64_t* frames = raw + skip;
   python::RawFrame py[kMaxPythonFrames];
   const int pyCount = g_state.python ? python::captureRaw(py, kMaxPythonFrames) : 0;
-  if (repeated && pyCount == 0 && s->lastStackId != 0) return s->lastStackId;
   uint32_t hashed = depth;
   for (int i = 0; i < pyCount; ++i) {
     frames[hashed++] = py[i].code;
     frames[hashed++] = uint64_t{py[i].instr} << 1 | (py[i].entry & 1);
+  }
+  // The same native frames and the same Python frames as the thread's last stack (a loop's
+  // call): its id, without hashing them again (measured: ~600 of ~2,600 instructions of a
+  // stack 24 Python frames deep).
+  const auto words = static_cast<std::size_t>(hashed - depth);
+  if (repeated && s->lastStackId != 0 && pyCount == s->lastPythonCount &&
+      memcmp(frames + depth, s->lastPython, words * sizeof(uint64_t)) == 0)
+    return s->lastStackId;
+  // Kept before interning, which writes the frames' ids over these words.
+  if (pyCount <= ThreadState::kMemoPythonFrames) {
+    s->lastPythonCount = pyCount;
+    memcpy(s->lastPython, frames + depth, words * sizeof(uint64_t));
+  } else {
+    s->lastPythonCount = -1;
   }
   uint32_t id = 0;
   if (hashed != 0) {
@@ -222,7 +236,7 @@ uint32_t capture(ThreadState* s, const dwarf::WalkStart& from) {
       id = g_state.table.insert(hash, frames, depth + static_cast<uint32_t>(pyCount));
     }
   }
-  s->lastStackId = pyCount == 0 ? id : 0;
+  s->lastStackId = id;
   return id;
 }
 

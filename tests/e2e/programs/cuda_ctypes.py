@@ -1,6 +1,8 @@
 # Python calling the CUDA runtime through ctypes (the GIL is released during each call) from
 # known call chains: nested functions, a method, a lambda called by a C builtin, a generator,
 # and a second thread. The stacks of these calls must show these Python frames, in order.
+# first_site and second_site, called one after the other from one line, make their calls with
+# the same native frames: only their Python frames tell the stacks apart.
 import ctypes
 import sys
 import threading
@@ -19,6 +21,14 @@ class Model:
         return x
 
 
+def first_site():
+    rt.cudaDeviceSynchronize()
+
+
+def second_site():
+    rt.cudaDeviceSynchronize()
+
+
 def batches():
     yield rt.cudaDeviceSynchronize()
 
@@ -28,6 +38,8 @@ def train():
     sorted([3], key=lambda v: rt.cudaDeviceSynchronize())
     for _ in batches():
         pass
+    for site in (first_site, second_site, first_site):
+        site()
 
 
 train()
