@@ -233,6 +233,13 @@ int exportOne(const std::string& input, const std::string& outputDir, const Fold
   std::string stem = slash == std::string::npos ? input : input.substr(slash + 1);
   if (endsWith(stem, ".pftrace")) stem.resize(stem.size() - 8);
   stem += suffix;
+  // A window with no CUDA call or range in it would make folded stacks with nothing to draw
+  // (flamegraph.pl refuses them): as for a process that recorded nothing, no files.
+  if ((w.bySteps || w.byTime) && data.eventCount() == 0) {
+    spdlog::error("export: {}: no CUDA call or range in the window {} to {} ({} events outside it): nothing written",
+                  input, w.fromText, w.toText, info.outsideWindow);
+    return kExitBadInput;
+  }
   const OutputResult r = writeOutputFiles(data, dir.c_str(), fold, stem);
   if (!r.ok) {
     spdlog::error("export: {}: {}", input, r.error);

@@ -138,6 +138,14 @@ def export_windows(stem, tmp):
     evs = events(os.path.join(out, f"{base}.window-{start / 1e6:.9f}-{t0:.3f}us.trace.json"))
     check("step 4" not in names(evs, "X") and "step 3" in names(evs, "X"), "a window ending at step 4's start leaves it out")
 
+    # A window past the run's end holds no event: one message, exit 3, no files.
+    late = os.path.join(tmp, "late")
+    rc, _, err = cutrace("export", "-o", late, "--from", "100000", stem + ".pftrace")
+    eq(rc, 3, f"export of an empty window: exit 3 ({err})")
+    eq(len([l for l in err.splitlines() if l.strip()]), 1, f"empty window: one message ({err!r})")
+    check("no CUDA call or range in the window" in err, f"empty window: why ({err!r})")
+    check(not os.path.exists(late) or not os.listdir(late), "empty window: no files")
+
     # Bad values: usage; no such steps / a JSON input: one message, exit 3.
     eq(cutrace("export", "--steps", "3-2", stem + ".pftrace")[0], 2, "--steps 3-2: usage error")
     eq(cutrace("export", "--from", "2", "--to", "1", stem + ".pftrace")[0], 2, "--from after --to: usage error")
