@@ -1,6 +1,6 @@
 #pragma once
 // The calling thread's alternate signal stack, as it last set it with sigaltstack
-// (preload/altstack_hook.cpp); {0, 0}: none.
+// (preload/signal_hooks.cpp); {0, 0}: none.
 
 #include <stddef.h>
 #include <stdint.h>

@@ -4,6 +4,10 @@
 // one, installs its KeyboardInterrupt handler only over SIG_DFL). Each name is its own: glibc's
 // entry points do not reach one another through the PLT.
 //
+// sigaltstack too, to learn where each thread's alternate signal stack lies: a handler running
+// there (SA_ONSTACK) has as little as 8 KiB, and a CUDA call it makes must not take a stack walk
+// there (collector/alt_stack.h, roomToWalk). Only the thread's own variable is written.
+//
 // Built without sanitizer instrumentation and linked as an object of libtrace.so (an archive
 // member would lose its export to --exclude-libs): sanitizer runtimes call sigaction while they
 // initialise, before instrumented code can run. Hence also no function-local statics (their
@@ -14,6 +18,12 @@
 #include <signal.h>
 
 #include <atomic>
+
+#include "collector/alt_stack.h"
+
+namespace cutrace::tls {
+__thread AltStack altStack __attribute__((tls_model("initial-exec"))) = {0, 0};
+}  // namespace cutrace::tls
 
 extern "C" {
 
@@ -29,6 +39,7 @@ std::atomic<void*> nextSignal{nullptr};
 std::atomic<void*> nextBsdSignal{nullptr};
 std::atomic<void*> nextSysvSignal{nullptr};
 std::atomic<void*> nextSigset{nullptr};
+std::atomic<void*> nextSigaltstack{nullptr};
 
 void* next(std::atomic<void*>& slot, const char* name) {
   void* p = slot.load(std::memory_order_relaxed);
@@ -78,6 +89,16 @@ __attribute__((visibility("default"))) sighandler_t sysv_signal(int sig, sighand
 // SIG_HOLD (the signal was blocked) passes through as glibc returns it.
 __attribute__((visibility("default"))) sighandler_t sigset(int sig, sighandler_t handler) {
   return hiddenSignal(nextSigset, "sigset", sig, handler);
+}
+
+__attribute__((visibility("default"))) int sigaltstack(const stack_t* ss, stack_t* old) {
+  const int rc = reinterpret_cast<int (*)(const stack_t*, stack_t*)>(next(nextSigaltstack, "sigaltstack"))(ss, old);
+  if (rc == 0 && ss != nullptr) {
+    cutrace::tls::altStack = (ss->ss_flags & SS_DISABLE)
+                                 ? cutrace::AltStack{0, 0}
+                                 : cutrace::AltStack{reinterpret_cast<uintptr_t>(ss->ss_sp), ss->ss_size};
+  }
+  return rc;
 }
 
 }  // extern "C"
