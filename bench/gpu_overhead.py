@@ -61,7 +61,7 @@ def run(lib, wdir, config, works):
     out = None
     if CONFIGS[config] is not None:
         out = tempfile.mkdtemp(prefix="cutrace-ovh-")
-        env.update(LD_PRELOAD=lib[config] if isinstance(lib, dict) else lib, CUTRACE_OUTPUT=out, **CONFIGS[config])
+        env.update(LD_PRELOAD=lib[config], CUTRACE_OUTPUT=out, **CONFIGS[config])
     r = subprocess.run([sys.executable, "-c", RUNNER, wdir, config, works], capture_output=True, text=True, env=env)
     meta = None
     if out:
@@ -109,9 +109,9 @@ def main():
     a = ap.parse_args()
     for c in [c for c in CONFIGS if c != "bare" and c not in a.configs.split(",")]:
         del CONFIGS[c]
-    lib, wdir = os.path.abspath(a.libtrace), os.path.abspath(a.workloads)
-    if a.floor_lib:
-        lib = {c: os.path.abspath(a.floor_lib) if c == "floor" else lib for c in CONFIGS}
+    wdir = os.path.abspath(a.workloads)
+    # The preload of each configuration.
+    lib = {c: os.path.abspath(a.floor_lib if c == "floor" and a.floor_lib else a.libtrace) for c in CONFIGS}
     works = a.works.split(",")
     ms = {c: {w: [] for w in works} for c in CONFIGS}
     floor_cupti = None

@@ -158,6 +158,15 @@ class Trace:
         self.kernels = [e for e in self.x if e.get("cat") == "kernel"]
         self.launches = [e for e in self.x if e.get("cat") in ("cuda_runtime", "cuda_driver") and "kernel" in e.get("args", {})]
 
+    def kernels_with_flow_start(self):
+        """Each kernel with the "s" of its launch flow (its "f" binds on the kernel's track at its
+        start, its "s" inside the host call), or None."""
+        ends = {(e["tid"], e["ts"]): e for e in self.ends if e["cat"] == "flow"}
+        starts = {e["id"]: e for e in self.starts if e["cat"] == "flow"}
+        for k in self.kernels:
+            f = ends.get((k["tid"], k["ts"]))
+            yield k, starts.get(f["id"]) if f else None
+
     def enclosing(self, tid, ts, pred):
         """The outermost X on tid that pred accepts and that holds ts."""
         best = None
@@ -193,14 +202,9 @@ def check_graph(c):
         c.fail(f"{len(t.kernels)} device kernels, expected {want} ({replays} replays of {per_replay} and {eager} eager)")
     if len(outer_graph) != replays:
         c.fail(f"{len(outer_graph)} graph launch calls, expected {replays}")
-    # Each kernel's flow: its "f" on the kernel's track at its start, its "s" inside the host call.
-    ends = {(e["tid"], e["ts"]): e for e in t.ends if e["cat"] == "flow"}
-    starts = {e["id"]: e for e in t.starts if e["cat"] == "flow"}
     by_call = {}
     unlinked = 0
-    for k in t.kernels:
-        f = ends.get((k["tid"], k["ts"]))
-        s = starts.get(f["id"]) if f else None
+    for k, s in t.kernels_with_flow_start():
         call = t.enclosing(s["tid"], s["ts"], lambda e: e.get("cat") in ("cuda_runtime", "cuda_driver")) if s else None
         if call is None:
             unlinked += 1
@@ -224,8 +228,8 @@ def in_range(t, name):
 
 def check_coverage(c, work):
     truth, _, _ = c.runner("truth", work, traced=False)
-    # Under a capture mode only the steps are recorded (CUPTI starts at the first recorded call):
-    # their kernels must all be there and linked; the rest of the run is not compared.
+    # Under a capture mode only the steps are recorded: their kernels must all be there and
+    # linked; the rest of the run is not compared.
     captured = "CUTRACE_CAPTURE" in c.a.env
     res, out, trace = c.runner("traced", work, c.a.env)
     if trace is None:
@@ -236,14 +240,7 @@ def check_coverage(c, work):
     steps = in_range(t, "cutrace-steps")
     # A kernel's launch lies in the timed steps when its flow starts inside the range, on any
     # thread (the backward pass launches from autograd's own thread).
-    ends = {(e["tid"], e["ts"]): e for e in t.ends if e["cat"] == "flow"}
-    starts = {e["id"]: e for e in t.starts if e["cat"] == "flow"}
-    timed = 0
-    for k in t.kernels:
-        f = ends.get((k["tid"], k["ts"]))
-        s = starts.get(f["id"]) if f else None
-        if s and any(a <= s["ts"] <= b for _, a, b in steps):
-            timed += 1
+    timed = sum(1 for _, s in t.kernels_with_flow_start() if s and any(a <= s["ts"] <= b for _, a, b in steps))
     cupti = t.meta["cupti"]
     c.figures.update(launches=len(t.launches), device_kernels=len(t.kernels), kernels_in_steps=timed,
                      torch_profiler_kernels_in_steps=truth["kernels"], steps=truth["steps"], cupti=cupti,
