@@ -36,10 +36,9 @@
 //   every frame wide enough to draw under its own name;
 // - --max-bytes-per-event B: the trace file holds at most B bytes per traceEvents entry;
 // - --thread-ids: each "name tid" line names a thread that is in the trace with that tid;
-// - device tracks (CUPTI): kernel/memcpy/memset X events; every flow "f" has its "s", and no
-//   two "s" (nor two "f") share id, cat and name (a graph launch's kernels, one correlation id,
-//   each have a flow of their own); with --expect-linked every kernel has a flow and
-//   launches == kernels;
+// - device tracks (CUPTI): kernel/memcpy/memset X events; every flow id is one "s" and one "f"
+//   (a graph launch's kernels, one correlation id, each have a flow of their own); with
+//   --expect-linked every kernel has a flow and launches == kernels;
 // - --expect-dwarf: the stacks came from the .eh_frame walk, none left to its fallback (and,
 //   under CUTRACE_UNWIND=verify, none different from libunwind's);
 // - --max-dropped-percent P (implies --allow-drops): at most P% of the events were dropped.
@@ -73,7 +72,6 @@
 #include <set>
 #include <sstream>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include <stdio.h>
@@ -623,7 +621,6 @@ int main(int argc, char** argv) {
   std::map<std::string, std::size_t> deviceCounts;
   std::set<int64_t> deviceTids;
   std::map<uint64_t, std::pair<int, int>> flows;
-  std::set<std::tuple<uint64_t, std::string, std::string>> flowKeys[2];  // (id, cat, name) of the "f" and the "s" events
   std::map<uint64_t, std::pair<std::pair<int64_t, int64_t>, std::pair<int64_t, int64_t>>> hostFlows;  // id -> (starts, finishes)
   std::size_t counterEvents = 0;
   std::map<int64_t, std::string> threadNames;
@@ -652,12 +649,7 @@ int main(int argc, char** argv) {
       if (e["id"].get(id)) fail("flow event without a numeric id");
       if (ph == "s") ++flows[id].first;
       else ++flows[id].second;
-      // Perfetto ignores a start whose (id, cat, name) is open and drops an end whose flow
-      // has ended (flow_tracker.cc): each such pair is one arrow only.
       const std::string cat = str(e["cat"]);
-      if (!flowKeys[ph == "s"].emplace(id, cat, str(e["name"])).second)
-        fail("two flow " + ph + " events with id " + std::to_string(id) + ", cat " + cat + ", name " + str(e["name"]) +
-             ": Perfetto draws one arrow of them");
       // Host-to-host flows (PyTorch forward -> backward) are listed by the slices they join.
       double ts = 0;
       if (cat == "autograd" && e["ts"].get(ts) == simdjson::SUCCESS)
@@ -725,8 +717,11 @@ int main(int argc, char** argv) {
   }
   for (int64_t tid : deviceTids)
     if (!threadNames.count(tid)) fail("GPU track " + std::to_string(tid) + " has no thread_name");
+  // Perfetto ignores a start whose (id, cat, name) is open and drops an end whose flow has
+  // ended (flow_tracker.cc): two pairs under one id are one arrow.
   for (const auto& [id, ends] : flows)
-    if (ends.first != 1 || ends.second != 1) fail("flow " + std::to_string(id) + " is not one s and one f");
+    if (ends.first != 1 || ends.second != 1)
+      fail("flow " + std::to_string(id) + " is not one s and one f: Perfetto draws one arrow of them");
   std::multiset<std::string> autogradFlows;
   auto sliceAt = [&](std::pair<int64_t, int64_t> at) {
     auto t = threads.find(at.first);
