@@ -227,12 +227,6 @@ int exportOne(const std::string& input, const std::string& outputDir, const Fold
     return badInput(error);
   }
   if (info.stats.packets == 0) return noPackets();
-  const uint64_t allEvents = data.eventCount() + info.outsideWindow;
-  const std::size_t slash = input.rfind('/');
-  const std::string dir = !outputDir.empty() ? outputDir : slash == std::string::npos ? "." : input.substr(0, slash);
-  std::string stem = slash == std::string::npos ? input : input.substr(slash + 1);
-  if (endsWith(stem, ".pftrace")) stem.resize(stem.size() - 8);
-  stem += suffix;
   // A window with no CUDA call or range in it would make folded stacks with nothing to draw
   // (flamegraph.pl refuses them): as for a process that recorded nothing, no files.
   if ((w.bySteps || w.byTime) && data.eventCount() == 0) {
@@ -240,6 +234,12 @@ int exportOne(const std::string& input, const std::string& outputDir, const Fold
                   input, w.fromText, w.toText, info.outsideWindow);
     return kExitBadInput;
   }
+  const uint64_t allEvents = data.eventCount() + info.outsideWindow;
+  const std::size_t slash = input.rfind('/');
+  const std::string dir = !outputDir.empty() ? outputDir : slash == std::string::npos ? "." : input.substr(0, slash);
+  std::string stem = slash == std::string::npos ? input : input.substr(slash + 1);
+  if (endsWith(stem, ".pftrace")) stem.resize(stem.size() - 8);
+  stem += suffix;
   const OutputResult r = writeOutputFiles(data, dir.c_str(), fold, stem);
   if (!r.ok) {
     spdlog::error("export: {}: {}", input, r.error);
