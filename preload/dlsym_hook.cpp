@@ -76,6 +76,8 @@ void releaseLibraryHandle(void* handle) {
 
 }  // namespace cutrace
 
+extern "C" int cutraceDlsymHooks(const char* name) { return cutrace::isHookedSymbol(name) ? 1 : 0; }
+
 extern "C" void* cutraceDlsymHook(void* handle, const char* name, void* caller) {
   // dlsym reports errors through dlerror(), not errno; the lookups made here for RTLD_NEXT and
   // for the redirection (dlopen of loaded objects, dladdr) leave the caller's errno unchanged.

@@ -2,16 +2,21 @@
 // cutrace's dlsym. Programs and the CUDA runtime find driver entry points with dlsym; the
 // preload answers lookups of hooked names with its shims and forwards everything else.
 //
-// The exported `dlsym` is a few instructions of assembly (dlsym_x86_64.S): names that do not
-// start with "cu" or "__cu" are forwarded with a tail jump, so glibc still sees the original
-// caller's return address and RTLD_NEXT / RTLD_DEFAULT keep their meaning. It also runs on
-// every Python extension import, so that path must stay this short.
+// The exported `dlsym` is a few instructions of assembly (dlsym_x86_64.S): names that are not
+// hooked are forwarded with a tail jump, so glibc still sees the original caller's return
+// address and RTLD_NEXT / RTLD_DEFAULT keep their meaning, and its answer and dlerror() text
+// are glibc's own. Only names starting with "cu" or "__cu" are looked up in the hook table
+// (cutraceDlsymHooks); dlsym also runs on every Python extension import, so the others' path
+// must stay this short.
 
 extern "C" {
 // glibc's dlsym (resolved with dlvsym, never through our own export).
 extern void* (*cutraceRealDlsym)(void*, const char*) __attribute__((visibility("hidden")));
 void* cutraceResolveRealDlsym() __attribute__((visibility("hidden")));
-// The slow path for cu* names; `caller` is the return address of the program's dlsym call.
+// Whether a cu* name is one cutrace hooks (the others are forwarded like any name: libcurl's
+// curl_*, a plugin's own cu* functions). Called from the assembly with the stack aligned.
+int cutraceDlsymHooks(const char* name) __attribute__((visibility("hidden")));
+// The slow path for hooked names; `caller` is the return address of the program's dlsym call.
 void* cutraceDlsymHook(void* handle, const char* name, void* caller) __attribute__((visibility("hidden")));
 }
 
@@ -36,6 +41,8 @@ void* symbolIn(void* handle, const char* name);
 // Gives back a handle libraryHandleOf opened (nothing to give back for a link map).
 void releaseLibraryHandle(void* handle);
 
+// Whether cutrace has a shim named `name`.
+bool isHookedSymbol(const char* name);
 // Maps the result of a lookup of `name` to the shim with the same ABI, when there is one.
 void* redirectDlsymResult(const char* name, void* result);
 

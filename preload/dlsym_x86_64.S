@@ -1,7 +1,8 @@
 /* cutrace's exported dlsym for x86-64: see dlsym_hook.h for why this is assembly.
  *   void* dlsym(void* handle, const char* name)     rdi = handle, rsi = name
- * Names starting with "cu" or "__cu" go to cutraceDlsymHook(handle, name, caller); all other
- * lookups jump straight to glibc's dlsym with the caller's frame untouched. */
+ * Names starting with "cu" or "__cu" that cutrace hooks (cutraceDlsymHooks) go to
+ * cutraceDlsymHook(handle, name, caller); all other lookups jump straight to glibc's dlsym with
+ * the caller's frame untouched, so its answer and dlerror() text are glibc's. */
         .text
         .globl  dlsym
         .type   dlsym, @function
@@ -27,6 +28,23 @@ dlsym:
         cmpb    $0x75, 3(%rsi)
         jne     .Lforward
 .Lhook:
+        /* A cu* name: hooked? Entry rsp is 8 mod 16; two pushes and 8 bytes align the call. */
+        pushq   %rdi
+        .cfi_adjust_cfa_offset 8
+        pushq   %rsi
+        .cfi_adjust_cfa_offset 8
+        subq    $8, %rsp
+        .cfi_adjust_cfa_offset 8
+        movq    %rsi, %rdi
+        call    cutraceDlsymHooks
+        addq    $8, %rsp
+        .cfi_adjust_cfa_offset -8
+        popq    %rsi
+        .cfi_adjust_cfa_offset -8
+        popq    %rdi
+        .cfi_adjust_cfa_offset -8
+        test    %eax, %eax
+        jz      .Lforward
         movq    (%rsp), %rdx            /* the caller's return address */
         jmp     cutraceDlsymHook
 .Lforward:

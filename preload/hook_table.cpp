@@ -310,6 +310,8 @@ void redirectProcAddress(const char* symbol, void** pfn) {
   }
 }
 
+bool isHookedSymbol(const char* name) { return hookBySymbol(name) >= 0; }
+
 void* redirectDlsymResult(const char* name, void* result) {
   if (result == nullptr) return nullptr;
   const int id = hookBySymbol(name);
