@@ -1,11 +1,11 @@
 // The drain's work per recorded event, alone and the same run after run: a ring filled with the
 // records the hooks write (NVTX: a loop's ranges of one label, or PyTorch op ranges: a text
 // each; launch: cudaLaunchKernel and the cuLaunchKernel it makes, two events, with CUPTI off or
-// on, which gives each launch a flow), decoded by the Store, encoded by the stream writer and
+// on, which gives each launch a flow; sync: cuCtxSynchronize, one call and one event), decoded by the Store, encoded by the stream writer and
 // folded, pass by pass, as the drain thread does (collector.cpp, preload_main.cpp's streamPass),
 // in one thread, with no file, no clock reads and no other thread to wait for.
 //
-//   bench_drain [--case nvtx|nvtx-ops|launch|launch-cupti] [--ranges N] [--batch B] [--runs R]
+//   bench_drain [--case nvtx|nvtx-ops|launch|launch-cupti|sync] [--ranges N] [--batch B] [--runs R]
 //
 // Prints the drain's thread CPU per range or launch (median of R runs). Nanoseconds on a shared machine
 // wobble; instructions do not: under callgrind, only the passes are counted
@@ -91,6 +91,19 @@ void putLaunch(ThreadState& s, uint64_t seq, uint64_t t, uint32_t kernel) {
   s.ring.commit(2);
 }
 
+// What the hooks write for a driver call made outside any other (cuCtxSynchronize): one record.
+void putSync(ThreadState& s, uint64_t seq, uint64_t t) {
+  const uint64_t at = s.ring.reserve(1);
+  Record& r = s.ring.at(at);
+  memset(&r, 0, sizeof(r));
+  r.type = RecordType::Api;
+  r.hook = 2;
+  r.seq = seq;
+  r.t0 = t;
+  r.t1 = t + 60;
+  s.ring.commit(1);
+}
+
 bool isLaunch(const Options& o) { return o.which == "launch" || o.which == "launch-cupti"; }
 
 std::string rangeText(const Options& o, long i) {
@@ -128,7 +141,8 @@ struct Drain {
     s.tid = 7;
     writer.reserve(std::size_t{1} << 20);  // as the stream's (preload_main.cpp)
     static const HookDescriptor kHooks[] = {{"cudaLaunchKernel", ApiLayer::Runtime, ApiKind::Launch},
-                                            {"cuLaunchKernel", ApiLayer::Driver, ApiKind::Launch}};
+                                            {"cuLaunchKernel", ApiLayer::Driver, ApiKind::Launch},
+                                            {"cuCtxSynchronize", ApiLayer::Driver, ApiKind::Sync}};
     d.hooks.assign(std::begin(kHooks), std::end(kHooks));
   }
 };
@@ -148,7 +162,7 @@ struct Drain {
 double run(const Options& o) {
   std::vector<std::string> texts;
   for (long i = 0; i < o.batch; ++i) texts.push_back(rangeText(o, i));
-  const std::size_t perRange = isLaunch(o) ? 2 : 2 + (texts.back().size() + kRecordSize - 1) / kRecordSize;
+  const std::size_t perRange = isLaunch(o) ? 2 : o.which == "sync" ? 1 : 2 + (texts.back().size() + kRecordSize - 1) / kRecordSize;
   std::size_t ring = 1;
   while (ring < perRange * static_cast<std::size_t>(o.batch)) ring <<= 1;
   Drain d(ring);
@@ -162,6 +176,10 @@ double run(const Options& o) {
       if (isLaunch(o)) {
         putLaunch(d.s, seq, t, kernel);
         seq += 2;
+        continue;
+      }
+      if (o.which == "sync") {
+        putSync(d.s, seq++, t);
         continue;
       }
       const bool label = o.which == "nvtx";
@@ -187,20 +205,22 @@ int main(int argc, char** argv) {
     else if (a == "--batch" && i + 1 < argc) o.batch = atol(argv[++i]);
     else if (a == "--runs" && i + 1 < argc) o.runs = atoi(argv[++i]);
     else {
-      fprintf(stderr, "usage: bench_drain [--case nvtx|nvtx-ops|launch|launch-cupti] [--ranges N] [--batch B] [--runs R]\n");
+      fprintf(stderr, "usage: bench_drain [--case nvtx|nvtx-ops|launch|launch-cupti|sync] [--ranges N] [--batch B] [--runs R]\n");
       return 2;
     }
   }
-  if ((o.which != "nvtx" && o.which != "nvtx-ops" && !isLaunch(o)) || o.ranges <= 0 || o.batch <= 0 || o.runs <= 0) {
-    fprintf(stderr, "bench_drain: --case nvtx|nvtx-ops|launch|launch-cupti, positive counts\n");
+  if ((o.which != "nvtx" && o.which != "nvtx-ops" && o.which != "sync" && !isLaunch(o)) || o.ranges <= 0 || o.batch <= 0 ||
+      o.runs <= 0) {
+    fprintf(stderr, "bench_drain: --case nvtx|nvtx-ops|launch|launch-cupti|sync, positive counts\n");
     return 2;
   }
   std::vector<double> ns;
   for (int r = 0; r < o.runs; ++r) ns.push_back(run(o));
   std::sort(ns.begin(), ns.end());
-  const bool launch = isLaunch(o);
+  const char* unit = isLaunch(o) ? "launch" : o.which == "sync" ? "call" : "range";
+  const char* units = isLaunch(o) ? "launches" : o.which == "sync" ? "calls" : "ranges";
   printf("%s: %ld %s in passes of %ld, drain %.1f ns of thread CPU a %s (median of %d; min %.1f, max %.1f)\n",
-         o.which.c_str(), o.ranges, launch ? "launches" : "ranges", o.batch, ns[ns.size() / 2], launch ? "launch" : "range",
+         o.which.c_str(), o.ranges, units, o.batch, ns[ns.size() / 2], unit,
          o.runs, ns.front(), ns.back());
   return 0;
 }
