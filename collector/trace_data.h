@@ -119,6 +119,13 @@ struct DeviceEvent {
   int32_t staticShared = 0;
   int32_t dynamicShared = 0;
   uint64_t bytes = 0;
+  // Read back from a stream (perfetto_reader.cpp): what it says of the call that made this work,
+  // for a trace that holds the work but not that call (an export window that starts after it):
+  // linked to a call, and the op around the call (0: none; an id in TraceData::strings).
+  bool streamLinked = false;
+  bool streamHasOpId = false;
+  uint32_t streamOp = 0;
+  uint64_t streamOpId = 0;
 };
 
 // A CUDA API call as CUPTI saw it: which host thread, when, and the correlation id its kernels

@@ -210,19 +210,25 @@ class ChromeWriter {
       out_.put(",\"bytes\":");
       out_.putUint(d.bytes);
     }
-    if (i < links_.size() && links_[i].thread < 0) out_.put(",\"unlinked\":true");
+    // Its call is not in this trace but was linked in the stream it was read from: outside the
+    // window of an export, its op as the stream named it.
+    const bool launchOutside = i < links_.size() && links_[i].thread < 0 && d.streamLinked;
+    if (i < links_.size() && links_[i].thread < 0) out_.put(launchOutside ? ",\"launch_outside_window\":true" : ",\"unlinked\":true");
     const EventRef op = i < torch_.opOfDevice.size() ? torch_.opOfDevice[i] : EventRef{};
+    const auto putOp = [&](std::string_view name, bool hasOpId, uint64_t opId) {
+      out_.put(",\"op\":");
+      putJsonString(out_, name);
+      if (hasOpId) {
+        out_.put(",\"op_id\":");
+        out_.putUint(opId);
+      }
+    };
     if (op.thread >= 0) {
       TorchOp parsed;
       const Event& range = data_.threads[static_cast<std::size_t>(op.thread)].events[op.event];
-      if (torchOpOf(data_, range, parsed)) {
-        out_.put(",\"op\":");
-        putJsonString(out_, parsed.name);
-        if (parsed.hasOpId) {
-          out_.put(",\"op_id\":");
-          out_.putUint(parsed.opId);
-        }
-      }
+      if (torchOpOf(data_, range, parsed)) putOp(parsed.name, parsed.hasOpId, parsed.opId);
+    } else if (launchOutside && d.streamOp != 0) {
+      putOp(data_.strings.get(d.streamOp), d.streamHasOpId, d.streamOpId);
     }
     out_.put("}}");
   }

@@ -1393,6 +1393,13 @@ class Rebuild : public PerfettoVisitor {
         }
       }
     }
+    d.streamLinked = s.flowOut;
+    if (const PfAnnotation* op = s.find(Ann::Op); op != nullptr && !op->text.empty()) {
+      d.streamOp = d_.strings.intern(op->text);
+      const PfAnnotation* opId = s.find(Ann::OpId);
+      d.streamHasOpId = opId != nullptr;
+      d.streamOpId = opId != nullptr ? opId->value : 0;
+    }
     const PfAnnotation* tid = s.find(Ann::HostTid);
     const PfAnnotation* start = s.find(Ann::HostStart);
     const PfAnnotation* end = s.find(Ann::HostEnd);
