@@ -22,6 +22,7 @@
 #include "collector/config.h"
 #include "collector/dwarf_unwind.h"
 #include "collector/name_table.h"
+#include "collector/python_frames.h"
 #include "collector/record.h"
 #include "collector/ring.h"
 #include "collector/trace_data.h"
@@ -77,6 +78,9 @@ struct ThreadState {
   static constexpr int kMemoPythonFrames = 32;
   int32_t lastPythonCount = 0;
   uint64_t lastPython[2 * kMemoPythonFrames] = {};
+  // Owner, inside a RecordSection: what the walk of the last stack's Python frames read, for a
+  // call whose native frames repeat to tell cheaply whether its Python frames do too.
+  python::ChainMemo pythonChain;
   uint16_t nvtxDepth[kMaxNvtxDomains] = {};  // owner, signalAtomicCas only: push/pop level per domain
   // Owner, inside a RecordSection: bit L set while the push open at level L (< 32) of a domain
   // is not in the ring (dropped, or not captured), so its pop is not recorded either.

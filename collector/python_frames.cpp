@@ -395,18 +395,81 @@ bool initialize() {
 
 const char* status() { return statusLine.load(std::memory_order_acquire); }
 
-int captureRaw(RawFrame* out, int max) {
-  if (!on.load(std::memory_order_acquire) || out == nullptr || max <= 0) return 0;
+namespace {
+
+// The thread's innermost frame, or 0 (not Python, no frame, a thread Python never ran on).
+[[gnu::always_inline]] inline uintptr_t firstFrame(const Layout& l) {
   // Before Py_Initialize the TSS key is not created yet (3.12 would read key 0).
   if (isInitialized() == 0) return 0;
   const uintptr_t tstate = reinterpret_cast<uintptr_t>(getThreadState());
-  if (tstate == 0) return 0;  // a thread Python never ran on
-  const Layout& l = layout;
-  uintptr_t frame = peek<uintptr_t>(tstate + l.tstateFrame);
-  if (l.cframeCurrent >= 0 && frame != 0) frame = peek<uintptr_t>(frame + l.cframeCurrent);
+  if (tstate == 0) return 0;
+  const uintptr_t frame = peek<uintptr_t>(tstate + l.tstateFrame);
+  return l.cframeCurrent >= 0 && frame != 0 ? peek<uintptr_t>(frame + l.cframeCurrent) : frame;
+}
 
-  int n = 0;
-  for (int steps = 0; frame != 0 && n < max && steps < kMaxSteps; ++steps) {
+// ChainMemo's reads of one frame: its code, its instruction word (3.10's int f_lasti, a pointer
+// later; read for every frame, an entry shim's too, whose fields exist but are not used), its
+// owner byte (3.11+) and 3.11's entry byte. By minor version, so that the compare loop has no
+// branch on it (a third of its instructions otherwise).
+template <int Minor>
+[[gnu::always_inline]] inline ChainMemo::Step stepOf(const Layout& l, uintptr_t frame) {
+  ChainMemo::Step s;
+  s.frame = frame;
+  s.code = peek<uintptr_t>(frame + l.frameCode);
+  if constexpr (Minor == 10) {
+    s.instr = static_cast<uint32_t>(peek<int>(frame + l.frameInstr));
+    s.owner = 0;
+  } else {
+    s.instr = peek<uintptr_t>(frame + l.frameInstr);
+    s.owner = peek<uint8_t>(frame + static_cast<uint32_t>(l.frameOwner));
+    if constexpr (Minor == 11) s.owner |= uint32_t{peek<uint8_t>(frame + static_cast<uint32_t>(l.frameIsEntry))} << 8;
+  }
+  return s;
+}
+
+ChainMemo::Step stepOf(const Layout& l, uintptr_t frame) {
+  switch (l.minor) {
+    case 10: return stepOf<10>(l, frame);
+    case 11: return stepOf<11>(l, frame);
+    default: return stepOf<12>(l, frame);  // 3.12 and 3.13 read the same fields
+  }
+}
+
+template <int Minor>
+bool sameChainOf(const Layout& l, const ChainMemo& memo, uintptr_t frame) {
+  int i = 0;
+  for (; frame != 0; ++i) {
+    if (i == memo.steps) return false;
+    const ChainMemo::Step& m = memo.step[i];
+    if (frame != m.frame) return false;
+    const ChainMemo::Step s = stepOf<Minor>(l, frame);
+    if (s.code != m.code || s.instr != m.instr || s.owner != m.owner) return false;
+    frame = peek<uintptr_t>(frame + l.frameBack);
+  }
+  return i == memo.steps;
+}
+
+}  // namespace
+
+bool sameChain(const ChainMemo& memo) {
+  if (memo.steps < 0 || !on.load(std::memory_order_acquire)) return false;
+  const Layout& l = layout;
+  const uintptr_t frame = firstFrame(l);
+  switch (l.minor) {
+    case 10: return sameChainOf<10>(l, memo, frame);
+    case 11: return sameChainOf<11>(l, memo, frame);
+    default: return sameChainOf<12>(l, memo, frame);
+  }
+}
+
+int captureRaw(RawFrame* out, int max, ChainMemo* memo) {
+  if (memo != nullptr) memo->steps = -1;
+  if (!on.load(std::memory_order_acquire) || out == nullptr || max <= 0) return 0;
+  const Layout& l = layout;
+  uintptr_t frame = firstFrame(l);
+  int n = 0, steps = 0;
+  for (; frame != 0 && n < max && steps < kMaxSteps; ++steps) {
+    if (memo != nullptr && steps < ChainMemo::kSteps) memo->step[steps] = stepOf(l, frame);
     const uintptr_t back = peek<uintptr_t>(frame + l.frameBack);
     const int owner = l.frameOwner >= 0 ? peek<int8_t>(frame + l.frameOwner) : 0;
     if (l.minor >= 12 && owner == kOwnedByCStack) {  // entry shim: no code to read (3.13: None)
@@ -444,6 +507,9 @@ int captureRaw(RawFrame* out, int max) {
     out[n++] = RawFrame{code, instr, entry};
     frame = back;
   }
+  // Comparable only when the walk went to the chain's end within the memo: one cut at `max`
+  // read the owner of a frame it did not step to.
+  if (memo != nullptr && frame == 0 && steps <= ChainMemo::kSteps) memo->steps = steps;
   return n;
 }
 

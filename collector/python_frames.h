@@ -25,9 +25,30 @@ struct RawFrame {
 };
 inline constexpr uint32_t kNotStarted = 0xffffffffu;
 
+// What one walk of a thread's frames read that decided its result, step by step (each frame
+// visited, skipped ones included): the frame, its code object, its instruction word and its
+// owner byte (with 3.11's entry byte). A walk that reads the same values at every step, from the
+// same first frame to the chain's end, returns the same frames: the rest it reads are fields of
+// those code objects that do not change while a frame of theirs lives (their type, their first
+// traceable instruction), and the next frame's owner, read at the next step. Owner thread only.
+struct ChainMemo {
+  static constexpr int kSteps = 48;
+  struct Step {
+    uintptr_t frame, code, instr;
+    uint32_t owner;
+  };
+  int steps = -1;  // -1: nothing to compare with (no walk yet, or the last one was longer or cut)
+  Step step[kSteps];
+};
+
 // HOT PATH (no allocation, lock, syscall or GIL): the calling thread's frames, innermost first.
 // Returns 0 when there are none, the process is not Python, or initialize() did not succeed.
-int captureRaw(RawFrame* out, int max);
+// `memo`, when given, is filled with what this walk read (ChainMemo::steps -1 when it cannot be).
+int captureRaw(RawFrame* out, int max, ChainMemo* memo = nullptr);
+
+// HOT PATH: whether captureRaw would now return what it returned when it filled `memo` (the
+// same reads at every step): a compare per frame, no code object read. False when unsure.
+bool sameChain(const ChainMemo& memo);
 
 // Hot path, but only the first time a stack is seen. `f` must come from captureRaw on this thread
 // with its frames still live (the frame holds a reference to its code object, so the code is

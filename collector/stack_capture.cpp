@@ -168,6 +168,7 @@ void attachThread(ThreadState* s) {
   memset(&s->unwindMemo, 0, sizeof s->unwindMemo);
   s->lastStackId = 0;
   s->lastPythonCount = 0;
+  s->pythonChain.steps = -1;
 }
 
 // Not inline in the hook: keeps the shim small; the stack buffers live only here.
@@ -187,6 +188,9 @@ uint32_t capture(ThreadState* s, const dwarf::WalkStart& from) {
     // Without Python frames to add, the same frames are the same stack.
     if (repeated && !g_state.python && s->lastStackId != 0) return s->lastStackId;
   }
+  // The same native frames and the same reads of the interpreter's frames as the thread's last
+  // stack (a loop's call): its id, with no frame built or hashed (a compare per Python frame).
+  if (repeated && g_state.python && s->lastStackId != 0 && python::sameChain(s->pythonChain)) return s->lastStackId;
   if (__builtin_expect(g_state.verify, 0)) {
     // Both walks from this frame: below the library's own frames they must agree.
     uint64_t theirs[kMaxStackDepth + 16];
@@ -204,7 +208,7 @@ uint32_t capture(ThreadState* s, const dwarf::WalkStart& from) {
   if (depth > g_state.depth) depth = g_state.depth;
   uint64_t* frames = raw + skip;
   python::RawFrame py[kMaxPythonFrames];
-  const int pyCount = g_state.python ? python::captureRaw(py, kMaxPythonFrames) : 0;
+  const int pyCount = g_state.python ? python::captureRaw(py, kMaxPythonFrames, &s->pythonChain) : 0;
   uint32_t hashed = depth;
   for (int i = 0; i < pyCount; ++i) {
     frames[hashed++] = py[i].code;

@@ -2,7 +2,8 @@
 # known call chains: nested functions, a method, a lambda called by a C builtin, a generator,
 # and a second thread. The stacks of these calls must show these Python frames, in order.
 # first_site and second_site, called one after the other from one line, make their calls with
-# the same native frames: only their Python frames tell the stacks apart.
+# the same native frames: only their Python frames tell the stacks apart. caller_a and
+# caller_b, too, both calling shared_leaf: only the frame below the innermost differs.
 import ctypes
 import sys
 import threading
@@ -29,6 +30,18 @@ def second_site():
     rt.cudaDeviceSynchronize()
 
 
+def shared_leaf():
+    rt.cudaDeviceSynchronize()
+
+
+def caller_a():
+    shared_leaf()
+
+
+def caller_b():
+    shared_leaf()
+
+
 def batches():
     yield rt.cudaDeviceSynchronize()
 
@@ -40,6 +53,8 @@ def train():
         pass
     for site in (first_site, second_site, first_site):
         site()
+    for caller in (caller_a, caller_b, caller_a):
+        caller()
 
 
 train()
