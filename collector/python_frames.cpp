@@ -409,8 +409,8 @@ namespace {
 
 // ChainMemo's reads of one frame: its code, its instruction word (3.10's int f_lasti, a pointer
 // later; read for every frame, an entry shim's too, whose fields exist but are not used), its
-// owner byte (3.11+) and 3.11's entry byte. By minor version, so that the compare loop has no
-// branch on it (a third of its instructions otherwise).
+// owner byte (3.11+) and 3.11's entry byte. By minor version, so that the loops have no branch
+// on it (a third of the compare's instructions otherwise).
 template <int Minor>
 [[gnu::always_inline]] inline ChainMemo::Step stepOf(const Layout& l, uintptr_t frame) {
   ChainMemo::Step s;
@@ -425,14 +425,6 @@ template <int Minor>
     if constexpr (Minor == 11) s.owner |= uint32_t{peek<uint8_t>(frame + static_cast<uint32_t>(l.frameIsEntry))} << 8;
   }
   return s;
-}
-
-ChainMemo::Step stepOf(const Layout& l, uintptr_t frame) {
-  switch (l.minor) {
-    case 10: return stepOf<10>(l, frame);
-    case 11: return stepOf<11>(l, frame);
-    default: return stepOf<12>(l, frame);  // 3.12 and 3.13 read the same fields
-  }
 }
 
 template <int Minor>
@@ -462,32 +454,32 @@ bool sameChain(const ChainMemo& memo) {
   }
 }
 
-int captureRaw(RawFrame* out, int max, ChainMemo* memo) {
-  if (memo != nullptr) memo->steps = -1;
-  if (!on.load(std::memory_order_acquire) || out == nullptr || max <= 0) return 0;
-  const Layout& l = layout;
-  uintptr_t frame = firstFrame(l);
+namespace {
+
+template <int Minor>
+int captureWordsOf(const Layout& l, uintptr_t frame, uint64_t* out, int max, ChainMemo* memo) {
   int n = 0, steps = 0;
   for (; frame != 0 && n < max && steps < kMaxSteps; ++steps) {
-    if (memo != nullptr && steps < ChainMemo::kSteps) memo->step[steps] = stepOf(l, frame);
+    const ChainMemo::Step step = stepOf<Minor>(l, frame);
+    if (memo != nullptr && steps < ChainMemo::kSteps) memo->step[steps] = step;
     const uintptr_t back = peek<uintptr_t>(frame + l.frameBack);
-    const int owner = l.frameOwner >= 0 ? peek<int8_t>(frame + l.frameOwner) : 0;
-    if (l.minor >= 12 && owner == kOwnedByCStack) {  // entry shim: no code to read (3.13: None)
+    const int owner = static_cast<int8_t>(step.owner & 0xff);
+    if (Minor >= 12 && owner == kOwnedByCStack) {  // entry shim: no code to read (3.13: None)
       frame = back;
       continue;
     }
-    const uintptr_t code = peek<uintptr_t>(frame + l.frameCode);
+    const uintptr_t code = step.code;
     if (code == 0 || peek<uintptr_t>(code + kObType) != codeType) {
       frame = back;
       continue;
     }
     uint32_t instr = kNotStarted, entry = 1;
-    if (l.minor == 10) {
+    if constexpr (Minor == 10) {
       // Every 3.10 frame runs in its own _PyEval_EvalFrameDefault call.
-      const int lasti = peek<int>(frame + l.frameInstr);
+      const int lasti = static_cast<int>(static_cast<uint32_t>(step.instr));
       if (lasti >= 0) instr = static_cast<uint32_t>(lasti) * 2;
     } else {
-      const uintptr_t ip = peek<uintptr_t>(frame + l.frameInstr);
+      const uintptr_t ip = step.instr;
       const uintptr_t base = code + static_cast<uint32_t>(l.codeAdaptive);
       // _PyFrame_IsIncomplete (3.11-3.13): still in its prologue, not yet a frame Python shows.
       const int firstTraceable = peek<int>(code + static_cast<uint32_t>(l.codeFirstTraceable));
@@ -496,20 +488,42 @@ int captureRaw(RawFrame* out, int max, ChainMemo* memo) {
         continue;
       }
       if (ip >= base) instr = static_cast<uint32_t>(ip - base);
-      if (l.minor == 11) {
-        entry = peek<uint8_t>(frame + static_cast<uint32_t>(l.frameIsEntry)) != 0;
+      if constexpr (Minor == 11) {
+        entry = (step.owner >> 8) != 0;  // is_entry
       } else {
         // 3.12/3.13: _PyEval_EvalFrameDefault links the frame it was given to its own
         // FRAME_OWNED_BY_CSTACK entry frame; frames it pushes itself link to their caller.
         entry = back == 0 || peek<int8_t>(back + l.frameOwner) == kOwnedByCStack;
       }
     }
-    out[n++] = RawFrame{code, instr, entry};
+    frameWords(RawFrame{code, instr, entry}, out + 2 * n++);
     frame = back;
   }
   // Comparable only when the walk went to the chain's end within the memo: one cut at `max`
   // read the owner of a frame it did not step to.
   if (memo != nullptr && frame == 0 && steps <= ChainMemo::kSteps) memo->steps = steps;
+  return n;
+}
+
+}  // namespace
+
+int captureWords(uint64_t* out, int max, ChainMemo* memo) {
+  if (memo != nullptr) memo->steps = -1;
+  if (!on.load(std::memory_order_acquire) || out == nullptr || max <= 0) return 0;
+  const Layout& l = layout;
+  const uintptr_t frame = firstFrame(l);
+  switch (l.minor) {
+    case 10: return captureWordsOf<10>(l, frame, out, max, memo);
+    case 11: return captureWordsOf<11>(l, frame, out, max, memo);
+    default: return captureWordsOf<12>(l, frame, out, max, memo);  // 3.12 and 3.13 alike
+  }
+}
+
+int captureRaw(RawFrame* out, int max) {
+  constexpr int kMost = 256;
+  uint64_t words[2 * kMost];
+  const int n = captureWords(words, max < kMost ? max : kMost);
+  for (int i = 0; i < n; ++i) out[i] = rawFrameOf(words + 2 * i);
   return n;
 }
 

@@ -41,16 +41,27 @@ struct ChainMemo {
   Step step[kSteps];
 };
 
-// HOT PATH (no allocation, lock, syscall or GIL): the calling thread's frames, innermost first.
-// Returns 0 when there are none, the process is not Python, or initialize() did not succeed.
-// `memo`, when given, is filled with what this walk read (ChainMemo::steps -1 when it cannot be).
-int captureRaw(RawFrame* out, int max, ChainMemo* memo = nullptr);
+// HOT PATH (no allocation, lock, syscall or GIL): the calling thread's frames, innermost first,
+// each as two words, as the stack hash takes them (frameWords): at most `max` frames, 2 * max
+// words. Returns the frames, 0 when there are none, the process is not Python, or initialize()
+// did not succeed. `memo`, when given, is filled with what this walk read (ChainMemo::steps -1
+// when it cannot be).
+int captureWords(uint64_t* out, int max, ChainMemo* memo = nullptr);
+inline void frameWords(const RawFrame& f, uint64_t* words) {
+  words[0] = f.code;
+  words[1] = f.instr | uint64_t{f.entry} << 32;
+}
+inline RawFrame rawFrameOf(const uint64_t* words) {
+  return RawFrame{words[0], static_cast<uint32_t>(words[1]), static_cast<uint32_t>(words[1] >> 32)};
+}
+// captureWords as RawFrames.
+int captureRaw(RawFrame* out, int max);
 
-// HOT PATH: whether captureRaw would now return what it returned when it filled `memo` (the
+// HOT PATH: whether captureWords would now return what it returned when it filled `memo` (the
 // same reads at every step): a compare per frame, no code object read. False when unsure.
 bool sameChain(const ChainMemo& memo);
 
-// Hot path, but only the first time a stack is seen. `f` must come from captureRaw on this thread
+// Hot path, but only the first time a stack is seen. `f` must come from captureWords on this thread
 // with its frames still live (the frame holds a reference to its code object, so the code is
 // alive). Copies the code's names and line table once per code object into a preallocated arena
 // (lock-free). Returns an id > 0 for (code, instr), or 0 when the arena or a table is full or the

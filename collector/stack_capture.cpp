@@ -207,13 +207,9 @@ uint32_t capture(ThreadState* s, const dwarf::WalkStart& from) {
   uint32_t depth = n > skip ? static_cast<uint32_t>(n - skip) : 0;
   if (depth > g_state.depth) depth = g_state.depth;
   uint64_t* frames = raw + skip;
-  python::RawFrame py[kMaxPythonFrames];
-  const int pyCount = g_state.python ? python::captureRaw(py, kMaxPythonFrames, &s->pythonChain) : 0;
-  uint32_t hashed = depth;
-  for (int i = 0; i < pyCount; ++i) {
-    frames[hashed++] = py[i].code;
-    frames[hashed++] = uint64_t{py[i].instr} << 1 | (py[i].entry & 1);
-  }
+  // The Python frames follow the native ones, two words each, as the hash takes them.
+  const int pyCount = g_state.python ? python::captureWords(frames + depth, kMaxPythonFrames, &s->pythonChain) : 0;
+  const uint32_t hashed = depth + 2 * static_cast<uint32_t>(pyCount);
   // The same native frames and the same Python frames as the thread's last stack (a loop's
   // call): its id, without hashing them again (measured: ~600 of ~2,600 instructions of a
   // stack 24 Python frames deep).
@@ -233,9 +229,11 @@ uint32_t capture(ThreadState* s, const dwarf::WalkStart& from) {
     const uint64_t hash = hashFrames(frames, hashed);
     id = g_state.table.find(hash);
     if (__builtin_expect(id == 0, 0)) {
+      // In place: frame i's words (at 2i, 2i + 1) are read before its id goes to word i.
       for (int i = 0; i < pyCount; ++i) {
-        const uint32_t frameId = python::internFrame(py[i]);
-        frames[depth + static_cast<uint32_t>(i)] = kPythonFrameTag | (py[i].entry ? kPythonEntryBit : 0) | frameId;
+        const python::RawFrame f = python::rawFrameOf(frames + depth + 2 * static_cast<uint32_t>(i));
+        const uint32_t frameId = python::internFrame(f);
+        frames[depth + static_cast<uint32_t>(i)] = kPythonFrameTag | (f.entry ? kPythonEntryBit : 0) | frameId;
       }
       id = g_state.table.insert(hash, frames, depth + static_cast<uint32_t>(pyCount));
     }
