@@ -21,14 +21,23 @@ inline constexpr uint64_t kPythonFrameTag = uint64_t{1} << 63;
 inline constexpr uint64_t kPythonEntryBit = uint64_t{1} << 62;
 inline constexpr uint32_t kMaxStackDepth = 128;
 
+// The 128-bit product of a and b, its halves folded (wyhash's "mum"): every bit of each input
+// reaches most bits of the result.
+__extension__ typedef unsigned __int128 Uint128;  // GCC and Clang's, one mul instruction on x86-64
+inline uint64_t foldedProduct(uint64_t a, uint64_t b) {
+  const Uint128 r = static_cast<Uint128>(a) * b;
+  return static_cast<uint64_t>(r) ^ static_cast<uint64_t>(r >> 64);
+}
+
+// A stack's id is found by this hash alone: two words a multiply, the running state in one
+// factor, so that order matters (a stack with Python frames has ~50 words; one multiply a word,
+// chained, took twice the instructions and four times the latency).
 inline uint64_t hashFrames(const uint64_t* frames, uint32_t depth) {
   uint64_t h = 0x9e3779b97f4a7c15ull ^ depth;
-  for (uint32_t i = 0; i < depth; ++i) {
-    h ^= frames[i];
-    h *= 0xff51afd7ed558ccdull;
-    h ^= h >> 29;
-  }
-  h ^= h >> 32;
+  uint32_t i = 0;
+  for (; i + 2 <= depth; i += 2) h = foldedProduct(frames[i] ^ 0xa0761d6478bd642full, frames[i + 1] ^ h);
+  if (i < depth) h = foldedProduct(frames[i] ^ 0xe7037ed1a0b428dbull, h ^ 0x8ebc6af09c88c6e3ull);
+  h = foldedProduct(h ^ 0x589965cc75374cc3ull, depth ^ 0x1d8e4e27c47d124full);
   return h != 0 ? h : 1;  // 0 marks an empty slot
 }
 

@@ -45,6 +45,37 @@ TEST_CASE("stack table: same stack same id, frames read back exactly", "[stacks]
   REQUIRE(t.overflowed() == 0);
 }
 
+TEST_CASE("stack hash: stacks that differ in one word, in order or in depth hash apart", "[stacks]") {
+  // A stack is found by its hash alone: near stacks (a frame changed, two swapped, one more or
+  // less, Python's two words a frame) must not share one.
+  std::set<uint64_t> seen;
+  std::size_t stacks = 0;
+  const auto add = [&](const std::vector<uint64_t>& s) {
+    seen.insert(hashFrames(s.data(), static_cast<uint32_t>(s.size())));
+    ++stacks;
+  };
+  std::vector<uint64_t> base;
+  for (uint64_t i = 0; i < 56; ++i) base.push_back(0x7f0000401000ull + i * 0x40);
+  for (uint32_t depth = 0; depth <= base.size(); ++depth) {
+    const std::vector<uint64_t> s(base.begin(), base.begin() + depth);
+    add(s);
+    for (uint32_t k = 0; k < depth; ++k) {
+      for (uint64_t bit = 0; bit < 64; bit += 7) {
+        auto flipped = s;
+        flipped[k] ^= uint64_t{1} << bit;
+        add(flipped);
+      }
+      if (k + 1 < depth) {
+        auto swapped = s;
+        std::swap(swapped[k], swapped[k + 1]);
+        add(swapped);
+      }
+    }
+  }
+  REQUIRE(seen.size() == stacks);
+  REQUIRE(seen.count(0) == 0);
+}
+
 TEST_CASE("stack table: full table answers 0 and counts, never corrupts", "[stacks]") {
   StackTable t;
   REQUIRE(t.reserve(8, 1000));
