@@ -3,6 +3,26 @@
  * Names starting with "cu" or "__cu" that cutrace hooks (cutraceDlsymHooks) go to
  * cutraceDlsymHook(handle, name, caller); all other lookups jump straight to glibc's dlsym with
  * the caller's frame untouched, so its answer and dlerror() text are glibc's. */
+
+/* Calls FN(name) with dlsym's own arguments kept for after it. Entry rsp is 8 mod 16; two
+ * pushes and 8 bytes align the call. */
+.macro call_keeping_arguments fn
+        pushq   %rdi
+        .cfi_adjust_cfa_offset 8
+        pushq   %rsi
+        .cfi_adjust_cfa_offset 8
+        subq    $8, %rsp
+        .cfi_adjust_cfa_offset 8
+        movq    %rsi, %rdi
+        call    \fn
+        addq    $8, %rsp
+        .cfi_adjust_cfa_offset -8
+        popq    %rsi
+        .cfi_adjust_cfa_offset -8
+        popq    %rdi
+        .cfi_adjust_cfa_offset -8
+.endm
+
         .text
         .globl  dlsym
         .type   dlsym, @function
@@ -28,21 +48,8 @@ dlsym:
         cmpb    $0x75, 3(%rsi)
         jne     .Lforward
 .Lhook:
-        /* A cu* name: hooked? Entry rsp is 8 mod 16; two pushes and 8 bytes align the call. */
-        pushq   %rdi
-        .cfi_adjust_cfa_offset 8
-        pushq   %rsi
-        .cfi_adjust_cfa_offset 8
-        subq    $8, %rsp
-        .cfi_adjust_cfa_offset 8
-        movq    %rsi, %rdi
-        call    cutraceDlsymHooks
-        addq    $8, %rsp
-        .cfi_adjust_cfa_offset -8
-        popq    %rsi
-        .cfi_adjust_cfa_offset -8
-        popq    %rdi
-        .cfi_adjust_cfa_offset -8
+        /* A cu* name: one cutrace hooks? */
+        call_keeping_arguments cutraceDlsymHooks
         test    %eax, %eax
         jz      .Lforward
         movq    (%rsp), %rdx            /* the caller's return address */
@@ -53,21 +60,8 @@ dlsym:
         jz      .Lresolve
         jmp     *%rax
 .Lresolve:
-        /* First dlsym of the process, before our constructor: resolve glibc's, then forward.
-         * Entry rsp is 8 mod 16; two pushes and 8 bytes make the call aligned. */
-        pushq   %rdi
-        .cfi_adjust_cfa_offset 8
-        pushq   %rsi
-        .cfi_adjust_cfa_offset 8
-        subq    $8, %rsp
-        .cfi_adjust_cfa_offset 8
-        call    cutraceResolveRealDlsym
-        addq    $8, %rsp
-        .cfi_adjust_cfa_offset -8
-        popq    %rsi
-        .cfi_adjust_cfa_offset -8
-        popq    %rdi
-        .cfi_adjust_cfa_offset -8
+        /* First dlsym of the process, before our constructor: resolve glibc's, then forward. */
+        call_keeping_arguments cutraceResolveRealDlsym
         test    %rax, %rax
         jz      .Lnull
         jmp     *%rax
