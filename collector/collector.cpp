@@ -71,6 +71,10 @@ struct Globals {
   std::atomic<pid_t> initPid{0};  // the process in which initialize() ran (or runs)
   pthread_key_t exitKey{};
   char libraryPath[PATH_MAX] = {};
+  // CUTRACE_OUTPUT as read, when relative, and as resolved at start: the entries an exec'd
+  // image's environment swaps (Collector::outputEnvEntries). Empty: nothing to swap.
+  char outputEnvRelative[PATH_MAX + 16] = {};
+  char outputEnvAbsolute[PATH_MAX + 16] = {};
 
   // Drain thread. drainMutex serialises every use of `store` (drain passes, fork, finish).
   std::mutex drainMutex;
@@ -616,7 +620,16 @@ void makeOutputDirAbsolute(Config& config) {
   if (getcwd(cwd, sizeof(cwd)) == nullptr) return;
   char joined[PATH_MAX];
   const int n = snprintf(joined, sizeof(joined), "%s/%s", cwd, config.outputDir);
-  if (n > 0 && static_cast<std::size_t>(n) < sizeof(joined)) memcpy(config.outputDir, joined, static_cast<std::size_t>(n) + 1);
+  if (n <= 0 || static_cast<std::size_t>(n) >= sizeof(joined)) return;
+  // A relative CUTRACE_OUTPUT is resolved again by each image the process execs, from its working
+  // directory then: the exec hooks hand the new image this directory instead.
+  Globals& gl = g();
+  const char* set = getenv("CUTRACE_OUTPUT");
+  if (set != nullptr && strcmp(set, config.outputDir) == 0) {
+    snprintf(gl.outputEnvRelative, sizeof(gl.outputEnvRelative), "CUTRACE_OUTPUT=%s", set);
+    snprintf(gl.outputEnvAbsolute, sizeof(gl.outputEnvAbsolute), "CUTRACE_OUTPUT=%s", joined);
+  }
+  memcpy(config.outputDir, joined, static_cast<std::size_t>(n) + 1);
 }
 
 }  // namespace
@@ -754,6 +767,14 @@ bool Collector::loaderStuckSinceFork() { return g_loaderStuck; }
 const Config& Collector::config() { return g().config; }
 NameTable& Collector::names() { return g().names; }
 const char* Collector::libraryPath() { return g().libraryPath; }
+
+bool Collector::outputEnvEntries(const char*& relative, const char*& absolute) {
+  const Globals& gl = g();
+  if (gl.outputEnvRelative[0] == '\0') return false;
+  relative = gl.outputEnvRelative;
+  absolute = gl.outputEnvAbsolute;
+  return true;
+}
 
 void Collector::warnOnce(const char* message) {
   if (g().warned.exchange(true)) return;

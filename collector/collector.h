@@ -318,6 +318,11 @@ class Collector {
   // Absolute path of the library that contains the collector (for NVTX_INJECTION64_PATH).
   static const char* libraryPath();
 
+  // Where CUTRACE_OUTPUT was relative: that environment entry as read ("CUTRACE_OUTPUT=dir")
+  // and the one naming the directory it resolved to at start, which an exec'd image gets
+  // instead (a chdir before the exec would move its trace). False when there is none.
+  static bool outputEnvEntries(const char*& relative, const char*& absolute);
+
   // Named diagnostic counters copied into the trace metadata (at most 16 names).
   static std::atomic<uint64_t>& counter(const char* name);
 

@@ -14,6 +14,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <string.h>
 
 #include <atomic>
 #include <stdarg.h>
@@ -38,9 +39,10 @@ F nextFunction(std::atomic<void*>& slot, const char* name) {
   return reinterpret_cast<F>(p);
 }
 
-#define CUTRACE_NEXT(type, name)                 \
+#define CUTRACE_NEXT_AS(var, type, name)         \
   static std::atomic<void*> next_##name{nullptr}; \
-  const auto real = nextFunction<type>(next_##name, #name)
+  const auto var = nextFunction<type>(next_##name, #name)
+#define CUTRACE_NEXT(type, name) CUTRACE_NEXT_AS(real, type, name)
 
 // execl* arguments gathered on the stack; a longer list takes pages of its own for the call (no
 // malloc in a hook: a child forked from a threaded parent may find malloc's lock held).
@@ -77,6 +79,27 @@ int execList(const char* first, va_list ap, bool withEnv, Exec exec) {
   return rc;
 }
 
+// An environment with at most this many entries is rewritten on the stack (a vfork child's
+// pages would stay mapped in its parent); a larger one is handed on as it is.
+constexpr std::size_t kStackEnvEntries = 1024;
+
+// The environment an exec'd image gets: `envp`, with cutrace's relative CUTRACE_OUTPUT entry,
+// where the program left it as it was, swapped for the directory this process resolved it to
+// (Collector::outputEnvEntries), in `buffer`. `envp` itself where nothing is swapped.
+char* const* childEnvironment(char* const* envp, char** buffer) {
+  const char *relative = nullptr, *absolute = nullptr;
+  if (envp == nullptr || !cutrace::Collector::outputEnvEntries(relative, absolute)) return envp;
+  std::size_t count = 0, at = SIZE_MAX;
+  for (; envp[count] != nullptr; ++count) {
+    if (count == kStackEnvEntries) return envp;
+    if (at == SIZE_MAX && strcmp(envp[count], relative) == 0) at = count;
+  }
+  if (at == SIZE_MAX) return envp;
+  for (std::size_t i = 0; i <= count; ++i) buffer[i] = envp[i];
+  buffer[at] = const_cast<char*>(absolute);
+  return buffer;
+}
+
 }  // namespace
 
 extern "C" {
@@ -103,31 +126,43 @@ __attribute__((visibility("default"), noreturn)) void pthread_exit(void* value) 
 __attribute__((visibility("default"))) int execve(const char* path, char* const argv[], char* const envp[]) {
   CUTRACE_NEXT(int (*)(const char*, char* const*, char* const*), execve);
   cutrace::Collector::finishBeforeExit();
-  return real(path, argv, envp);
+  char* buffer[kStackEnvEntries + 1];
+  return real(path, argv, childEnvironment(envp, buffer));
 }
 
+// execv and execvp use `environ`: where it changes, the call goes to execve / execvpe with it.
 __attribute__((visibility("default"))) int execv(const char* path, char* const argv[]) {
   CUTRACE_NEXT(int (*)(const char*, char* const*), execv);
   cutrace::Collector::finishBeforeExit();
-  return real(path, argv);
+  char* buffer[kStackEnvEntries + 1];
+  char* const* env = childEnvironment(environ, buffer);
+  if (env == environ) return real(path, argv);
+  CUTRACE_NEXT_AS(withEnv, int (*)(const char*, char* const*, char* const*), execve);
+  return withEnv(path, argv, env);
 }
 
 __attribute__((visibility("default"))) int execvp(const char* file, char* const argv[]) {
   CUTRACE_NEXT(int (*)(const char*, char* const*), execvp);
   cutrace::Collector::finishBeforeExit();
-  return real(file, argv);
+  char* buffer[kStackEnvEntries + 1];
+  char* const* env = childEnvironment(environ, buffer);
+  if (env == environ) return real(file, argv);
+  CUTRACE_NEXT_AS(withEnv, int (*)(const char*, char* const*, char* const*), execvpe);
+  return withEnv(file, argv, env);
 }
 
 __attribute__((visibility("default"))) int execvpe(const char* file, char* const argv[], char* const envp[]) {
   CUTRACE_NEXT(int (*)(const char*, char* const*, char* const*), execvpe);
   cutrace::Collector::finishBeforeExit();
-  return real(file, argv, envp);
+  char* buffer[kStackEnvEntries + 1];
+  return real(file, argv, childEnvironment(envp, buffer));
 }
 
 __attribute__((visibility("default"))) int fexecve(int fd, char* const argv[], char* const envp[]) {
   CUTRACE_NEXT(int (*)(int, char* const*, char* const*), fexecve);
   cutrace::Collector::finishBeforeExit();
-  return real(fd, argv, envp);
+  char* buffer[kStackEnvEntries + 1];
+  return real(fd, argv, childEnvironment(envp, buffer));
 }
 
 // Through the hooks above, so the trace is written once, before the exec.

@@ -7,7 +7,7 @@
 # the same Chrome trace and folded files as the process wrote itself (trace_check --compare).
 #
 # usage: run_e2e.sh NAME [--expected NAME] [--traces N] [--check-args "ARGS"] [--env K=V]... [--export]
-#                   [--max-rss-mb M] [--no-expected] -- PROGRAM [ARGS...]
+#                   [--max-rss-mb M] [--no-expected] [--relative-output] -- PROGRAM [ARGS...]
 #   --export: the program is killed before writing its trace; only its stream is left: run
 #   `cutrace export` on it, then check the exported traces.
 #   "@TIDS@" in ARGS becomes a file the program fills with "thread-name tid" lines, checked
@@ -20,6 +20,8 @@
 #   checked against the trace with --issued (recorded + dropped == issued).
 #   --no-expected: the summaries depend on timing; only trace_check's checks and the trace
 #   count apply (no expected file).
+#   --relative-output: CUTRACE_OUTPUT is "out", relative to the directory the program starts in
+#   (the same out/ directory).
 # environment: LIBTRACE, TRACE_CHECK, E2E_EXPECTED (directory), STANDIN_DIR (stand-in CUDA
 #   libraries, optional), SANITIZER_RUNTIME (preloaded before libtrace.so in sanitizer builds),
 #   E2E_UPDATE=1 (write the expected file instead of comparing; review the diff before committing),
@@ -35,6 +37,7 @@ extra_env=()
 export_only=""
 max_rss_mb=""
 no_expected=""
+relative_output=""
 while [ $# -gt 0 ]; do
   case $1 in
     --traces) traces=$2; shift 2 ;;
@@ -44,6 +47,7 @@ while [ $# -gt 0 ]; do
     --export) export_only=1; shift ;;
     --max-rss-mb) max_rss_mb=$2; shift 2 ;;
     --no-expected) no_expected=1; shift ;;
+    --relative-output) relative_output=1; shift ;;
     --) shift; break ;;
     *) echo "run_e2e: unknown option $1" >&2; exit 2 ;;
   esac
@@ -79,7 +83,9 @@ run() {  # run OUTPUT_PREFIX [env...]
 run bare
 rm -f "$work/issued"  # what the traced run writes is checked
 preload="${SANITIZER_RUNTIME:+$SANITIZER_RUNTIME }$LIBTRACE"
-run traced LD_PRELOAD="$preload" CUTRACE_OUTPUT="$work/out"
+output_dir="$work/out"
+[ -n "$relative_output" ] && output_dir=out
+run traced LD_PRELOAD="$preload" CUTRACE_OUTPUT="$output_dir"
 
 fail() {
   echo "FAIL [$name]: $*" >&2

@@ -9,6 +9,8 @@
 //   usr2, timed   capture by SIGUSR2 and by time
 //   exec          execs this program again with "capture" (the new image is traced under
 //                 its own name)
+//   exec-chdir    as exec, from a directory "elsewhere" it makes and enters first: the new
+//                 image's trace goes where this one's does (a relative CUTRACE_OUTPUT)
 //   quick-exit    ends in quick_exit after calls made since the last drain pass
 //   execl-many    execls this program again with 1,500 arguments ("execl-child" and 1,498 more)
 //   signal-query  prints the SIGINT/SIGTERM dispositions as each of glibc's calls reads them
@@ -16,10 +18,12 @@
 #include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
 #include <nvtx3/nvToolsExt.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -250,7 +254,11 @@ int main(int argc, char** argv) {
     printf("execl child: %d arguments\n", argc);
     return 0;
   }
-  if (what == "exec") {
+  if (what == "exec" || what == "exec-chdir") {
+    if (what == "exec-chdir" && ((mkdir("elsewhere", 0755) != 0 && errno != EEXIST) || chdir("elsewhere") != 0)) {
+      perror("elsewhere");
+      return 1;
+    }
     calls(1);
     fflush(stdout);
     char self[] = "/proc/self/exe";
@@ -260,6 +268,6 @@ int main(int argc, char** argv) {
     perror("execv");
     return 1;
   }
-  fprintf(stderr, "usage: lifecycle exit-child|sigterm|stress|capture|exec|quick-exit|execl-many|signal-query\n");
+  fprintf(stderr, "usage: lifecycle exit-child|sigterm|stress|capture|exec|exec-chdir|quick-exit|execl-many|signal-query\n");
   return 2;
 }
