@@ -12,6 +12,7 @@
 // is interposed on its own; the variadic ones gather their arguments into an array first (as
 // glibc's do: any number of them).
 
+#include <alloca.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <string.h>
@@ -79,26 +80,39 @@ int execList(const char* first, va_list ap, bool withEnv, Exec exec) {
   return rc;
 }
 
-// An environment with at most this many entries is rewritten on the stack (a vfork child's
-// pages would stay mapped in its parent); a larger one is handed on as it is.
-constexpr std::size_t kStackEnvEntries = 1024;
+// An environment with at most this many entries is rewritten, on the hook's stack (a vfork
+// child's pages would stay mapped in its parent); a larger one is handed on as it is.
+constexpr std::size_t kMostEnvEntries = 1024;
 
-// The environment an exec'd image gets: `envp`, with cutrace's relative CUTRACE_OUTPUT entry,
-// where the program left it as it was, swapped for the directory this process resolved it to
-// (Collector::outputEnvEntries), in `buffer`. `envp` itself where nothing is swapped.
-char* const* childEnvironment(char* const* envp, char** buffer) {
-  const char *relative = nullptr, *absolute = nullptr;
-  if (envp == nullptr || !cutrace::Collector::outputEnvEntries(relative, absolute)) return envp;
+// Where `envp` holds cutrace's relative CUTRACE_OUTPUT entry as the process started with it:
+// its place, the entries in all, and the entry naming the directory it resolved to at start
+// (Collector::outputEnvEntries), which the exec'd image gets instead.
+struct EnvSwap {
   std::size_t count = 0, at = SIZE_MAX;
-  for (; envp[count] != nullptr; ++count) {
-    if (count == kStackEnvEntries) return envp;
-    if (at == SIZE_MAX && strcmp(envp[count], relative) == 0) at = count;
+  const char* absolute = nullptr;
+};
+bool findEnvSwap(char* const* envp, EnvSwap& swap) {
+  const char* relative = nullptr;
+  if (envp == nullptr || !cutrace::Collector::outputEnvEntries(relative, swap.absolute)) return false;
+  for (; envp[swap.count] != nullptr; ++swap.count) {
+    if (swap.count == kMostEnvEntries) return false;
+    if (swap.at == SIZE_MAX && strcmp(envp[swap.count], relative) == 0) swap.at = swap.count;
   }
-  if (at == SIZE_MAX) return envp;
-  for (std::size_t i = 0; i <= count; ++i) buffer[i] = envp[i];
-  buffer[at] = const_cast<char*>(absolute);
+  return swap.at != SIZE_MAX;
+}
+char* const* swapEnv(char* const* envp, const EnvSwap& swap, char** buffer) {
+  for (std::size_t i = 0; i <= swap.count; ++i) buffer[i] = envp[i];
+  buffer[swap.at] = const_cast<char*>(swap.absolute);
   return buffer;
 }
+
+// `var`: the environment the exec'd image gets, `envp` or a copy sized to it on this hook's
+// stack (alloca: it lives until the hook returns, after a failed exec).
+#define CUTRACE_CHILD_ENV(var, envp)                                                              \
+  EnvSwap swap_##var;                                                                             \
+  char* const* var = (envp);                                                                      \
+  if (findEnvSwap(var, swap_##var))                                                               \
+  var = swapEnv(var, swap_##var, static_cast<char**>(alloca((swap_##var.count + 1) * sizeof(char*))))
 
 }  // namespace
 
@@ -126,16 +140,15 @@ __attribute__((visibility("default"), noreturn)) void pthread_exit(void* value) 
 __attribute__((visibility("default"))) int execve(const char* path, char* const argv[], char* const envp[]) {
   CUTRACE_NEXT(int (*)(const char*, char* const*, char* const*), execve);
   cutrace::Collector::finishBeforeExit();
-  char* buffer[kStackEnvEntries + 1];
-  return real(path, argv, childEnvironment(envp, buffer));
+  CUTRACE_CHILD_ENV(env, envp);
+  return real(path, argv, env);
 }
 
 // execv and execvp use `environ`: where it changes, the call goes to execve / execvpe with it.
 __attribute__((visibility("default"))) int execv(const char* path, char* const argv[]) {
   CUTRACE_NEXT(int (*)(const char*, char* const*), execv);
   cutrace::Collector::finishBeforeExit();
-  char* buffer[kStackEnvEntries + 1];
-  char* const* env = childEnvironment(environ, buffer);
+  CUTRACE_CHILD_ENV(env, environ);
   if (env == environ) return real(path, argv);
   CUTRACE_NEXT_AS(withEnv, int (*)(const char*, char* const*, char* const*), execve);
   return withEnv(path, argv, env);
@@ -144,8 +157,7 @@ __attribute__((visibility("default"))) int execv(const char* path, char* const a
 __attribute__((visibility("default"))) int execvp(const char* file, char* const argv[]) {
   CUTRACE_NEXT(int (*)(const char*, char* const*), execvp);
   cutrace::Collector::finishBeforeExit();
-  char* buffer[kStackEnvEntries + 1];
-  char* const* env = childEnvironment(environ, buffer);
+  CUTRACE_CHILD_ENV(env, environ);
   if (env == environ) return real(file, argv);
   CUTRACE_NEXT_AS(withEnv, int (*)(const char*, char* const*, char* const*), execvpe);
   return withEnv(file, argv, env);
@@ -154,15 +166,15 @@ __attribute__((visibility("default"))) int execvp(const char* file, char* const 
 __attribute__((visibility("default"))) int execvpe(const char* file, char* const argv[], char* const envp[]) {
   CUTRACE_NEXT(int (*)(const char*, char* const*, char* const*), execvpe);
   cutrace::Collector::finishBeforeExit();
-  char* buffer[kStackEnvEntries + 1];
-  return real(file, argv, childEnvironment(envp, buffer));
+  CUTRACE_CHILD_ENV(env, envp);
+  return real(file, argv, env);
 }
 
 __attribute__((visibility("default"))) int fexecve(int fd, char* const argv[], char* const envp[]) {
   CUTRACE_NEXT(int (*)(int, char* const*, char* const*), fexecve);
   cutrace::Collector::finishBeforeExit();
-  char* buffer[kStackEnvEntries + 1];
-  return real(fd, argv, childEnvironment(envp, buffer));
+  CUTRACE_CHILD_ENV(env, envp);
+  return real(fd, argv, env);
 }
 
 // Through the hooks above, so the trace is written once, before the exec.
