@@ -405,6 +405,18 @@ class Folder {
     return it->second;
   }
 
+  // Device work whose launching call is not in this trace though the run linked it (an export
+  // window that starts after the launch): its time under a frame that says so, the op the run
+  // gave it, its kernel, so that the window's device time is all there.
+  void launchedOutside(const TraceData& data, const DeviceEvent& d) {
+    if (outsideLabel_ == kNone) outsideLabel_ = f_.label("[launched before the window]");
+    uint32_t node = f_.descend(FoldedStacks::kRoot, outsideLabel_);
+    if (d.streamOp != 0 && options_.nvtxFrames) node = f_.descend(node, rangeLabel(data, d.streamOp));
+    if (d.kind == DeviceKind::Kernel && d.name != 0) node = f_.descend(node, kernelLabel(data, d.name));
+    if (f_.depth_[node] > f_.maxFrames_) ++f_.depthCapped_;
+    f_.ends_[node] = true;
+    f_.weights_[node].gpuNs += d.end > d.start ? d.end - d.start : 0;
+  }
  private:
   // Labels by what they come from, each made once: a stack frame's name, an NVTX range's name
   // (PyTorch op ranges by op name: their seq, op_id and sizes differ every call), an API's
@@ -443,6 +455,7 @@ class Folder {
   static constexpr std::size_t kMaxOpLabels = 4096;
   std::unordered_map<std::string, uint32_t, TextHash, std::equal_to<>> opLabels_;  // by PyTorch op name
   std::vector<uint32_t> hookLabels_;
+  uint32_t outsideLabel_ = kNone;
   FoldIndex stackEnds_;  // (node << 32 | stack id) -> node of its innermost frame
   struct CallNode {
     uint32_t parent = UINT32_MAX, stack = 0, hook = 0, kernel = 0, node = 0;
@@ -473,8 +486,11 @@ FoldedStacks foldStacks(const TraceData& data, const FoldOptions& options) {
   if (!data.device.empty()) {
     const std::vector<HostLink> links = linkDeviceToHost(data);
     for (std::size_t i = 0; i < links.size(); ++i) {
-      if (links[i].thread < 0) continue;
       const DeviceEvent& d = data.device[i];
+      if (links[i].thread < 0) {
+        if (d.streamLinked) folder.launchedOutside(data, d);
+        continue;
+      }
       gpuNs[static_cast<uint64_t>(links[i].thread) << 32 | links[i].event] += d.end > d.start ? d.end - d.start : 0;
     }
   }

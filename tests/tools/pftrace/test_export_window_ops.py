@@ -2,7 +2,8 @@
 """`cutrace export --from/--to` of a GPU run whose window holds kernels but not the calls that
 launched them (the GPU runs behind the host): such a kernel keeps the op the stream gave it
 (op and op_id, as in the whole trace) and says its launch is outside the window, not that it
-was never linked.
+was never linked; the window's .gpu.folded holds all its device time, such kernels under a
+"[launched before the window]" frame and their op.
 
 usage: test_export_window_ops.py CUTRACE DEVICE_OPS
 """
@@ -50,4 +51,12 @@ with tempfile.TemporaryDirectory() as tmp:
         eq((a.get("op"), a.get("op_id")), (full[c].get("op"), full[c].get("op_id")), f"kernel {c}: op and op_id")
         check("unlinked" not in a, f"kernel {c}: linked in the run, not 'unlinked' ({a})")
     check(any(full[c].get("op") for c in outside), f"a kernel launched outside the window in an op: {outside}")
+    device_ns = round(sum(e["dur"] for e in events(exported) if e.get("ph") == "X" and e.get("cat") == "kernel") * 1000)
+    [gpu_folded] = glob.glob(os.path.join(out, "*.gpu.folded"))
+    with open(gpu_folded) as f:
+        lines = [line.rsplit(" ", 1) for line in f.read().splitlines()]
+    eq(sum(int(n) for _, n in lines), device_ns, ".gpu.folded total: the window's device time")
+    before = sorted(stack for stack, _ in lines if stack.startswith("[launched before the window];"))
+    eq(len(before), len(outside), f"stacks of kernels launched before the window ({before})")
+    check(any(stack.count(";") == 2 for stack in before), f"their op among their frames ({before})")
 finish()
