@@ -212,8 +212,9 @@ class ChromeWriter {
     }
     // Its call is not in this trace but was linked in the stream it was read from: outside the
     // window of an export, its op as the stream named it.
-    const bool launchOutside = i < links_.size() && links_[i].thread < 0 && d.streamLinked;
-    if (i < links_.size() && links_[i].thread < 0) out_.put(launchOutside ? ",\"launch_outside_window\":true" : ",\"unlinked\":true");
+    const bool noCall = i < links_.size() && links_[i].thread < 0;
+    const bool launchOutside = noCall && d.streamLinked;
+    if (noCall) out_.put(launchOutside ? ",\"launch_outside_window\":true" : ",\"unlinked\":true");
     const EventRef op = i < torch_.opOfDevice.size() ? torch_.opOfDevice[i] : EventRef{};
     const auto putOp = [&](std::string_view name, bool hasOpId, uint64_t opId) {
       out_.put(",\"op\":");
