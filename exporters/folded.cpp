@@ -408,14 +408,14 @@ class Folder {
   // Device work whose launching call is not in this trace though the run linked it (an export
   // window that starts after the launch): its time under a frame that says so, the op the run
   // gave it, its kernel, so that the window's device time is all there.
-  void launchedOutside(const TraceData& data, const DeviceEvent& d) {
+  void launchedOutside(const TraceData& data, const DeviceEvent& d, uint64_t ns) {
     if (outsideLabel_ == kNone) outsideLabel_ = f_.label("[launched before the window]");
     uint32_t node = f_.descend(FoldedStacks::kRoot, outsideLabel_);
     if (d.streamOp != 0 && options_.nvtxFrames) node = f_.descend(node, rangeLabel(data, d.streamOp));
     if (d.kind == DeviceKind::Kernel && d.name != 0) node = f_.descend(node, kernelLabel(data, d.name));
     if (f_.depth_[node] > f_.maxFrames_) ++f_.depthCapped_;
     f_.ends_[node] = true;
-    f_.weights_[node].gpuNs += d.end > d.start ? d.end - d.start : 0;
+    f_.weights_[node].gpuNs += ns;
   }
  private:
   // Labels by what they come from, each made once: a stack frame's name, an NVTX range's name
@@ -487,11 +487,12 @@ FoldedStacks foldStacks(const TraceData& data, const FoldOptions& options) {
     const std::vector<HostLink> links = linkDeviceToHost(data);
     for (std::size_t i = 0; i < links.size(); ++i) {
       const DeviceEvent& d = data.device[i];
+      const uint64_t ns = d.end > d.start ? d.end - d.start : 0;
       if (links[i].thread < 0) {
-        if (d.streamLinked) folder.launchedOutside(data, d);
+        if (d.streamLinked) folder.launchedOutside(data, d, ns);
         continue;
       }
-      gpuNs[static_cast<uint64_t>(links[i].thread) << 32 | links[i].event] += d.end > d.start ? d.end - d.start : 0;
+      gpuNs[static_cast<uint64_t>(links[i].thread) << 32 | links[i].event] += ns;
     }
   }
   for (std::size_t ti = 0; ti < data.threads.size(); ++ti) {
