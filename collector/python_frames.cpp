@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <utility>
 
 // Safety argument for reading another library's structures without its headers or the GIL:
 // - Only the owning thread pushes and pops its frames, and while it runs our hook it is inside a
@@ -412,8 +413,8 @@ namespace {
 // owner byte (3.11+) and 3.11's entry byte. By minor version, so that the loops have no branch
 // on it (a third of the compare's instructions otherwise).
 template <int Minor>
-[[gnu::always_inline]] inline ChainMemo::Step stepOf(const Layout& l, uintptr_t frame) {
-  ChainMemo::Step s;
+[[gnu::always_inline]] inline ChainMemo::Reads readsOf(const Layout& l, uintptr_t frame) {
+  ChainMemo::Reads s;
   s.frame = frame;
   s.code = peek<uintptr_t>(frame + l.frameCode);
   if constexpr (Minor == 10) {
@@ -427,18 +428,50 @@ template <int Minor>
   return s;
 }
 
+inline bool sameReads(const ChainMemo::Reads& a, const ChainMemo::Reads& b) {
+  return ((a.frame ^ b.frame) | (a.code ^ b.code) | (a.instr ^ b.instr) | (a.owner ^ b.owner)) == 0;
+}
+
+// The frame one step gives, as two words (frameWords); false when it gives none (an entry shim,
+// no code object, a frame still in its prologue). `outermost`: no frame further out;
+// `callerOwner`: else the owner byte of the frame further out (3.12+ only, which marks the frame
+// _PyEval_EvalFrameDefault was given by linking it to its own FRAME_OWNED_BY_CSTACK entry frame;
+// frames it pushes itself link to their caller).
+template <int Minor>
+[[gnu::always_inline]] inline bool frameOf(const Layout& l, const ChainMemo::Reads& step, bool outermost, int callerOwner,
+                                           uint64_t* words) {
+  const int owner = static_cast<int8_t>(step.owner & 0xff);
+  if (Minor >= 12 && owner == kOwnedByCStack) return false;  // entry shim: no code to read (3.13: None)
+  const uintptr_t code = step.code;
+  if (code == 0 || peek<uintptr_t>(code + kObType) != codeType) return false;
+  uint32_t instr = kNotStarted, entry = 1;
+  if constexpr (Minor == 10) {
+    // Every 3.10 frame runs in its own _PyEval_EvalFrameDefault call.
+    const int lasti = static_cast<int>(static_cast<uint32_t>(step.instr));
+    if (lasti >= 0) instr = static_cast<uint32_t>(lasti) * 2;
+  } else {
+    const uintptr_t ip = step.instr;
+    const uintptr_t base = code + static_cast<uint32_t>(l.codeAdaptive);
+    // _PyFrame_IsIncomplete (3.11-3.13): still in its prologue, not yet a frame Python shows.
+    const int firstTraceable = peek<int>(code + static_cast<uint32_t>(l.codeFirstTraceable));
+    if (owner != kOwnedByGenerator && ip < base + 2 * static_cast<uintptr_t>(firstTraceable)) return false;
+    if (ip >= base) instr = static_cast<uint32_t>(ip - base);
+    if constexpr (Minor == 11) entry = (step.owner >> 8) != 0;  // is_entry
+    else entry = outermost || callerOwner == kOwnedByCStack;
+  }
+  frameWords(RawFrame{code, instr, entry}, words);
+  return true;
+}
+
 template <int Minor>
 bool sameChainOf(const Layout& l, const ChainMemo& memo, uintptr_t frame) {
-  int i = 0;
-  for (; frame != 0; ++i) {
-    if (i == memo.steps) return false;
-    const ChainMemo::Step& m = memo.step[i];
-    if (frame != m.frame) return false;
-    const ChainMemo::Step s = stepOf<Minor>(l, frame);
-    if (s.code != m.code || s.instr != m.instr || s.owner != m.owner) return false;
-    frame = peek<uintptr_t>(frame + l.frameBack);
+  int i = memo.steps;
+  for (; frame != 0; frame = peek<uintptr_t>(frame + l.frameBack)) {
+    if (i == 0) return false;
+    const ChainMemo::Reads& m = memo.step[--i].reads;
+    if (frame != m.frame || !sameReads(readsOf<Minor>(l, frame), m)) return false;
   }
-  return i == memo.steps;
+  return i == 0;
 }
 
 }  // namespace
@@ -456,73 +489,94 @@ bool sameChain(const ChainMemo& memo) {
 
 namespace {
 
+// From the innermost frame out, every step read afresh: a chain longer than a memo holds, or no
+// memo. Its frames' hash is taken afterwards, from the outermost in.
 template <int Minor>
-int captureWordsOf(const Layout& l, uintptr_t frame, uint64_t* out, int max, ChainMemo* memo) {
-  int n = 0, steps = 0;
-  for (; frame != 0 && n < max && steps < kMaxSteps; ++steps) {
-    const ChainMemo::Step step = stepOf<Minor>(l, frame);
-    if (memo != nullptr && steps < ChainMemo::kSteps) memo->step[steps] = step;
+int walkOut(const Layout& l, uintptr_t frame, uint64_t* out, int max, uint64_t& hash) {
+  int n = 0;
+  for (int steps = 0; frame != 0 && n < max && steps < kMaxSteps; ++steps) {
+    const ChainMemo::Reads step = readsOf<Minor>(l, frame);
     const uintptr_t back = peek<uintptr_t>(frame + l.frameBack);
-    const int owner = static_cast<int8_t>(step.owner & 0xff);
-    if (Minor >= 12 && owner == kOwnedByCStack) {  // entry shim: no code to read (3.13: None)
-      frame = back;
-      continue;
-    }
-    const uintptr_t code = step.code;
-    if (code == 0 || peek<uintptr_t>(code + kObType) != codeType) {
-      frame = back;
-      continue;
-    }
-    uint32_t instr = kNotStarted, entry = 1;
-    if constexpr (Minor == 10) {
-      // Every 3.10 frame runs in its own _PyEval_EvalFrameDefault call.
-      const int lasti = static_cast<int>(static_cast<uint32_t>(step.instr));
-      if (lasti >= 0) instr = static_cast<uint32_t>(lasti) * 2;
-    } else {
-      const uintptr_t ip = step.instr;
-      const uintptr_t base = code + static_cast<uint32_t>(l.codeAdaptive);
-      // _PyFrame_IsIncomplete (3.11-3.13): still in its prologue, not yet a frame Python shows.
-      const int firstTraceable = peek<int>(code + static_cast<uint32_t>(l.codeFirstTraceable));
-      if (owner != kOwnedByGenerator && ip < base + 2 * static_cast<uintptr_t>(firstTraceable)) {
-        frame = back;
-        continue;
-      }
-      if (ip >= base) instr = static_cast<uint32_t>(ip - base);
-      if constexpr (Minor == 11) {
-        entry = (step.owner >> 8) != 0;  // is_entry
-      } else {
-        // 3.12/3.13: _PyEval_EvalFrameDefault links the frame it was given to its own
-        // FRAME_OWNED_BY_CSTACK entry frame; frames it pushes itself link to their caller.
-        entry = back == 0 || peek<int8_t>(back + l.frameOwner) == kOwnedByCStack;
-      }
-    }
-    frameWords(RawFrame{code, instr, entry}, out + 2 * n++);
+    const int callerOwner = Minor >= 12 && back != 0 ? peek<int8_t>(back + l.frameOwner) : 0;
+    if (frameOf<Minor>(l, step, back == 0, callerOwner, out + 2 * n)) ++n;
     frame = back;
   }
-  // Comparable only when the walk went to the chain's end within the memo: one cut at `max`
-  // read the owner of a frame it did not step to.
-  if (memo != nullptr && frame == 0 && steps <= ChainMemo::kSteps) memo->steps = steps;
+  hash = kFramesHashSeed;
+  for (int i = n; i-- > 0;) hash = foldPythonFrame(hash, out + 2 * i);
+  return n;
+}
+
+// From the outermost frame in, with the thread's memo: the steps that read what the last walk
+// read there, from the outermost on, give what they gave then, with their hash (the callers a
+// thread's calls share: a training loop, a model's forward); the first that differs and every
+// step after it are read and remembered.
+template <int Minor>
+int walkIn(const Layout& l, uintptr_t first, uint64_t* out, int max, uint64_t& hash, ChainMemo& memo) {
+  // Out to the outermost frame, each step's reads kept: a step's distance from the outermost
+  // frame, which places it against the memo, is known only at the end.
+  ChainMemo::Reads reads[ChainMemo::kSteps];
+  const int most = max < ChainMemo::kSteps ? max : ChainMemo::kSteps;
+  int count = 0;
+  for (uintptr_t frame = first; frame != 0; frame = peek<uintptr_t>(frame + l.frameBack)) {
+    if (count == most) {
+      memo.steps = -1;
+      return walkOut<Minor>(l, first, out, max, hash);
+    }
+    reads[count++] = readsOf<Minor>(l, frame);
+  }
+  // The steps from the outermost in that read what the last walk read there give what they gave.
+  const int known = memo.steps < count ? memo.steps : count;
+  int shared = 0;
+  while (shared < known && sameReads(reads[count - 1 - shared], memo.step[shared].reads)) ++shared;
+  uint64_t h = shared > 0 ? memo.step[shared - 1].hash : kFramesHashSeed;
+  uint32_t given = shared > 0 ? memo.step[shared - 1].given : 0;
+  int callerOwner = shared > 0 ? static_cast<int8_t>(memo.step[shared - 1].reads.owner & 0xff) : 0;
+  for (int i = shared; i < count; ++i) {
+    ChainMemo::Step& m = memo.step[i];
+    m.reads = reads[count - 1 - i];
+    uint64_t* words = memo.words + 2 * given;
+    if (frameOf<Minor>(l, m.reads, i == 0, callerOwner, words)) {
+      h = foldPythonFrame(h, words);
+      ++given;
+    }
+    m.hash = h;
+    m.given = given;
+    callerOwner = static_cast<int8_t>(m.reads.owner & 0xff);
+  }
+  memo.steps = count;
+  // Innermost first, as the stack lists them.
+  const int n = static_cast<int>(given);
+  for (int i = 0; i < n; ++i) {
+    out[2 * i] = memo.words[2 * (n - 1 - i)];
+    out[2 * i + 1] = memo.words[2 * (n - 1 - i) + 1];
+  }
+  hash = h;
   return n;
 }
 
 }  // namespace
 
-int captureWords(uint64_t* out, int max, ChainMemo* memo) {
-  if (memo != nullptr) memo->steps = -1;
-  if (!on.load(std::memory_order_acquire) || out == nullptr || max <= 0) return 0;
+int captureWords(uint64_t* out, int max, uint64_t& hash, ChainMemo* memo) {
+  hash = kFramesHashSeed;
+  if (!on.load(std::memory_order_acquire) || out == nullptr || max <= 0) {
+    if (memo != nullptr) memo->steps = -1;
+    return 0;
+  }
   const Layout& l = layout;
   const uintptr_t frame = firstFrame(l);
   switch (l.minor) {
-    case 10: return captureWordsOf<10>(l, frame, out, max, memo);
-    case 11: return captureWordsOf<11>(l, frame, out, max, memo);
-    default: return captureWordsOf<12>(l, frame, out, max, memo);  // 3.12 and 3.13 alike
+    case 10: return memo != nullptr ? walkIn<10>(l, frame, out, max, hash, *memo) : walkOut<10>(l, frame, out, max, hash);
+    case 11: return memo != nullptr ? walkIn<11>(l, frame, out, max, hash, *memo) : walkOut<11>(l, frame, out, max, hash);
+    default:  // 3.12 and 3.13 alike
+      return memo != nullptr ? walkIn<12>(l, frame, out, max, hash, *memo) : walkOut<12>(l, frame, out, max, hash);
   }
 }
 
 int captureRaw(RawFrame* out, int max) {
   constexpr int kMost = 256;
   uint64_t words[2 * kMost];
-  const int n = captureWords(words, max < kMost ? max : kMost);
+  uint64_t hash = 0;
+  const int n = captureWords(words, max < kMost ? max : kMost, hash);
   for (int i = 0; i < n; ++i) out[i] = rawFrameOf(words + 2 * i);
   return n;
 }

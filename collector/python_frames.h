@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string>
 
+#include "collector/stack_table.h"
+
 namespace cutrace::python {
 
 // Once, off the hot path (may allocate, call dlsym and mmap); idempotent and thread-safe.
@@ -26,27 +28,43 @@ struct RawFrame {
 inline constexpr uint32_t kNotStarted = 0xffffffffu;
 
 // What one walk of a thread's frames read that decided its result, step by step (each frame
-// visited, skipped ones included): the frame, its code object, its instruction word and its
-// owner byte (with 3.11's entry byte). A walk that reads the same values at every step, from the
-// same first frame to the chain's end, returns the same frames: the rest it reads are fields of
-// those code objects that do not change while a frame of theirs lives (their type, their first
-// traceable instruction), and the next frame's owner, read at the next step. Owner thread only.
+// visited, skipped ones included), and what each step gave: the frame, its code object, its
+// instruction word and its owner byte (with 3.11's entry byte). A step that reads the same values
+// as the last walk's step at the same distance from the chain's outermost frame, with every step
+// further out the same too, gives the same frame: the rest it reads are fields of those code
+// objects that do not change while a frame of theirs lives (their type, their first traceable
+// instruction), and the owner of the frame further out, that step's own read. So a walk reuses
+// the frames (and their hash) of the callers it shares with the last one, and reads the rest.
+// Owner thread only.
 struct ChainMemo {
-  static constexpr int kSteps = 48;
+  static constexpr int kSteps = 64;
+  struct Reads {
+    uint64_t frame, code, instr, owner;  // no padding: compared word by word
+  };
   struct Step {
-    uintptr_t frame, code, instr;
-    uint32_t owner;
+    Reads reads;
+    uint64_t hash;   // foldPythonFrame() of the frames given from the outermost step to this one
+    uint32_t given;  // frames given from the outermost step to this one
   };
   int steps = -1;  // -1: nothing to compare with (no walk yet, or the last one was longer or cut)
-  Step step[kSteps];
+  Step step[kSteps];  // step[0]: the outermost frame
+  uint64_t words[2 * kSteps];  // the frames given, from the outermost in (frameWords)
 };
 
 // HOT PATH (no allocation, lock, syscall or GIL): the calling thread's frames, innermost first,
 // each as two words, as the stack hash takes them (frameWords): at most `max` frames, 2 * max
-// words. Returns the frames, 0 when there are none, the process is not Python, or initialize()
-// did not succeed. `memo`, when given, is filled with what this walk read (ChainMemo::steps -1
-// when it cannot be).
-int captureWords(uint64_t* out, int max, ChainMemo* memo = nullptr);
+// words, and in `hash` their hash (foldPythonFrame from the outermost in; kFramesHashSeed for
+// none). Returns the frames, 0 when there are none, the process is not Python, or initialize()
+// did not succeed. `memo`, when given, is what the thread's last walk read: the callers this walk
+// shares with it are not read again (ChainMemo); it is then filled with what this walk read
+// (steps -1 when it cannot be).
+int captureWords(uint64_t* out, int max, uint64_t& hash, ChainMemo* memo = nullptr);
+// A stack's Python frames are hashed from the outermost in: a frame's words folded into the hash
+// of its callers, which a walk sharing them with the last one takes from its ChainMemo.
+inline constexpr uint64_t kFramesHashSeed = 0x2d358dccaa6c78a5ull;
+inline uint64_t foldPythonFrame(uint64_t callers, const uint64_t* words) {
+  return foldedProduct(words[0] ^ 0x8bb84b93962eacc9ull, words[1] ^ callers);
+}
 inline void frameWords(const RawFrame& f, uint64_t* words) {
   words[0] = f.code;
   words[1] = f.instr | uint64_t{f.entry} << 32;

@@ -174,7 +174,8 @@ void attachThread(ThreadState* s) {
 // Not inline in the hook: keeps the shim small; the stack buffers live only here.
 // A stack is native return addresses (innermost first) followed by the thread's Python frames
 // (innermost first). The hash covers the Python frames as captured (code object, instruction,
-// entry flag); only a stack seen for the first time pays for interning its Python frames.
+// entry flag: python::foldPythonFrame); only a stack seen for the first time pays for interning
+// its Python frames.
 uint32_t capture(ThreadState* s, const dwarf::WalkStart& from) {
   uint64_t raw[kMaxStackDepth + 16 + 2 * kMaxPythonFrames];
   const int max = static_cast<int>(g_state.depth) + 16;  // room for our own frames on top
@@ -207,13 +208,15 @@ uint32_t capture(ThreadState* s, const dwarf::WalkStart& from) {
   uint32_t depth = n > skip ? static_cast<uint32_t>(n - skip) : 0;
   if (depth > g_state.depth) depth = g_state.depth;
   uint64_t* frames = raw + skip;
-  // The Python frames follow the native ones, two words each, as the hash takes them.
-  const int pyCount = g_state.python ? python::captureWords(frames + depth, kMaxPythonFrames, &s->pythonChain) : 0;
-  const uint32_t hashed = depth + 2 * static_cast<uint32_t>(pyCount);
+  // The Python frames follow the native ones, two words each, hashed as they are read (the
+  // verifying walk reads every step afresh: no memo).
+  uint64_t pythonHash = python::kFramesHashSeed;
+  const int pyCount = g_state.python ? python::captureWords(frames + depth, kMaxPythonFrames, pythonHash,
+                                                            g_state.verify ? nullptr : &s->pythonChain)
+                                     : 0;
   // The same native frames and the same Python frames as the thread's last stack (a loop's
-  // call): its id, without hashing them again (measured: ~600 of ~2,600 instructions of a
-  // stack 24 Python frames deep).
-  const auto words = static_cast<std::size_t>(hashed - depth);
+  // call): its id, without hashing the native frames or probing the table.
+  const auto words = 2 * static_cast<std::size_t>(pyCount);
   if (repeated && s->lastStackId != 0 && pyCount == s->lastPythonCount &&
       memcmp(frames + depth, s->lastPython, words * sizeof(uint64_t)) == 0)
     return s->lastStackId;
@@ -225,8 +228,8 @@ uint32_t capture(ThreadState* s, const dwarf::WalkStart& from) {
     s->lastPythonCount = -1;
   }
   uint32_t id = 0;
-  if (hashed != 0) {
-    const uint64_t hash = hashFrames(frames, hashed);
+  if (depth != 0 || pyCount != 0) {
+    const uint64_t hash = hashStack(frames, depth, pythonHash, static_cast<uint32_t>(pyCount));
     id = g_state.table.find(hash);
     if (__builtin_expect(id == 0, 0)) {
       // In place: frame i's words (at 2i, 2i + 1) are read before its id goes to word i.

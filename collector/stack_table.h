@@ -41,6 +41,15 @@ inline uint64_t hashFrames(const uint64_t* frames, uint32_t depth) {
   return h != 0 ? h : 1;  // 0 marks an empty slot
 }
 
+// A stack's hash: its native frames' (hashFrames), with its Python frames' hash
+// (python::foldPythonFrame, from the outermost in) folded in when it has any.
+inline uint64_t hashStack(const uint64_t* native, uint32_t depth, uint64_t pythonHash, uint32_t pythonFrames) {
+  const uint64_t h = hashFrames(native, depth);
+  if (pythonFrames == 0) return h;
+  const uint64_t both = foldedProduct(h ^ 0x4f1bbcdcbfa53e0bull, pythonHash ^ (uint64_t{pythonFrames} << 32));
+  return both != 0 ? both : 1;  // 0 marks an empty slot
+}
+
 class StackTable {
  public:
   struct Frames {

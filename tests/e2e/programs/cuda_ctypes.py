@@ -3,7 +3,9 @@
 # and a second thread. The stacks of these calls must show these Python frames, in order.
 # first_site and second_site, called one after the other from one line, make their calls with
 # the same native frames: only their Python frames tell the stacks apart. caller_a and
-# caller_b, too, both calling shared_leaf: only the frame below the innermost differs.
+# caller_b, too, both calling shared_leaf: only the frame below the innermost differs. nested
+# calls at depths that go up and down: each stack shares its outer frames with the last one
+# and not its inner ones (a walk reuses what the thread's last one read of the shared part).
 import ctypes
 import sys
 import threading
@@ -42,6 +44,13 @@ def caller_b():
     shared_leaf()
 
 
+def nested(depth):
+    if depth == 0:
+        rt.cudaDeviceSynchronize()
+    else:
+        nested(depth - 1)
+
+
 def batches():
     yield rt.cudaDeviceSynchronize()
 
@@ -55,6 +64,8 @@ def train():
         site()
     for caller in (caller_a, caller_b, caller_a):
         caller()
+    for depth in (1, 3, 2, 3, 0):
+        nested(depth)
 
 
 train()
