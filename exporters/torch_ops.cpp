@@ -30,20 +30,29 @@ struct OpRange {
   uint64_t end;
 };
 
-// The outermost of several ranges, if they are one chain of nested ranges on one thread; else none.
-bool outermostOfNest(const std::vector<OpRange>& ranges, EventRef& out) {
-  if (ranges.empty()) return false;
+// The outermost range of each nest of several ranges, where they form nests: on each thread, in
+// time, a range that starts at or after the end of its nest's outermost one begins another; every
+// other must lie inside the range before it (one chain of nested ranges). False, with no nest,
+// where some range overlaps another without nesting.
+bool outermostOfNests(const std::vector<OpRange>& ranges, std::vector<EventRef>& out) {
+  out.clear();
   std::vector<OpRange> sorted = ranges;
   std::sort(sorted.begin(), sorted.end(), [](const OpRange& a, const OpRange& b) {
-    return a.start != b.start ? a.start < b.start : a.end > b.end;
+    return std::tie(a.ref.thread, a.start, b.end) < std::tie(b.ref.thread, b.start, a.end);
   });
-  for (std::size_t i = 1; i < sorted.size(); ++i) {
-    const OpRange& outer = sorted[i - 1];
-    const OpRange& inner = sorted[i];
-    if (inner.ref.thread != outer.ref.thread || inner.start < outer.start || inner.end > outer.end) return false;
+  const OpRange* outer = nullptr;
+  const OpRange* last = nullptr;
+  for (const OpRange& r : sorted) {
+    if (outer == nullptr || r.ref.thread != outer->ref.thread || r.start >= outer->end) {
+      out.push_back(r.ref);
+      outer = &r;
+    } else if (r.start < last->start || r.end > last->end) {
+      out.clear();
+      return false;
+    }
+    last = &r;
   }
-  out = sorted.front().ref;
-  return true;
+  return !out.empty();
 }
 
 // Of ranges in timeline order, the one that started last (the inner one of two that start
@@ -104,6 +113,7 @@ TorchLinks linkTorchOps(const TraceData& data, const std::vector<HostLink>& laun
     return std::tie(a.seq, a.backward, a.order) < std::tie(b.seq, b.backward, b.order);
   });
   std::vector<OpRange> fwd, back;
+  std::vector<EventRef> functions;
   for (std::size_t i = 0; i < numbered.size();) {
     const uint64_t seq = numbered[i].seq;
     fwd.clear();
@@ -118,10 +128,11 @@ TorchLinks linkTorchOps(const TraceData& data, const std::vector<HostLink>& laun
     // calls, views of a tensor that needs no grad, before and beside the op that makes it). So
     // of the ranges with the number on one thread, the node's op is the one that started last
     // (Kineto's rule too); on two threads the number is two counters' and names no one op.
-    // The function's own range is the outermost of its nest.
-    EventRef from, to;
-    if (!fwd.empty() && !back.empty() && latestOnOneThread(fwd, from) && outermostOfNest(back, to))
-      links.forwardToBackward.emplace_back(from, to);
+    // The function's own range is the outermost of its nest; a function run again (a second
+    // backward through a retained graph) makes another nest, linked too (Kineto links the first).
+    EventRef from;
+    if (!fwd.empty() && !back.empty() && latestOnOneThread(fwd, from) && outermostOfNests(back, functions))
+      for (const EventRef& to : functions) links.forwardToBackward.emplace_back(from, to);
   }
   return links;
 }

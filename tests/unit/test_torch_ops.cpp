@@ -320,3 +320,39 @@ TEST_CASE("forward ops: of the ranges with a number on one thread, the last one 
   REQUIRE(pairs == std::multiset<std::string>{"aten::t 5 -> TBackward0 2017", "aten::mm 15 -> MmBackward0 2008",
                                               "aten::_unsafe_view 16 -> UnsafeViewBackward0 2004"});
 }
+
+// A backward function run twice (backward(retain_graph=True), then backward again): its number
+// twice, in two nests of the autograd thread, each the function's range around the ops it ran
+// ("stashed seq" ones among them). Both runs link to the forward op, as do runs on two autograd
+// threads (one a device).
+TEST_CASE("forward ops link to every run of their backward function", "[torch]") {
+  TraceBuilder b;
+  uint64_t seq = 0;
+  b.push(1, seq++, 10, 0, "aten::mul, seq = 7, op_id = 1, sizes = [[4], [4]]");
+  b.pop(1, 20, 0);
+  b.push(1, seq++, 30, 0, "aten::add, seq = 8, op_id = 2, sizes = [[4], [4], []]");
+  b.pop(1, 40, 0);
+  for (uint64_t t : {100, 200}) {
+    b.push(2, seq++, t, 0, "MulBackward0, seq = 7, op_id = " + std::to_string(100 + t));
+    b.push(2, seq++, t + 2, 1, "aten::mul, stashed seq = 7, op_id = " + std::to_string(101 + t));
+    b.pop(2, t + 8, 1);
+    b.pop(2, t + 10, 0);
+  }
+  b.push(2, seq++, 300, 0, "AddBackward0, seq = 8, op_id = 500");
+  b.pop(2, 310, 0);
+  b.push(3, seq++, 305, 0, "AddBackward0, seq = 8, op_id = 501");
+  b.pop(3, 320, 0);
+  b.threadName(2, 2, "pt_autograd_0");
+  const TraceData& d = b.finish(400);
+  const TorchLinks links = linkTorchOps(d, linkDeviceToHost(d));
+  std::multiset<std::string> pairs;
+  for (const auto& [from, to] : links.forwardToBackward) {
+    TorchOp f, t;
+    REQUIRE(torchOpOf(d, d.threads[static_cast<std::size_t>(from.thread)].events[from.event], f));
+    REQUIRE(torchOpOf(d, d.threads[static_cast<std::size_t>(to.thread)].events[to.event], t));
+    pairs.insert(std::string(f.name) + " " + std::to_string(f.opId) + " -> " + std::string(t.name) + " " +
+                 std::to_string(t.opId));
+  }
+  REQUIRE(pairs == std::multiset<std::string>{"aten::mul 1 -> MulBackward0 200", "aten::mul 1 -> MulBackward0 300",
+                                              "aten::add 2 -> AddBackward0 500", "aten::add 2 -> AddBackward0 501"});
+}
