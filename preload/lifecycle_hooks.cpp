@@ -11,10 +11,15 @@
 // glibc's execv/execvp/execl* reach execve internally, not through the PLT, so each entry point
 // is interposed on its own; the variadic ones gather their arguments into an array first (as
 // glibc's do: any number of them).
+//
+// posix_spawn/posix_spawnp start a new image in a child while this one goes on: only the
+// child's environment is looked at, as an exec's is (a relative CUTRACE_OUTPUT). system() and
+// popen() reach glibc's spawn internally and hand the child `environ` as it is.
 
 #include <alloca.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <spawn.h>
 #include <string.h>
 
 #include <atomic>
@@ -175,6 +180,27 @@ __attribute__((visibility("default"))) int fexecve(int fd, char* const argv[], c
   cutrace::Collector::finishBeforeExit();
   CUTRACE_CHILD_ENV(env, envp);
   return real(fd, argv, env);
+}
+
+using PosixSpawn = int (*)(pid_t*, const char*, const posix_spawn_file_actions_t*, const posix_spawnattr_t*,
+                          char* const*, char* const*);
+
+__attribute__((visibility("default"))) int posix_spawn(pid_t* pid, const char* path,
+                                                       const posix_spawn_file_actions_t* actions,
+                                                       const posix_spawnattr_t* attr, char* const argv[],
+                                                       char* const envp[]) {
+  CUTRACE_NEXT(PosixSpawn, posix_spawn);
+  CUTRACE_CHILD_ENV(env, envp);
+  return real(pid, path, actions, attr, argv, env);
+}
+
+__attribute__((visibility("default"))) int posix_spawnp(pid_t* pid, const char* file,
+                                                        const posix_spawn_file_actions_t* actions,
+                                                        const posix_spawnattr_t* attr, char* const argv[],
+                                                        char* const envp[]) {
+  CUTRACE_NEXT(PosixSpawn, posix_spawnp);
+  CUTRACE_CHILD_ENV(env, envp);
+  return real(pid, file, actions, attr, argv, env);
 }
 
 // Through the hooks above, so the trace is written once, before the exec.

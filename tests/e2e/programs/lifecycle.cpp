@@ -11,6 +11,8 @@
 //                 its own name)
 //   exec-chdir    as exec, from a directory "elsewhere" it makes and enters first: the new
 //                 image's trace goes where this one's does (a relative CUTRACE_OUTPUT)
+//   spawn-chdir   as exec-chdir, but the new image is a child started with posix_spawn, which
+//                 this one waits for
 //   quick-exit    ends in quick_exit after calls made since the last drain pass
 //   execl-many    execls this program again with 1,500 arguments ("execl-child" and 1,498 more)
 //   signal-query  prints the SIGINT/SIGTERM dispositions as each of glibc's calls reads them
@@ -20,6 +22,7 @@
 #include <nvtx3/nvToolsExt.h>
 #include <errno.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -254,8 +257,8 @@ int main(int argc, char** argv) {
     printf("execl child: %d arguments\n", argc);
     return 0;
   }
-  if (what == "exec" || what == "exec-chdir") {
-    if (what == "exec-chdir" && ((mkdir("elsewhere", 0755) != 0 && errno != EEXIST) || chdir("elsewhere") != 0)) {
+  if (what == "exec" || what == "exec-chdir" || what == "spawn-chdir") {
+    if (what != "exec" && ((mkdir("elsewhere", 0755) != 0 && errno != EEXIST) || chdir("elsewhere") != 0)) {
       perror("elsewhere");
       return 1;
     }
@@ -264,10 +267,20 @@ int main(int argc, char** argv) {
     char self[] = "/proc/self/exe";
     char arg[] = "capture";
     char* args[] = {argv[0], arg, nullptr};
+    if (what == "spawn-chdir") {
+      pid_t child = 0;
+      int status = 0;
+      if (const int rc = posix_spawn(&child, self, nullptr, nullptr, args, environ); rc != 0) {
+        fprintf(stderr, "posix_spawn: %s\n", strerror(rc));
+        return 1;
+      }
+      if (waitpid(child, &status, 0) != child || !WIFEXITED(status)) return 1;
+      return WEXITSTATUS(status);
+    }
     execv(self, args);
     perror("execv");
     return 1;
   }
-  fprintf(stderr, "usage: lifecycle exit-child|sigterm|stress|capture|exec|exec-chdir|quick-exit|execl-many|signal-query\n");
+  fprintf(stderr, "usage: lifecycle exit-child|sigterm|stress|capture|exec|exec-chdir|spawn-chdir|quick-exit|execl-many|signal-query\n");
   return 2;
 }
