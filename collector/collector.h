@@ -73,11 +73,9 @@ struct ThreadState {
   uintptr_t stackHi = 0;       // top of the thread's stack, bounds the frame-pointer walk
   dwarf::ThreadMemo unwindMemo{};  // owner, inside a RecordSection: the .eh_frame walk's frames by depth
   uint32_t lastStackId = 0;        // owner, inside a RecordSection: the last stack captured
-  // Owner, inside a RecordSection: the last stack's Python frames as hashed (python::frameWords),
-  // when there were at most kMemoPythonFrames; lastPythonCount -1 when more.
-  static constexpr int kMemoPythonFrames = 32;
+  // Owner, inside a RecordSection: the last stack's Python frames, their number and hash.
   int32_t lastPythonCount = 0;
-  uint64_t lastPython[2 * kMemoPythonFrames] = {};
+  uint64_t lastPythonHash = 0;
   // Owner, inside a RecordSection: what the walk of the last stack's Python frames read, for a
   // call whose native frames repeat to tell cheaply whether its Python frames do too.
   python::ChainMemo pythonChain;

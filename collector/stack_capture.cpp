@@ -214,19 +214,13 @@ uint32_t capture(ThreadState* s, const dwarf::WalkStart& from) {
   const int pyCount = g_state.python ? python::captureWords(frames + depth, kMaxPythonFrames, pythonHash,
                                                             g_state.verify ? nullptr : &s->pythonChain)
                                      : 0;
-  // The same native frames and the same Python frames as the thread's last stack (a loop's
-  // call): its id, without hashing the native frames or probing the table.
-  const auto words = 2 * static_cast<std::size_t>(pyCount);
-  if (repeated && s->lastStackId != 0 && pyCount == s->lastPythonCount &&
-      memcmp(frames + depth, s->lastPython, words * sizeof(uint64_t)) == 0)
+  // The same native frames and the same Python frames (by their hash, as the table knows stacks)
+  // as the thread's last stack, read from other frame objects: its id, without hashing the
+  // native frames or probing the table.
+  if (repeated && s->lastStackId != 0 && pyCount == s->lastPythonCount && pythonHash == s->lastPythonHash)
     return s->lastStackId;
-  // Kept before interning, which writes the frames' ids over these words.
-  if (pyCount <= ThreadState::kMemoPythonFrames) {
-    s->lastPythonCount = pyCount;
-    memcpy(s->lastPython, frames + depth, words * sizeof(uint64_t));
-  } else {
-    s->lastPythonCount = -1;
-  }
+  s->lastPythonCount = pyCount;
+  s->lastPythonHash = pythonHash;
   uint32_t id = 0;
   if (depth != 0 || pyCount != 0) {
     const uint64_t hash = hashStack(frames, depth, pythonHash, static_cast<uint32_t>(pyCount));
