@@ -544,17 +544,19 @@ int walkIn(const Layout& l, uintptr_t first, uint64_t* out, int max, uint64_t& h
     callerOwner = static_cast<int8_t>(m.reads.owner & 0xff);
   }
   memo.steps = count;
-  // Innermost first, as the stack lists them.
-  const int n = static_cast<int>(given);
+  hash = h;
+  return static_cast<int>(given);
+}
+
+}  // namespace
+
+void heldWords(const ChainMemo& memo, uint64_t* out) {
+  const int n = memo.steps > 0 ? static_cast<int>(memo.step[memo.steps - 1].given) : 0;
   for (int i = 0; i < n; ++i) {
     out[2 * i] = memo.words[2 * (n - 1 - i)];
     out[2 * i + 1] = memo.words[2 * (n - 1 - i) + 1];
   }
-  hash = h;
-  return n;
 }
-
-}  // namespace
 
 int captureWords(uint64_t* out, int max, uint64_t& hash, ChainMemo* memo) {
   hash = kFramesHashSeed;

@@ -56,9 +56,12 @@ struct ChainMemo {
 // words, and in `hash` their hash (foldPythonFrame from the outermost in; kFramesHashSeed for
 // none). Returns the frames, 0 when there are none, the process is not Python, or initialize()
 // did not succeed. `memo`, when given, is what the thread's last walk read: the callers this walk
-// shares with it are not read again (ChainMemo); it is then filled with what this walk read
-// (steps -1 when it cannot be).
+// shares with it are not read again (ChainMemo); it is then filled with what this walk read, and
+// holds the frames instead of `out` (heldWords; most stacks are known by their hash, and their
+// frames are never needed), or has steps -1 when it cannot, with the frames in `out`.
 int captureWords(uint64_t* out, int max, uint64_t& hash, ChainMemo* memo = nullptr);
+// The frames captureWords left in `memo` (steps >= 0), innermost first, into `out`.
+void heldWords(const ChainMemo& memo, uint64_t* out);
 // A stack's Python frames are hashed from the outermost in: a frame's words folded into the hash
 // of its callers, which a walk sharing them with the last one takes from its ChainMemo.
 inline constexpr uint64_t kFramesHashSeed = 0x2d358dccaa6c78a5ull;

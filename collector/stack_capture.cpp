@@ -209,11 +209,11 @@ uint32_t capture(ThreadState* s, const dwarf::WalkStart& from) {
   if (depth > g_state.depth) depth = g_state.depth;
   uint64_t* frames = raw + skip;
   // The Python frames follow the native ones, two words each, hashed as they are read (the
-  // verifying walk reads every step afresh: no memo).
+  // verifying walk reads every step afresh: no memo); copied there from the memo only for a
+  // stack the table does not know.
   uint64_t pythonHash = python::kFramesHashSeed;
-  const int pyCount = g_state.python ? python::captureWords(frames + depth, kMaxPythonFrames, pythonHash,
-                                                            g_state.verify ? nullptr : &s->pythonChain)
-                                     : 0;
+  python::ChainMemo* memo = g_state.verify ? nullptr : &s->pythonChain;
+  const int pyCount = g_state.python ? python::captureWords(frames + depth, kMaxPythonFrames, pythonHash, memo) : 0;
   // The same native frames and the same Python frames (by their hash, as the table knows stacks)
   // as the thread's last stack, read from other frame objects: its id, without hashing the
   // native frames or probing the table.
@@ -226,6 +226,7 @@ uint32_t capture(ThreadState* s, const dwarf::WalkStart& from) {
     const uint64_t hash = hashStack(frames, depth, pythonHash, static_cast<uint32_t>(pyCount));
     id = g_state.table.find(hash);
     if (__builtin_expect(id == 0, 0)) {
+      if (memo != nullptr && memo->steps >= 0) python::heldWords(*memo, frames + depth);
       // In place: frame i's words (at 2i, 2i + 1) are read before its id goes to word i.
       for (int i = 0; i < pyCount; ++i) {
         const python::RawFrame f = python::rawFrameOf(frames + depth + 2 * static_cast<uint32_t>(i));
