@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <cstring>
 #include <mutex>
-#include <utility>
 
 // Safety argument for reading another library's structures without its headers or the GIL:
 // - Only the owning thread pushes and pops its frames, and while it runs our hook it is inside a

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "collector/python_frames.h"
 #include "collector/stack_table.h"
 #include "collector/symbolizer.h"
 
@@ -70,6 +71,47 @@ TEST_CASE("stack hash: stacks that differ in one word, in order or in depth hash
         std::swap(swapped[k], swapped[k + 1]);
         add(swapped);
       }
+    }
+  }
+  REQUIRE(seen.size() == stacks);
+  REQUIRE(seen.count(0) == 0);
+}
+
+TEST_CASE("stack hash: Python frames folded from the outermost in hash apart when near", "[stacks]") {
+  // With Python frames a stack's hash is its native frames' and its Python frames' folded from
+  // the outermost in (a walk reuses the hash of the outer frames it shares with the last one):
+  // near stacks (a word of a frame changed, two frames swapped, one frame more or less, the same
+  // frames with one native frame more) must not share one.
+  std::set<uint64_t> seen;
+  std::size_t stacks = 0;
+  const std::vector<uint64_t> native = {0x7f0000401000ull, 0x7f0000402040ull, 0x7f0000403080ull};
+  const auto add = [&](const std::vector<uint64_t>& py, uint32_t depth) {
+    uint64_t h = python::kFramesHashSeed;
+    const auto frames = static_cast<uint32_t>(py.size() / 2);
+    for (uint32_t i = frames; i-- > 0;) h = python::foldPythonFrame(h, py.data() + 2 * i);  // outermost first
+    seen.insert(hashStack(native.data(), depth, h, frames));
+    ++stacks;
+  };
+  std::vector<uint64_t> base;  // innermost first: code object, instruction | entry << 32
+  for (uint64_t i = 0; i < 48; ++i) {
+    base.push_back(0x7f1234560000ull + i * 0x1a0);
+    base.push_back((i * 14) | (i % 5 == 0 ? uint64_t{1} << 32 : 0));
+  }
+  for (uint32_t frames = 0; frames <= base.size() / 2; ++frames) {
+    const std::vector<uint64_t> s(base.begin(), base.begin() + 2 * frames);
+    for (uint32_t depth = 0; depth <= native.size(); ++depth) add(s, depth);
+    for (uint32_t k = 0; k < 2 * frames; ++k) {
+      for (uint64_t bit = 0; bit < 64; bit += 5) {
+        auto flipped = s;
+        flipped[k] ^= uint64_t{1} << bit;
+        add(flipped, 3);
+      }
+    }
+    for (uint32_t k = 0; k + 1 < frames; ++k) {
+      auto swapped = s;
+      std::swap(swapped[2 * k], swapped[2 * k + 2]);
+      std::swap(swapped[2 * k + 1], swapped[2 * k + 3]);
+      add(swapped, 3);
     }
   }
   REQUIRE(seen.size() == stacks);
