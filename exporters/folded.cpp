@@ -277,6 +277,12 @@ class Folder {
     stack.pop_back();
   }
 
+  // `node` ends a folded line, counted once more where it passes the frame cap: its weights.
+  FoldWeights& endsAt(uint32_t node) {
+    if (f_.depth_[node] > f_.maxFrames_) ++f_.depthCapped_;
+    f_.ends_[node] = true;
+    return f_.weights_[node];
+  }
   // An event starting at `start` and ending at `end` (kOpenEnd: not yet known) enters: what ended
   // before it closes, its frame is pushed with `node` (see nodeOf) and counted once.
   void closeBefore(Stack& stack, uint64_t start) {
@@ -287,9 +293,7 @@ class Folder {
     if (!stack.empty() && stack.back().end < end) end = stack.back().end;
     const uint64_t ns = end == kOpenEnd ? 0 : end - start;
     if (!stack.empty() && end != kOpenEnd) stack.back().childNs += ns;
-    if (f_.depth_[node] > f_.maxFrames_) ++f_.depthCapped_;
-    f_.ends_[node] = true;
-    FoldWeights& w = f_.weights_[node];
+    FoldWeights& w = endsAt(node);
     ++w.calls;
     w.gpuNs += gpuNs;
     // Written field by field into its slot: an Open built aside and copied in was read back by
@@ -320,9 +324,7 @@ class Folder {
     if (!stack.empty() && stack.back().end < end) end = stack.back().end;
     const uint64_t ns = end - start;
     if (!stack.empty()) stack.back().childNs += ns;
-    if (f_.depth_[node] > f_.maxFrames_) ++f_.depthCapped_;
-    f_.ends_[node] = true;
-    FoldWeights& w = f_.weights_[node];
+    FoldWeights& w = endsAt(node);
     ++w.calls;
     w.hostNs += ns;
   }
@@ -413,9 +415,7 @@ class Folder {
     uint32_t node = f_.descend(FoldedStacks::kRoot, outsideLabel_);
     if (d.streamOp != 0 && options_.nvtxFrames) node = f_.descend(node, rangeLabel(data, d.streamOp));
     if (d.kind == DeviceKind::Kernel && d.name != 0) node = f_.descend(node, kernelLabel(data, d.name));
-    if (f_.depth_[node] > f_.maxFrames_) ++f_.depthCapped_;
-    f_.ends_[node] = true;
-    f_.weights_[node].gpuNs += ns;
+    endsAt(node).gpuNs += ns;
   }
  private:
   // Labels by what they come from, each made once: a stack frame's name, an NVTX range's name
