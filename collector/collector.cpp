@@ -16,13 +16,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <fstream>
+#include <algorithm>
 #include <mutex>
 #include <new>
 
 #include "collector/capture.h"
 #include "collector/cupti_session.h"
 #include "collector/own_file.h"
+#include "collector/private_files.h"
 #include "collector/stack_capture.h"
 #include "collector/store.h"
 #include "collector/symbolizer.h"
@@ -414,17 +415,14 @@ void wakeDrain() {
 }
 
 // Whether the process's threads are the drain thread and the main thread, ended (a zombie until
-// the process ends, still counted in /proc/self/status).
+// the process ends, still counted in /proc/self/status), and the files helper if it runs.
 bool onlyDrainThreadLeft() {
   char buf[4096];
-  const int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  const ssize_t n = read(fd, buf, sizeof(buf) - 1);
-  close(fd);
+  const ssize_t n = privateFiles::readFile("/proc/self/status", buf, sizeof(buf) - 1);
   if (n <= 0) return false;
   buf[n] = '\0';
   const char* at = strstr(buf, "\nThreads:");
-  return at != nullptr && strtol(at + 10, nullptr, 10) == 2;
+  return at != nullptr && strtol(at + 10, nullptr, 10) == 2 + privateFiles::helperThreads();
 }
 
 void* drainMain(void*) {
@@ -451,7 +449,10 @@ void* drainMain(void*) {
     // The main thread ended with pthread_exit and every other thread since: this thread returns,
     // so that glibc ends the process as it would have (exit(0) from the last thread, whose exit
     // handlers write the trace: finish() on this thread joins nothing).
-    if (gl.mainThreadExited.load() && onlyDrainThreadLeft()) break;
+    if (gl.mainThreadExited.load() && onlyDrainThreadLeft()) {
+      privateFiles::stop();  // else the helper would be the last thread, and the process would not end
+      break;
+    }
     if (gl.finishRequested.load()) {
       Collector::finish();
       gl.finishDone.store(true);
@@ -516,6 +517,7 @@ void atforkParent() {
 
 void atforkChild() {
   Globals& gl = g();
+  privateFiles::forgetAfterFork();
   if (!t_forkLocked) return;  // the parent was not ownProcess(): neither is this child
   t_forkLocked = false;
   Cupti::forgetAfterFork();  // releases CUPTI's lock too
@@ -590,9 +592,19 @@ void fillProcessMeta(TraceMeta& meta) {
   meta.realtimeMinusMonotonicNs = Clock::realtimeMinusMonotonicNs();
   meta.exe = program_invocation_short_name;
   meta.commandLine.clear();
-  std::ifstream cmdline("/proc/self/cmdline", std::ios::binary);
-  std::string arg;
-  while (std::getline(cmdline, arg, '\0')) meta.commandLine.push_back(arg);
+  // Read in pieces into memory allocated here: a private-files job allocates nothing.
+  std::string text(4096, '\0');
+  std::size_t size = 0;
+  for (ssize_t n = 1; n > 0; size += static_cast<std::size_t>(n)) {
+    if (size == text.size()) text.resize(2 * size);
+    n = std::max<ssize_t>(0, privateFiles::readFile("/proc/self/cmdline", text.data() + size, text.size() - size,
+                                                    static_cast<off_t>(size)));
+  }
+  for (std::size_t at = 0; at < size;) {
+    const std::size_t end = std::min(size, text.find('\0', at));
+    meta.commandLine.emplace_back(text, at, end - at);
+    at = end + 1;
+  }
   char host[256] = {};
   if (gethostname(host, sizeof(host) - 1) == 0) meta.hostname = host;
   // The launcher's rank, for file names and merging: the first of these that is a number.
@@ -821,6 +833,10 @@ void Collector::finish() {
   const int savedErrno = errno;
   Cupti::flush();  // device records still in CUPTI's buffers
   stopDrainThread();
+  // What is written from here is written in the program's descriptor table (private_files.h):
+  // the process is ending, and no thread of cutrace's is left running into its exit, or started
+  // there by a process that recorded nothing.
+  privateFiles::stop();
   std::lock_guard<std::mutex> lock(gl.drainMutex);
   if (!drainPassSafely(true)) {
     errno = savedErrno;

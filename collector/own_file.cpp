@@ -13,6 +13,7 @@
 #include <algorithm>
 
 #include "collector/collector.h"
+#include "collector/private_files.h"
 
 namespace cutrace {
 
@@ -41,28 +42,48 @@ int moveHigh(int fd) {
 
 }  // namespace
 
-bool OwnFile::create(int dirfd, const std::string& dir, const std::string& name) {
-  closeDescriptor();
-  const int fd = openat(dirfd, name.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0) return false;
-  struct stat st {};
-  const bool ok = fstat(fd, &st) == 0;
-  const int err = errno;
-  struct statfs fs {};
-  constexpr long kExt4Magic = 0xEF53;  // EXT4_SUPER_MAGIC (ext2 and ext3 too, run by the ext4 driver)
-  reserves_ = ok && fstatfs(fd, &fs) == 0 && fs.f_type == kExt4Magic;
-  if (!ok) {
-    close(fd);
-    unlinkat(dirfd, name.c_str(), 0);
+bool OwnFile::create(const std::string& dir, const std::string& name) {
+  std::string path = dir + "/" + name;  // here: a job allocates nothing (private_files.h)
+  bool made = false;
+  int err = 0;
+  privateFiles::run([&] {
+    closeDescriptor();
+    made = createIn(dir.c_str(), name.c_str());
+    err = errno;
+  });
+  if (!made) {
     errno = err;
     return false;
   }
-  fd_ = moveHigh(fd);
-  path_ = dir + "/" + name;
-  dev_ = st.st_dev;
-  ino_ = st.st_ino;
+  path_ = std::move(path);
   stopped_ = false;
   reservedTo_ = 0;
+  return true;
+}
+
+bool OwnFile::createIn(const char* dir, const char* name) {
+  const int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dirfd < 0) return false;
+  const int fd = openat(dirfd, name, O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  int err = errno;
+  struct stat st {};
+  const bool ok = fd >= 0 && fstat(fd, &st) == 0;
+  if (fd >= 0) {
+    err = errno;
+    struct statfs fs {};
+    constexpr long kExt4Magic = 0xEF53;  // EXT4_SUPER_MAGIC (ext2 and ext3 too, run by the ext4 driver)
+    reserves_ = ok && fstatfs(fd, &fs) == 0 && fs.f_type == kExt4Magic;
+    if (!ok) {
+      close(fd);
+      unlinkat(dirfd, name, 0);
+    }
+  }
+  close(dirfd);
+  errno = err;
+  if (!ok) return false;
+  fd_ = moveHigh(fd);
+  dev_ = st.st_dev;
+  ino_ = st.st_ino;
   return true;
 }
 
@@ -118,29 +139,34 @@ void OwnFile::releaseReserve() {
   if (path_.empty() || stopped_ || reservedTo_ == 0) return;
   const uint64_t reservedTo = reservedTo_;
   reservedTo_ = 0;
-  struct stat st {};
   const int err = errno;
-  const int fd = descriptor(st);
-  // Truncating to the size it has keeps every byte and frees the blocks past the end.
-  if (fd >= 0 && static_cast<uint64_t>(st.st_size) < reservedTo) (void)ftruncate(fd, st.st_size);
+  privateFiles::run([&] {
+    struct stat st {};
+    const int fd = descriptor(st);
+    // Truncating to the size it has keeps every byte and frees the blocks past the end.
+    if (fd >= 0 && static_cast<uint64_t>(st.st_size) < reservedTo) (void)ftruncate(fd, st.st_size);
+  });
   errno = err;
 }
 
 WriteStatus OwnFile::append(const void* data, std::size_t size) {
   if (path_.empty() || stopped_) return WriteStatus::Error;
   WriteStatus status = WriteStatus::NotOurs;
-  struct stat st {};
-  const int fd = descriptor(st);
-  int err = errno;
-  if (fd >= 0) {
-    reserve(fd, static_cast<uint64_t>(st.st_size), size);
-    status = writeFully(fd, data, size);
+  int err = 0;
+  privateFiles::run([&] {
+    struct stat st {};
+    const int fd = descriptor(st);
     err = errno;
-  } else if (err != ENOENT && err != ESTALE && err != ELOOP) {
-    status = WriteStatus::Error;  // the file is there but could not be opened (EMFILE, EACCES)
-  }
+    if (fd >= 0) {
+      reserve(fd, static_cast<uint64_t>(st.st_size), size);
+      status = writeFully(fd, data, size);
+      err = errno;
+    } else if (err != ENOENT && err != ESTALE && err != ELOOP) {
+      status = WriteStatus::Error;  // the file is there but could not be opened (EMFILE, EACCES)
+    }
+    if (status != WriteStatus::Ok) closeDescriptor();
+  });
   if (status == WriteStatus::Ok) return status;
-  closeDescriptor();
   stopped_ = true;
   char line[PATH_MAX + 200];
   switch (status) {
@@ -162,12 +188,18 @@ WriteStatus OwnFile::append(const void* data, std::size_t size) {
 }
 
 void OwnFile::remove() {
-  struct stat st {};
-  if (!path_.empty() && lstat(path_.c_str(), &st) == 0 && st.st_dev == dev_ && st.st_ino == ino_) unlink(path_.c_str());
+  privateFiles::run([&] {
+    struct stat st {};
+    if (!path_.empty() && lstat(path_.c_str(), &st) == 0 && st.st_dev == dev_ && st.st_ino == ino_)
+      unlink(path_.c_str());
+    closeDescriptor();
+  });
   forget();
 }
 
 void OwnFile::forget() {
+  // In a fork child this table is the program's, inherited: the descriptor is in it only where
+  // the parent had no table of its own, and is closed then if it is still the file.
   closeDescriptor();
   path_.clear();
   dev_ = 0;

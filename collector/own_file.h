@@ -6,11 +6,13 @@
 //   every descriptor they did not open). cutrace therefore keeps no descriptor between writes:
 //   a file it appends to while the program runs is an OwnFile, whose descriptor is checked to be
 //   the very file cutrace created (st_dev, st_ino) before each append, and opened again by path
-//   when it is not. That descriptor is kept out of the program's way: moved to a high number
-//   (the lowest free one, which open() gives, is the program's to get: a daemon closes 0 and
-//   opens /dev/null as its stdin, and cutrace must not hold 0 at that moment, as it did while
-//   it reopened the file by path for each append). Its stderr lines go to fd 2 only while fd 2
-//   is the file that was stderr when cutrace initialised.
+//   when it is not. That descriptor is kept out of the program's way: it lives in cutrace's
+//   own descriptor table (collector/private_files.h), where the program can neither close it
+//   nor see its number taken. Where that table cannot be had, it is in the program's, moved to
+//   a high number (the lowest free one, which open() gives, is the program's to get: a daemon
+//   closes 0 and opens /dev/null as its stdin, and cutrace must not hold 0 at that moment).
+//   Its stderr lines go to fd 2 only while fd 2 is the file that was stderr when cutrace
+//   initialised.
 // - RLIMIT_FSIZE: a write that starts at or past the soft limit kills the process with SIGXFSZ
 //   (one that crosses it is cut short, and the next one kills). writeFully() never issues a
 //   write that would cross the limit; it refuses the whole write instead. Every byte cutrace
@@ -51,6 +53,16 @@ void rememberStderr();
 // inode); otherwise drops it. The only way cutrace writes to stderr.
 void writeDiagnostic(const char* text);
 
+// Where writeDiagnostic puts the lines of a thread that must not write to fd 2 itself (the
+// helper of collector/private_files.h, whose fd 2 is not the program's): kept whole, in order,
+// while they fit, for another thread to write.
+struct HeldDiagnostics {
+  char text[4096];
+  std::size_t size = 0;
+};
+// The calling thread's lines go to `into` from now on; nullptr: to fd 2 again.
+void holdDiagnostics(HeldDiagnostics* into);
+
 // A file cutrace created and appends to while the program runs. One thread at a time (the
 // drain thread, or the exiting thread once the drain thread has stopped).
 class OwnFile {
@@ -59,10 +71,10 @@ class OwnFile {
   OwnFile(const OwnFile&) = delete;
   OwnFile& operator=(const OwnFile&) = delete;
 
-  // Creates `name` in the directory `dirfd`, whose absolute path is `dir`, with
+  // Creates `name` in the directory at the absolute path `dir`, with
   // O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC (mode 0644) and remembers its identity. False with
   // errno set when it cannot (EEXIST or ELOOP: the name is taken, try another).
-  bool create(int dirfd, const std::string& dir, const std::string& name);
+  bool create(const std::string& dir, const std::string& name);
 
   // Appends [data, data + size) as one unit, to the descriptor checked to be still the file
   // create() made (else opened again by path: O_WRONLY|O_APPEND|O_NOFOLLOW|O_CLOEXEC). Any
@@ -84,6 +96,8 @@ class OwnFile {
   void forget();
 
  private:
+  // create()'s descriptor work, as a private-files job: no allocation.
+  bool createIn(const char* dir, const char* name);
   // Whether `fd` is the regular file create() made (same st_dev, st_ino; `st` is its stat).
   bool ours(int fd, struct stat& st) const;
   // The descriptor of the file, while its path still names it: checked (ours()), opened again

@@ -28,6 +28,8 @@ struct StderrIdentity {
 };
 StderrIdentity stderrIdentity;
 
+__thread HeldDiagnostics* t_held __attribute__((tls_model("initial-exec"))) = nullptr;
+
 // Where the next write to `fd` lands, for a regular file; -1 when unknown.
 off_t writePosition(int fd, const struct stat& st) {
   const int flags = fcntl(fd, F_GETFL);
@@ -84,7 +86,17 @@ void rememberStderr() {
   stderrIdentity.known.store(true, std::memory_order_release);
 }
 
+void holdDiagnostics(HeldDiagnostics* into) { t_held = into; }
+
 void writeDiagnostic(const char* text) {
+  if (HeldDiagnostics* held = t_held) {
+    const std::size_t n = strlen(text);
+    if (n <= sizeof(held->text) - held->size) {
+      memcpy(held->text + held->size, text, n);
+      held->size += n;
+    }
+    return;
+  }
   const int savedErrno = errno;
   struct stat st {};
   // A program that closed fd 2 and opened a file of its own there gets none of our lines. (The

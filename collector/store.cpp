@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "collector/collector.h"
+#include "collector/private_files.h"
 #include "collector/python_frames.h"
 #include "collector/stack_table.h"
 #include "collector/symbolizer.h"
@@ -128,12 +129,9 @@ namespace {
 std::string readThreadName(uint32_t tid) {
   char path[64];
   snprintf(path, sizeof(path), "/proc/self/task/%u/comm", tid);
-  FILE* f = fopen(path, "re");
-  if (f == nullptr) return {};
-  char buf[64] = {};
-  const std::size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-  fclose(f);
-  std::string name(buf, n);
+  char buf[64];
+  const ssize_t n = privateFiles::readFile(path, buf, sizeof(buf));
+  std::string name(buf, n > 0 ? static_cast<std::size_t>(n) : 0);
   while (!name.empty() && (name.back() == '\n' || name.back() == '\0')) name.pop_back();
   return name;
 }

@@ -12,6 +12,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "collector/private_files.h"
+
 namespace cutrace {
 
 struct Symbolizer::ElfSymbols {
@@ -31,20 +33,18 @@ struct Symbolizer::ElfSymbols {
   // Reads the function symbols of an ELF file; every offset is checked against the file size,
   // so a truncated or hostile file yields fewer symbols, never a bad read.
   void load(const std::string& path) {
-    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return;
-    struct stat st {};
-    if (fstat(fd, &st) != 0 || st.st_size < static_cast<off_t>(sizeof(Elf64_Ehdr))) {
+    privateFiles::run([&] {
+      const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0) return;
+      struct stat st {};
+      if (fstat(fd, &st) == 0 && st.st_size >= static_cast<off_t>(sizeof(Elf64_Ehdr))) {
+        mapSize = static_cast<std::size_t>(st.st_size);
+        map = mmap(nullptr, mapSize, PROT_READ, MAP_PRIVATE, fd, 0);
+      }
       close(fd);
-      return;
-    }
-    mapSize = static_cast<std::size_t>(st.st_size);
-    map = mmap(nullptr, mapSize, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);
-    if (map == MAP_FAILED) {
-      map = nullptr;
-      return;
-    }
+    });
+    if (map == MAP_FAILED) map = nullptr;
+    if (map == nullptr) return;
     const auto* base = static_cast<const unsigned char*>(map);
     const auto* eh = reinterpret_cast<const Elf64_Ehdr*>(base);
     if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64) return;

@@ -1210,22 +1210,15 @@ void PerfettoWriter::encodeEnd(const TraceData& data, uint64_t nowNs, std::strin
 
 bool StreamFile::create(const std::string& dir, const std::string& stem, std::string& error) {
   if (!makeDirectories(dir, error)) return false;
-  const int dirfd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dirfd < 0) {
-    error = "cannot open " + dir + ": " + strerror(errno);
-    return false;
-  }
   for (int attempt = 0; attempt < kStemAttempts; ++attempt) {
     const std::string candidate = numberedStem(stem, attempt);
-    if (file_.create(dirfd, dir, candidate + ".pftrace")) {
-      close(dirfd);
+    if (file_.create(dir, candidate + ".pftrace")) {
       stem_ = candidate;
       return true;
     }
     if (errno != EEXIST && errno != ELOOP) break;
   }
   error = "cannot create a .pftrace in " + dir + ": " + strerror(errno);
-  close(dirfd);
   return false;
 }
 

@@ -9,9 +9,11 @@
 
 #include <fstream>
 #include <iterator>
+#include <new>
 #include <string>
 
 #include "collector/own_file.h"
+#include "collector/private_files.h"
 #include "exporters/json_writer.h"
 
 using namespace cutrace;
@@ -58,7 +60,7 @@ struct Dir {
 TEST_CASE("own file: appends reopen the file by path and keep no descriptor", "[own_file]") {
   Dir dir;
   OwnFile file;
-  REQUIRE(file.create(dir.fd, dir.path, "a.pftrace"));
+  REQUIRE(file.create(dir.path, "a.pftrace"));
   CHECK(file.path() == dir.path + "/a.pftrace");
   // No descriptor of cutrace's stays open: the next open gets the number create() used.
   const int probe = open("/dev/null", O_RDONLY);
@@ -72,10 +74,10 @@ TEST_CASE("own file: appends reopen the file by path and keep no descriptor", "[
   CHECK(readFile(file.path()) == "one two");
 
   OwnFile again;
-  CHECK_FALSE(again.create(dir.fd, dir.path, "a.pftrace"));  // never over an existing file
+  CHECK_FALSE(again.create(dir.path, "a.pftrace"));  // never over an existing file
   CHECK(errno == EEXIST);
   REQUIRE(symlink((dir.path + "/target").c_str(), (dir.path + "/link").c_str()) == 0);
-  CHECK_FALSE(again.create(dir.fd, dir.path, "link"));  // nor through a symlink
+  CHECK_FALSE(again.create(dir.path, "link"));  // nor through a symlink
   CHECK(access((dir.path + "/target").c_str(), F_OK) != 0);
 
   file.remove();
@@ -86,7 +88,7 @@ TEST_CASE("own file: a file replaced or removed is never written again", "[own_f
   Dir dir;
   SECTION("replaced by rename") {
     OwnFile file;
-    REQUIRE(file.create(dir.fd, dir.path, "x"));
+    REQUIRE(file.create(dir.path, "x"));
     REQUIRE(file.append("cutrace", 7) == WriteStatus::Ok);
     writeFile(dir.path + "/other", "program's");
     REQUIRE(rename((dir.path + "/other").c_str(), file.path().c_str()) == 0);
@@ -99,7 +101,7 @@ TEST_CASE("own file: a file replaced or removed is never written again", "[own_f
   }
   SECTION("replaced by a symlink") {
     OwnFile file;
-    REQUIRE(file.create(dir.fd, dir.path, "x"));
+    REQUIRE(file.create(dir.path, "x"));
     writeFile(dir.path + "/victim", "program's");
     REQUIRE(unlink((dir.path + "/x").c_str()) == 0);
     REQUIRE(symlink((dir.path + "/victim").c_str(), (dir.path + "/x").c_str()) == 0);
@@ -108,7 +110,7 @@ TEST_CASE("own file: a file replaced or removed is never written again", "[own_f
   }
   SECTION("removed") {
     OwnFile file;
-    REQUIRE(file.create(dir.fd, dir.path, "x"));
+    REQUIRE(file.create(dir.path, "x"));
     REQUIRE(unlink(file.path().c_str()) == 0);
     CHECK(file.append("more", 4) == WriteStatus::NotOurs);
     CHECK(access((dir.path + "/x").c_str(), F_OK) != 0);  // not created again
@@ -118,7 +120,7 @@ TEST_CASE("own file: a file replaced or removed is never written again", "[own_f
 TEST_CASE("own file: writes stop before the file-size limit, the process is not signalled", "[own_file]") {
   Dir dir;
   OwnFile file;
-  REQUIRE(file.create(dir.fd, dir.path, "limited"));
+  REQUIRE(file.create(dir.path, "limited"));
   const std::string kb(1000, 'x');
   {
     SoftFileSizeLimit limit(2500);
@@ -188,7 +190,7 @@ TEST_CASE("own file: on ext4 appends go into blocks reserved ahead, given back a
     return uint64_t(st.st_blocks) * 512;
   };
   OwnFile file;
-  REQUIRE(file.create(dir.fd, dir.path, "r.pftrace"));
+  REQUIRE(file.create(dir.path, "r.pftrace"));
   const std::string chunk(100000, 'p');
   REQUIRE(file.append(chunk.data(), chunk.size()) == WriteStatus::Ok);
   // The size is what was written; the blocks reach 4 MB past it.
@@ -201,10 +203,64 @@ TEST_CASE("own file: on ext4 appends go into blocks reserved ahead, given back a
 
   // Never reserved past the file-size limit (and no SIGXFSZ for trying).
   OwnFile limited;
-  REQUIRE(limited.create(dir.fd, dir.path, "limited"));
+  REQUIRE(limited.create(dir.path, "limited"));
   {
     SoftFileSizeLimit limit(200000);
     REQUIRE(limited.append(chunk.data(), chunk.size()) == WriteStatus::Ok);
     CHECK(allocated(limited.path()) <= 200000 + 4096);
   }
+}
+
+TEST_CASE("private files: a job's descriptors are not the program's, its lines are the caller's", "[own_file]") {
+  Dir dir;
+  // The lowest free number in the program's table, before and after the jobs.
+  const int lowest = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  REQUIRE(lowest >= 0);
+  close(lowest);
+  int inJob = -1;
+  privateFiles::run([&] { inJob = open("/dev/null", O_RDONLY | O_CLOEXEC); });
+  if (privateFiles::helperThreads() == 0) {
+    WARN("no table of cutrace's own here (unshare refused): jobs ran in the program's table");
+    close(inJob);
+    return;
+  }
+  // The helper's table is empty but for the job's own: its first descriptor is 0, and it stays
+  // open there, out of the program's table, whose lowest free number is the same as before.
+  CHECK(inJob == 0);
+  const int after = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  CHECK(after == lowest);
+  close(after);
+  int closed = -1;
+  privateFiles::run([&] { closed = close(inJob); });
+  CHECK(closed == 0);
+
+  // A job that runs a job runs it where it is, in the same table.
+  int nested = -1;
+  privateFiles::run([&] {
+    const int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    privateFiles::run([&] { nested = fd; });
+    close(fd);
+  });
+  CHECK(nested == 0);
+
+  // Lines written in a job reach the program's fd 2 (the helper has none), after the job.
+  const int saved = dup(STDERR_FILENO);
+  const int err = open((dir.path + "/stderr").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  REQUIRE(dup2(err, STDERR_FILENO) == STDERR_FILENO);
+  rememberStderr();
+  privateFiles::run([&] {
+    writeDiagnostic("from a job\n");
+    writeDiagnostic("and another\n");
+  });
+  REQUIRE(dup2(saved, STDERR_FILENO) == STDERR_FILENO);
+  rememberStderr();
+  close(saved);
+  close(err);
+  CHECK(readFile(dir.path + "/stderr") == "from a job\nand another\n");
+
+  // What a job throws is thrown again to its caller; the helper runs on.
+  CHECK_THROWS_AS(privateFiles::run([] { throw std::bad_alloc(); }), std::bad_alloc);
+  int ran = 0;
+  privateFiles::run([&] { ran = 1; });
+  CHECK(ran == 1);
 }

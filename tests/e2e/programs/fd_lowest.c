@@ -1,8 +1,10 @@
 /* POSIX gives open() the lowest free descriptor, and daemons rely on it: close(0), then
- * open("/dev/null") is the new stdin. While a second thread makes CUDA calls and cutrace's drain
+ * open("/dev/null") is the new stdin. While other threads make CUDA calls and cutrace's drain
  * thread appends to its stream every millisecond, the main thread does that again and again:
- * every open must land on 0, as without cutrace (which reopened its stream by path for each
- * append and so held the lowest free number for a moment, and had its own descriptor closed). */
+ * every open must land on 0, as without cutrace. Each call comes from a new thread, whose name
+ * the drain reads (/proc/self/task/N/comm) when it first meets its events: cutrace opened that
+ * file, an object's file to name a stack's frames, and its stream again after the program closed
+ * it, in the program's descriptor table, taking the lowest free number for a moment. */
 #include <cuda_runtime_api.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -12,16 +14,26 @@
 #include <unistd.h>
 
 static atomic_int stop;
+static atomic_int called;
+
+static void* caller(void* arg) {
+  (void)arg;
+  void* p = NULL;
+  cudaMalloc(&p, 16);
+  cudaFree(p);
+  atomic_store(&called, 1);
+  return NULL;
+}
 
 static void* worker(void* arg) {
   (void)arg;
-  // Calls every millisecond: a pass, and an append, every millisecond. Few of them: the trace
-  // is checked and exported afterwards, which under TSan takes about a second per 10,000 events.
+  // A new thread every millisecond: a pass, a name read and an append every millisecond. Few of
+  // them: the trace is checked and exported afterwards, which under TSan takes about a second
+  // per 10,000 events.
   const struct timespec pause = {0, 1000 * 1000};
   while (!atomic_load(&stop)) {
-    void* p = NULL;
-    cudaMalloc(&p, 16);
-    cudaFree(p);
+    pthread_t t;
+    if (pthread_create(&t, NULL, caller, NULL) == 0) pthread_join(t, NULL);
     nanosleep(&pause, NULL);
   }
   return NULL;
@@ -30,10 +42,11 @@ static void* worker(void* arg) {
 int main(void) {
   pthread_t t;
   if (pthread_create(&t, NULL, worker, NULL) != 0) return 1;
-  // cutrace's start (its libraries, its files) and the naming of each new stack's frames (an
-  // object's file, opened for a moment) open files: past, the worker's stacks all named by then
-  // (under TSan the first pass's naming took more than 200 ms: its open took descriptor 0).
-  const struct timespec settle = {1, 0};
+  // cutrace's start loads libraries (dlopen, in the program's table): past it once a call is in.
+  // Then a second more: under UBSan, its vptr check's first look at each type (the drain's first
+  // passes) opens a pipe of its own. Thread names are read all along.
+  const struct timespec pause = {0, 1000 * 1000}, settle = {1, 0};
+  while (!atomic_load(&called)) nanosleep(&pause, NULL);
   nanosleep(&settle, NULL);
   int elsewhere = 0;
   for (int i = 0; i < 200000; ++i) {
