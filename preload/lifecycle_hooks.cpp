@@ -17,7 +17,6 @@
 // popen() reach glibc's spawn internally and hand the child `environ` as it is.
 
 #include <alloca.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <spawn.h>
 #include <string.h>
@@ -29,25 +28,13 @@
 #include <unistd.h>
 
 #include "collector/collector.h"
+#include "preload/next_symbol.h"
 
 namespace {
 
-// The next definition of `name` (glibc's, or a sanitizer's interceptor), looked up on first use
-// into a constant-initialised slot: a guarded function-local static would call
-// __cxa_guard_acquire, which sanitizer runtimes intercept. A race only looks it up twice.
-template <typename F>
-F nextFunction(std::atomic<void*>& slot, const char* name) {
-  void* p = slot.load(std::memory_order_relaxed);
-  if (p == nullptr) {
-    p = dlsym(RTLD_NEXT, name);
-    slot.store(p, std::memory_order_relaxed);
-  }
-  return reinterpret_cast<F>(p);
-}
-
 #define CUTRACE_NEXT_AS(var, type, name)         \
   static std::atomic<void*> next_##name{nullptr}; \
-  const auto var = nextFunction<type>(next_##name, #name)
+  const auto var = cutrace::nextSymbol<type>(next_##name, #name)
 #define CUTRACE_NEXT(type, name) CUTRACE_NEXT_AS(real, type, name)
 
 // execl* arguments gathered on the stack; a longer list takes pages of its own for the call (no

@@ -14,12 +14,12 @@
 // guards are intercepted) and no calls into the collector: the handler to hide is published in
 // a plain pointer.
 
-#include <dlfcn.h>
 #include <signal.h>
 
 #include <atomic>
 
 #include "collector/alt_stack.h"
+#include "preload/next_symbol.h"
 
 namespace cutrace::tls {
 __thread AltStack altStack __attribute__((tls_model("initial-exec"))) = {0, 0};
@@ -41,20 +41,11 @@ std::atomic<void*> nextSysvSignal{nullptr};
 std::atomic<void*> nextSigset{nullptr};
 std::atomic<void*> nextSigaltstack{nullptr};
 
-void* next(std::atomic<void*>& slot, const char* name) {
-  void* p = slot.load(std::memory_order_relaxed);
-  if (p == nullptr) {
-    p = dlsym(RTLD_NEXT, name);
-    slot.store(p, std::memory_order_relaxed);
-  }
-  return p;
-}
-
 bool own(void (*handler)(int)) { return handler != nullptr && handler == cutraceOwnSignalHandler; }
 
 // signal() and its kin: glibc's `name`, with cutrace's handler in what it returns read as SIG_DFL.
 sighandler_t hiddenSignal(std::atomic<void*>& slot, const char* name, int sig, sighandler_t handler) {
-  auto real = reinterpret_cast<sighandler_t (*)(int, sighandler_t)>(next(slot, name));
+  auto real = cutrace::nextSymbol<sighandler_t (*)(int, sighandler_t)>(slot, name);
   const sighandler_t old = real(sig, handler);
   return own(old) ? SIG_DFL : old;
 }
@@ -64,7 +55,7 @@ sighandler_t hiddenSignal(std::atomic<void*>& slot, const char* name, int sig, s
 extern "C" {
 
 __attribute__((visibility("default"))) int sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
-  auto real = reinterpret_cast<int (*)(int, const struct sigaction*, struct sigaction*)>(next(nextSigaction, "sigaction"));
+  auto real = cutrace::nextSymbol<int (*)(int, const struct sigaction*, struct sigaction*)>(nextSigaction, "sigaction");
   const int rc = real(sig, act, old);
   if (rc == 0 && old != nullptr && !(old->sa_flags & SA_SIGINFO) && own(old->sa_handler)) {
     old->sa_handler = SIG_DFL;
@@ -92,7 +83,7 @@ __attribute__((visibility("default"))) sighandler_t sigset(int sig, sighandler_t
 }
 
 __attribute__((visibility("default"))) int sigaltstack(const stack_t* ss, stack_t* old) {
-  const int rc = reinterpret_cast<int (*)(const stack_t*, stack_t*)>(next(nextSigaltstack, "sigaltstack"))(ss, old);
+  const int rc = cutrace::nextSymbol<int (*)(const stack_t*, stack_t*)>(nextSigaltstack, "sigaltstack")(ss, old);
   if (rc == 0 && ss != nullptr) {
     cutrace::tls::altStack = (ss->ss_flags & SS_DISABLE)
                                  ? cutrace::AltStack{0, 0}
