@@ -8,6 +8,7 @@
 #include <cuda_runtime_api.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <time.h>
@@ -39,8 +40,21 @@ static void* worker(void* arg) {
   return NULL;
 }
 
+// Whether a thread may have a descriptor table of its own (cutrace opens its files there):
+// Docker's default seccomp profile refuses unshare without CAP_SYS_ADMIN.
+static void* tryUnshare(void* arg) {
+  *(int*)arg = unshare(CLONE_FILES) == 0;
+  return NULL;
+}
+
 int main(void) {
+  int ownTable = 0;
   pthread_t t;
+  if (pthread_create(&t, NULL, tryUnshare, &ownTable) != 0 || pthread_join(t, NULL) != 0) return 1;
+  if (!ownTable) {
+    printf("opens not at the lowest free descriptor: not checked (no descriptor table of cutrace's own here)\n");
+    return 0;
+  }
   if (pthread_create(&t, NULL, worker, NULL) != 0) return 1;
   // cutrace's start loads libraries (dlopen, in the program's table): past it once a call is in.
   // Then a second more: under UBSan, its vptr check's first look at each type (the drain's first
