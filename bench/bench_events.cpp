@@ -22,8 +22,12 @@
 // driver call 20 frames below main, traced without stacks and with each unwinder.
 // Calls come in bursts with pauses in between, so the default ring is emptied in time and never
 // drops (checked: the bench fails if a traced run reports a drop); the drain thread runs as in a
-// real process, at its default interval: its cost shows in "cpu ns/event" (the whole process) and
-// alone in "drain ns/event" (its thread's CPU clock), the traced thread's in "wall ns/event".
+// real process, at its default interval. Columns, per event, traced minus bare: "wall ns" (the
+// calling thread's time in the bursts), "cpu ns" (the whole process: the goal's figure), and its
+// parts by thread CPU clock: "thread ns" (the calling thread: the hooks), "drain ns" (the drain
+// thread: decode, encode, fold), "files ns" (the helper that writes the stream: the write calls)
+// and "other ns" (what is left: the kernel's work for the process not charged to those threads,
+// and the noise of the whole-process figure).
 
 #include <cuda.h>
 #include <cuda_runtime_api.h>
@@ -88,9 +92,11 @@ extern "C" void __cudaRegisterFatBinaryEnd(void**);
 
 void benchKernelStub() {}
 
-// CPU time of the traced process's drain thread (found by its name), in seconds; 0 untraced.
-// A thread's CPU clock id from its tid is the kernel's MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED).
-double drainCpuSeconds() {
+// CPU time of the traced process's thread named `comm` (cutrace-drain: the drain thread;
+// cutrace-files: the helper that writes the stream), in seconds; 0 untraced or where it never
+// started. A thread's CPU clock id from its tid is the kernel's MAKE_THREAD_CPUCLOCK(tid,
+// CPUCLOCK_SCHED).
+double namedThreadCpuSeconds(const char* name) {
   DIR* dir = opendir("/proc/self/task");
   if (dir == nullptr) return 0;
   double seconds = 0;
@@ -99,15 +105,22 @@ double drainCpuSeconds() {
     snprintf(path, sizeof(path), "/proc/self/task/%s/comm", d->d_name);
     FILE* f = fopen(path, "r");
     if (f == nullptr) continue;
-    const bool drain = fgets(comm, sizeof(comm), f) != nullptr && strncmp(comm, "cutrace-drain", 13) == 0;
+    const bool named = fgets(comm, sizeof(comm), f) != nullptr && strncmp(comm, name, strlen(name)) == 0;
     fclose(f);
-    if (!drain) continue;
+    if (!named) continue;
     const clockid_t clock = static_cast<clockid_t>((~static_cast<unsigned>(atoi(d->d_name)) << 3) | 6);
     timespec ts{};
     if (clock_gettime(clock, &ts) == 0) seconds = static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
   }
   closedir(dir);
   return seconds;
+}
+double drainCpuSeconds() { return namedThreadCpuSeconds("cutrace-drain"); }
+
+double threadCpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
 double cpuSeconds() {
@@ -220,24 +233,30 @@ int worker(const std::string& which, long calls, int depth) {
     usleep(3000);
   }
   double wallNs = 0;
-  const double c0 = cpuSeconds(), d0 = drainCpuSeconds();
+  const double c0 = cpuSeconds(), d0 = drainCpuSeconds(), f0 = namedThreadCpuSeconds("cutrace-files"),
+               self0 = threadCpuSeconds();
   for (long done = 0; done < calls; done += kBurst) {
     const auto t0 = std::chrono::steady_clock::now();
     nested(depth, timedBurst);
     wallNs += std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
     usleep(3000);
   }
-  const double c1 = cpuSeconds(), d1 = drainCpuSeconds();
-  const long timed = (calls + kBurst - 1) / kBurst * kBurst;
-  printf("%.3f %.3f %.3f\n", wallNs / static_cast<double>(timed), (c1 - c0) * 1e9 / static_cast<double>(timed),
-         (d1 - d0) * 1e9 / static_cast<double>(timed));
+  const double self1 = threadCpuSeconds(), c1 = cpuSeconds(), d1 = drainCpuSeconds(),
+               f1 = namedThreadCpuSeconds("cutrace-files");
+  const double timed = static_cast<double>((calls + kBurst - 1) / kBurst * kBurst);
+  printf("%.3f %.3f %.3f %.3f %.3f\n", wallNs / timed, (c1 - c0) * 1e9 / timed, (d1 - d0) * 1e9 / timed,
+         (f1 - f0) * 1e9 / timed, (self1 - self0) * 1e9 / timed);
   return 0;
 }
 
-// Runs one worker; returns {wall ns/call, cpu ns/call, the drain thread's cpu ns/call} and,
-// traced, the Chrome trace's and the .pftrace's bytes per event (its files are removed afterwards).
-bool runWorker(const char* self, const Case& c, long calls, const std::string& preload, double& wall, double& cpu,
-               double& drain, double& traceBytesPerEvent, double& streamBytesPerEvent) {
+// What one worker run measured, per call: the loop's wall time, the process's CPU and that of
+// the calling thread, the drain thread and the files helper alone; traced, the Chrome trace's
+// and the .pftrace's bytes per event (its files are removed afterwards).
+struct WorkerResult {
+  double wall = 0, cpu = 0, drain = 0, files = 0, thread = 0;
+  double traceBytesPerEvent = 0, streamBytesPerEvent = 0;
+};
+bool runWorker(const char* self, const Case& c, long calls, const std::string& preload, WorkerResult& result) {
   std::string callsArg = std::to_string(calls);
   std::string depthArg = std::to_string(c.depth);
   const char* argv[] = {self, "--worker", c.loop, "--calls", callsArg.c_str(), "--depth", depthArg.c_str(), nullptr};
@@ -290,8 +309,8 @@ bool runWorker(const char* self, const Case& c, long calls, const std::string& p
       if (count != nullptr && sscanf(line, "cutrace: wrote %511[^,], %511s", stream, trace) == 2 &&
           sscanf(count, ".folded, %lu events", &events) == 1 && events > 0 && stat(trace, &st) == 0 &&
           stat(stream, &sst) == 0) {
-        traceBytesPerEvent = static_cast<double>(st.st_size) / static_cast<double>(events);
-        streamBytesPerEvent = static_cast<double>(sst.st_size) / static_cast<double>(events);
+        result.traceBytesPerEvent = static_cast<double>(st.st_size) / static_cast<double>(events);
+        result.streamBytesPerEvent = static_cast<double>(sst.st_size) / static_cast<double>(events);
         const std::string stem(trace, strlen(trace) - strlen(".trace.json"));
         for (const char* suffix : {".pftrace", ".trace.json", ".folded", ".calls.folded", ".gpu.folded"})
           unlink((stem + suffix).c_str());
@@ -303,7 +322,7 @@ bool runWorker(const char* self, const Case& c, long calls, const std::string& p
       return false;
     }
   }
-  return n > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 && sscanf(buf, "%lf %lf %lf", &wall, &cpu, &drain) == 3;
+  return n > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 && sscanf(buf, "%lf %lf %lf %lf %lf", &result.wall, &result.cpu, &result.drain, &result.files, &result.thread) >= 3;
 }
 
 // --sustained: one traced run of the launch loop at a pace, default settings. Reports what was
@@ -487,10 +506,10 @@ int main(int argc, char** argv) {
     const Case idle{"threads-idle", "threads-idle", 1, 0, "CUTRACE_JSON_LIMIT=1"};
     for (long n : {100L, idleThreads}) {
       std::vector<double> ms;
-      for (int r = 0; r < 3; ++r) {
-        double wall = 0, cpu = 0, drain = 0, traceB = 0, streamB = 0;
-        if (!runWorker(self, idle, n, libtrace, wall, cpu, drain, traceB, streamB)) return 1;
-        ms.push_back(drain);
+      for (int run = 0; run < 3; ++run) {
+        WorkerResult r;
+        if (!runWorker(self, idle, n, libtrace, r)) return 1;
+        ms.push_back(r.drain);
       }
       std::sort(ms.begin(), ms.end());
       printf("after %ld short threads, each with a CUDA call: the idle drain takes %.1f ms of CPU per second\n", n, ms[1]);
@@ -504,28 +523,35 @@ int main(int argc, char** argv) {
   }
 
   printf("cutrace bench_events: %d runs x %ld calls per case, medians, stand-in CUDA libraries\n", runs, calls);
-  printf("%-14s %8s %10s %10s %8s %14s %13s %15s %13s %16s\n", "case", "events", "bare ns", "traced ns", "ratio",
-         "wall ns/event", "cpu ns/event", "drain ns/event", "json B/event", "pftrace B/event");
+  printf("%-14s %6s %8s %9s %7s %9s %9s %9s %9s %9s %9s %6s %7s\n", "case", "events", "bare ns", "traced ns", "ratio",
+         "wall ns", "cpu ns", "thread ns", "drain ns", "files ns", "other ns", "json B", "pftr. B");
   std::vector<double> tracedWallByCase, tracedCpuByCase;
   for (const Case& c : kCases) {
-    std::vector<double> bareWall, bareCpu, tracedWall, tracedCpu, tracedDrain, tracedBytes, streamBytes;
+    std::vector<double> bareWall, bareCpu, bareThread, tracedWall, tracedCpu, tracedThread, tracedDrain, tracedFiles,
+        tracedBytes, streamBytes;
     for (int r = 0; r < runs; ++r) {  // interleaved so drift hits both alike
-      double w, cpu, drain, bytes = 0, sbytes = 0;
-      if (!runWorker(self, c, calls, "", w, cpu, drain, bytes, sbytes)) return 1;
-      bareWall.push_back(w);
-      bareCpu.push_back(cpu);
-      if (!runWorker(self, c, calls, libtrace, w, cpu, drain, bytes, sbytes)) return 1;
-      tracedWall.push_back(w);
-      tracedCpu.push_back(cpu);
-      tracedDrain.push_back(drain);
-      tracedBytes.push_back(bytes);
-      streamBytes.push_back(sbytes);
+      WorkerResult bare, traced;
+      if (!runWorker(self, c, calls, "", bare)) return 1;
+      bareWall.push_back(bare.wall);
+      bareCpu.push_back(bare.cpu);
+      bareThread.push_back(bare.thread);
+      if (!runWorker(self, c, calls, libtrace, traced)) return 1;
+      tracedWall.push_back(traced.wall);
+      tracedCpu.push_back(traced.cpu);
+      tracedThread.push_back(traced.thread);
+      tracedDrain.push_back(traced.drain);
+      tracedFiles.push_back(traced.files);
+      tracedBytes.push_back(traced.traceBytesPerEvent);
+      streamBytes.push_back(traced.streamBytesPerEvent);
     }
     const double bw = median(bareWall), tw = median(tracedWall);
     const double bc = median(bareCpu), tc = median(tracedCpu);
-    printf("%-14s %8d %10.1f %10.1f %8.2f %14.1f %13.1f %15.1f %13.0f %16.1f\n", c.name, c.eventsPerCall, bw, tw, tw / bw,
-           (tw - bw) / c.eventsPerCall, (tc - bc) / c.eventsPerCall, median(tracedDrain) / c.eventsPerCall,
-           median(tracedBytes), median(streamBytes));
+    const double n = c.eventsPerCall;
+    const double cpu = (tc - bc) / n, thread = (median(tracedThread) - median(bareThread)) / n;
+    const double drain = median(tracedDrain) / n, files = median(tracedFiles) / n;
+    printf("%-14s %6d %8.1f %9.1f %7.2f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %6.0f %7.1f\n", c.name, c.eventsPerCall, bw, tw,
+           tw / bw, (tw - bw) / n, cpu, thread, drain, files, cpu - thread - drain - files, median(tracedBytes),
+           median(streamBytes));
     tracedWallByCase.push_back(tw);
     tracedCpuByCase.push_back(tc);
   }
