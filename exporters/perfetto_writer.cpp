@@ -803,11 +803,76 @@ void PerfettoWriter::takeBegun(ThreadMark& mark, Node& n) {
   begun.erase(at);
 }
 
+// Whether the events of `events` from `base` on, nested as encodeThreadEvents nests them (an event
+// wraps the latest unwrapped ones that began at or after it), make roots that wrap nothing or
+// only the event recorded just before them, which wraps nothing: a loop's calls, ranges with
+// nothing recorded inside them, runtime calls each with the driver call it made.
+static bool shallowForest(const BlockList<Event>& events, std::size_t base) {
+  uint64_t rootStart = 0, previousRootStart = 0;  // the last two roots' starts
+  bool roots = false, twoRoots = false, lastIsLeaf = false;
+  for (std::size_t i = base; i < events.size();) {
+    const auto run = events.run(i);
+    for (std::size_t k = 0; k < run.count; ++k, ++i) {
+      const uint64_t start = run.at[k].start;
+      if (!roots || rootStart < start) {  // wraps nothing: a root of its own
+        twoRoots = roots;
+        previousRootStart = rootStart;
+        lastIsLeaf = true;
+      } else if (!lastIsLeaf || (twoRoots && previousRootStart >= start)) {
+        return false;  // it would wrap a parent, or more than one root
+      } else {
+        lastIsLeaf = false;  // wraps the last root alone, which nested nothing
+      }
+      rootStart = start;
+      roots = true;
+    }
+  }
+  return true;
+}
+
 void PerfettoWriter::encodeThreadEvents(const TraceData& data, std::size_t thread) {
   ThreadMark& mark = threads_[thread];
   const ThreadTrack& track = data.threads[thread];
   const auto& events = track.events;
   const std::size_t base = mark.events > track.released ? static_cast<std::size_t>(mark.events - track.released) : 0;
+  // A loop's pass, with nothing open and nothing written ahead (ThreadMark::begun), whose forest
+  // below would be roots that nest nothing or a single event that nests nothing (a runtime call
+  // and its driver call): written in one go, without building it (most of what a plain call
+  // costs the drain was the forest). An event's parent, if any, is the next one recorded.
+  if (mark.begun.empty() && track.openRanges.empty() && shallowForest(events, base)) {
+    Sequence& seq = mark.seq;
+    const auto end = [&](const Event& e, uint64_t track) {  // as the general path's end()
+      if (e.kind == EventKind::NvtxMark) return;
+      if (track == 0 && e.end >= seq.lastNs) w_.close(putThreadEnd(w_.open(kEndBytes), seq, e.end));
+      else endEvent(seq, e.end, track);
+    };
+    const auto leaf = [&](const Event& e) __attribute__((always_inline)) {
+      if (!fromTemplate(data, thread, seq, e, true)) end(e, beginEvent(data, thread, e));
+    };
+    // Each event waits for the next one, which may be its parent (began no later than it).
+    const Event* waiting = nullptr;
+    for (std::size_t i = base; i < events.size();) {
+      const auto run = events.run(i);
+      for (std::size_t k = 0; k < run.count; ++k, ++i) {
+        const Event& e = run.at[k];
+        noteMemoryChange(data, e);
+        if (waiting == nullptr) {
+          waiting = &e;
+        } else if (e.start <= waiting->start) {
+          const uint64_t where = fromTemplate(data, thread, seq, e, false) ? 0 : beginEvent(data, thread, e);
+          leaf(*waiting);
+          end(e, where);
+          waiting = nullptr;
+        } else {
+          leaf(*waiting);
+          waiting = &e;
+        }
+      }
+    }
+    if (waiting != nullptr) leaf(*waiting);
+    mark.events = track.released + events.size();
+    return;
+  }
   nodes_.clear();
   roots_.clear();
   for (std::size_t i = base; i < events.size();) {
@@ -817,10 +882,7 @@ void PerfettoWriter::encodeThreadEvents(const TraceData& data, std::size_t threa
       // are its children (or overlap it; the reader pairs by position, never by time).
       const Event& e = run.at[k];
       const uint64_t start = e.start;
-      if (e.kind == EventKind::Api && e.hook < memoryHooks_.size() && memoryHooks_[e.hook]) {
-        MemoryChange c;
-        if (memoryChangeOf(data, e, c)) memoryChanges_.push_back(c);
-      }
+      noteMemoryChange(data, e);
       const auto self = static_cast<uint32_t>(i - base);
       std::size_t keep = roots_.size();
       uint32_t height = 0;

@@ -447,6 +447,12 @@ class PerfettoWriter {
   MemoryCounters memory_;                    // across passes
   std::vector<MemoryChange> memoryChanges_;  // this pass's, gathered as each thread is encoded
   std::vector<uint8_t> memoryHooks_;         // by hook: changesMemory()
+  // A call that changes device memory: its change, for this pass's counters.
+  void noteMemoryChange(const TraceData& data, const Event& e) {
+    if (e.kind != EventKind::Api || e.hook >= memoryHooks_.size() || !memoryHooks_[e.hook]) return;
+    MemoryChange c;
+    if (memoryChangeOf(data, e, c)) memoryChanges_.push_back(c);
+  }
 };
 
 // The stream's file: created once (O_EXCL, no symlink followed) under the first free numbered

@@ -804,6 +804,74 @@ TEST_CASE("pftrace writer: a range wrapping calls in one pass is written in time
   CHECK(chrome(back) == chrome(d));
 }
 
+// A loop's pass: calls, runtime calls each recorded after the driver call it made (one starting
+// at the same ns as its child), marks. Nothing wraps more than the event recorded just before
+// it, which the writer takes without building its forest: the driver call still ends inside its
+// runtime call, in the file's order, and every slice keeps its times, over two passes.
+TEST_CASE("pftrace writer: a pass of calls and runtime calls around driver calls is written nested", "[perfetto]") {
+  TraceBuilder b;
+  TraceData& d = b.store().data();
+  PerfettoWriter writer;
+  std::string bytes;
+  uint64_t seq = 1, t = 1000;
+  std::vector<std::string> expected;  // "name start end", as each END is read
+  const auto pass = [&](int shapes) {
+    for (int i = 0; i < shapes; ++i, t += 100) {
+      switch (i % 4) {
+        case 0:
+          b.api(11, test::kCudaDeviceSynchronize, seq++, t, t + 10);
+          expected.push_back("cudaDeviceSynchronize " + std::to_string(t) + " " + std::to_string(t + 10));
+          break;
+        case 1:
+        case 2: {
+          // The second pair's runtime call starts at the same ns as its driver call.
+          const uint64_t inner = i % 4 == 1 ? t + 2 : t;
+          b.launch(11, test::kCuLaunchKernel, seq + 1, inner, t + 8, nullptr);
+          b.launch(11, test::kCudaLaunchKernel, seq, t, t + 10, "_Z1kv");
+          seq += 2;
+          expected.push_back("cuLaunchKernel " + std::to_string(inner) + " " + std::to_string(t + 8));
+          expected.push_back("cudaLaunchKernel " + std::to_string(t) + " " + std::to_string(t + 10));
+          break;
+        }
+        default:
+          b.mark(11, seq++, t, "m");
+          break;
+      }
+    }
+    writer.encodePass(d, t, bytes);
+    b.store().releaseEvents();
+  };
+  pass(9);
+  pass(6);
+  b.finish(t);
+  writer.encodeEnd(d, t, chromeTraceMetadata(d), bytes);
+  struct Order : PerfettoVisitor {
+    std::vector<std::string> ended;
+    uint64_t marks = 0;
+    // Packets read since the last slice ended, when a runtime call ends: 1 (its own END) where
+    // its BEGIN came before its driver call's, 2 where its BEGIN came after that call had ended.
+    uint64_t packets = 0, lastEnded = 0;
+    std::vector<uint64_t> parentGaps;
+    void position(uint64_t) override { ++packets; }
+    void slice(const PfSlice& s) override {
+      if (s.instant) {
+        ++marks;
+        return;
+      }
+      ended.push_back(std::string(s.name) + " " + std::to_string(s.startNs) + " " + std::to_string(s.endNs));
+      if (s.name == "cudaLaunchKernel") parentGaps.push_back(packets - lastEnded);
+      lastEnded = packets;
+    }
+  } order;
+  std::string error;
+  PfReadStats stats;
+  REQUIRE(readPerfettoBytes(bytes, order, error, &stats));
+  CHECK(stats.unmatchedEnds == 0);
+  CHECK(order.ended == expected);
+  CHECK(order.marks == 3);
+  CHECK(order.parentGaps == std::vector<uint64_t>(7, 1));
+}
+
 // Ranges pushed and popped at random on two threads, in the default domain and a named one (pops
 // lost now and then), marks, start/end ranges crossing threads, runtime calls around driver
 // calls, cut into passes at random and released as the drain does. After every pass the file
