@@ -841,13 +841,8 @@ void PerfettoWriter::encodeThreadEvents(const TraceData& data, std::size_t threa
   // costs the drain was the forest). An event's parent, if any, is the next one recorded.
   if (mark.begun.empty() && track.openRanges.empty() && shallowForest(events, base)) {
     Sequence& seq = mark.seq;
-    const auto end = [&](const Event& e, uint64_t track) {  // as the general path's end()
-      if (e.kind == EventKind::NvtxMark) return;
-      if (track == 0 && e.end >= seq.lastNs) w_.close(putThreadEnd(w_.open(kEndBytes), seq, e.end));
-      else endEvent(seq, e.end, track);
-    };
     const auto leaf = [&](const Event& e) __attribute__((always_inline)) {
-      if (!fromTemplate(data, thread, seq, e, true)) end(e, beginEvent(data, thread, e));
+      if (!fromTemplate(data, thread, seq, e, true)) endOf(seq, e, beginEvent(data, thread, e));
     };
     // Each event waits for the next one, which may be its parent (began no later than it).
     const Event* waiting = nullptr;
@@ -861,7 +856,7 @@ void PerfettoWriter::encodeThreadEvents(const TraceData& data, std::size_t threa
         } else if (e.start <= waiting->start) {
           const uint64_t where = fromTemplate(data, thread, seq, e, false) ? 0 : beginEvent(data, thread, e);
           leaf(*waiting);
-          end(e, where);
+          endOf(seq, e, where);
           waiting = nullptr;
         } else {
           leaf(*waiting);
@@ -924,16 +919,10 @@ void PerfettoWriter::encodeThreadEvents(const TraceData& data, std::size_t threa
   // Depth first: BEGIN, the children, END (instants have no END). A node without children (most
   // calls) ends at once, while its event is at hand.
   Sequence& seq = mark.seq;
-  const auto end = [&](const Event& e, uint64_t track) {
-    if (e.kind == EventKind::NvtxMark) return;
-    if (track == 0 && e.end >= seq.lastNs) w_.close(putThreadEnd(w_.open(kEndBytes), seq, e.end));  // endEvent's common case
-    else if (track & kBegunBit) endBegun(seq, e, track & ~kBegunBit);
-    else endEvent(seq, e.end, track);
-  };
   // An event that nested nothing: BEGIN and END; leafWritten() where no template wrote it.
   const auto leafWritten = [&](const Node& n) {
     if (n.track & kBegunBit) endBegun(seq, *n.event, n.track & ~kBegunBit);
-    else end(*n.event, beginEvent(data, thread, *n.event));
+    else endOf(seq, *n.event, beginEvent(data, thread, *n.event));
   };
   const auto leaf = [&](const Node& n) {
     if (__builtin_expect(n.track & kBegunBit, 0) || !fromTemplate(data, thread, seq, *n.event, true)) leafWritten(n);
@@ -964,7 +953,7 @@ void PerfettoWriter::encodeThreadEvents(const TraceData& data, std::size_t threa
     if (first + 1 == root) {  // one child, which nested nothing: a runtime call and the driver call it made
       const uint64_t track = begin(nodes_[root]);
       leaf(nodes_[first]);
-      end(*nodes_[root].event, track);
+      endOf(seq, *nodes_[root].event, track);
       continue;
     }
     walk_.assign(1, {root, false});
@@ -973,7 +962,7 @@ void PerfettoWriter::encodeThreadEvents(const TraceData& data, std::size_t threa
       const uint32_t at = index;
       const Event& e = *nodes_[at].event;
       if (begun) {
-        end(e, nodes_[at].track);
+        endOf(seq, e, nodes_[at].track);
         walk_.pop_back();
         continue;
       }

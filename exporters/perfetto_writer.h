@@ -281,6 +281,14 @@ class PerfettoWriter {
   void endEvent(Sequence& seq, uint64_t ns, uint64_t track);
   // The END of a range written ahead (kBegunBit) on `track`, with the flags its end set.
   void endBegun(Sequence& seq, const Event& e, uint64_t track);
+  // The END of `e`, whose BEGIN went to `track` (beginEvent's, or kBegunBit and endBegun's); none
+  // for an instant.
+  [[gnu::always_inline]] void endOf(Sequence& seq, const Event& e, uint64_t track) {
+    if (e.kind == EventKind::NvtxMark) return;
+    if (track == 0 && e.end >= seq.lastNs) w_.close(putThreadEnd(w_.open(kEndBytes), seq, e.end));  // endEvent's common case
+    else if (track & kBegunBit) endBegun(seq, e, track & ~kBegunBit);
+    else endEvent(seq, e.end, track);
+  }
   // Node `n`, if it is a range of ThreadMark::begun, leaves the list and is marked kBegunBit.
   void takeBegun(ThreadMark& mark, Node& n);
   // A call that repeats a template of its thread (a loop's calls): its BEGIN, and its END when
