@@ -484,7 +484,7 @@ namespace {
 // frames (and, under ASan, redzones) that the walking function does not own.
 __attribute__((always_inline, no_sanitize_address)) inline int walk(uint64_t pc, uint64_t sp, uint64_t bp, uint64_t lo,
                                                                    uint64_t* out, int max, uintptr_t stackHi,
-                                                                   ThreadMemo& memo) {
+                                                                   ThreadMemo& memo, bool copyReplay) {
   if (memo.replayable && memo.pc == pc && memo.sp == sp && memo.bp == bp && memo.lo == lo && memo.hi == stackHi &&
       memo.max == max) {
     const int reads = memo.reads;
@@ -492,11 +492,13 @@ __attribute__((always_inline, no_sanitize_address)) inline int walk(uint64_t pc,
     while (i < reads && *reinterpret_cast<const volatile uint64_t*>(memo.read[i].at) == memo.read[i].value) ++i;
     if (i == reads) {
       const int count = memo.lastCount;
-      memcpy(out, memo.pcs, static_cast<std::size_t>(count) * sizeof(uint64_t));
+      if (copyReplay) memcpy(out, memo.pcs, static_cast<std::size_t>(count) * sizeof(uint64_t));
+      memo.replayed = !copyReplay;
       memo.repeated = true;
       return count;
     }
   }
+  memo.replayed = false;
   const int before = memo.lastCount;
   memo.lastCount = 0;
   memo.repeated = false;
@@ -614,12 +616,12 @@ __attribute__((always_inline, no_sanitize_address)) inline int walk(uint64_t pc,
 __attribute__((noinline, no_sanitize_address)) int backtrace(uint64_t* out, int max, uintptr_t stackHi,
                                                             ThreadMemo& memo) {
   const WalkStart here = walkStart();
-  return walk(here.pc, here.sp, here.bp, here.sp, out, max, stackHi, memo);
+  return walk(here.pc, here.sp, here.bp, here.sp, out, max, stackHi, memo, true);
 }
 
 __attribute__((noinline, no_sanitize_address)) int backtraceFrom(const WalkStart& from, uint64_t* out, int max,
-                                                                uintptr_t stackHi, ThreadMemo& memo) {
-  return walk(from.pc, from.sp, from.bp, walkStart().sp, out, max, stackHi, memo);
+                                                                uintptr_t stackHi, ThreadMemo& memo, bool copyReplay) {
+  return walk(from.pc, from.sp, from.bp, walkStart().sp, out, max, stackHi, memo, copyReplay);
 }
 
 }  // namespace cutrace::dwarf

@@ -65,6 +65,8 @@ struct ThreadMemo {
   };
   static constexpr int kReads = 2 * kDepth;
   bool replayable;
+  // The last walk was such a replay, and was told to leave its frames here (pcs), not in `out`.
+  bool replayed;
   int max, reads;
   uint64_t pc, sp, bp, lo, hi;
   Read read[kReads];
@@ -99,8 +101,11 @@ int backtrace(uint64_t* out, int max, uintptr_t stackHi, ThreadMemo& memo);
 
 // The same walk from another frame of the calling thread, further up its stack (walkStart()
 // taken there). The frames between it and this call are not walked. -1 as backtrace(), and
-// when the start lies below the walking function's frame.
-int backtraceFrom(const WalkStart& from, uint64_t* out, int max, uintptr_t stackHi, ThreadMemo& memo);
+// when the start lies below the walking function's frame. `copyReplay` false: a walk that
+// replays the memo leaves `out` as it was and sets memo.replayed, its frames in memo.pcs (a
+// caller that then knows the stack by its id never needs them).
+int backtraceFrom(const WalkStart& from, uint64_t* out, int max, uintptr_t stackHi, ThreadMemo& memo,
+                  bool copyReplay = true);
 
 // Rules computed so far and stacks given up on, for the trace's metadata.
 uint64_t rulesCached();

@@ -182,7 +182,7 @@ uint32_t capture(ThreadState* s, const dwarf::WalkStart& from) {
   int n = -1;
   bool repeated = false;
   if (g_state.dwarf) {
-    n = dwarf::backtraceFrom(from, raw, max, s->stackHi, s->unwindMemo);
+    n = dwarf::backtraceFrom(from, raw, max, s->stackHi, s->unwindMemo, false);
     // The same frames as the thread's last walk: its stack id, when it had no Python frames.
     repeated = s->unwindMemo.repeated && !g_state.verify;
     if (__builtin_expect(n < 0, 0)) g_state.fallbacks.fetch_add(1, std::memory_order_relaxed);
@@ -192,6 +192,8 @@ uint32_t capture(ThreadState* s, const dwarf::WalkStart& from) {
   // The same native frames and the same reads of the interpreter's frames as the thread's last
   // stack (a loop's call): its id, with no frame built or hashed (a compare per Python frame).
   if (repeated && g_state.python && s->lastStackId != 0 && python::sameChain(s->pythonChain)) return s->lastStackId;
+  // A replayed walk left its frames in the memo (copyReplay false): they are needed from here on.
+  if (g_state.dwarf && s->unwindMemo.replayed) memcpy(raw, s->unwindMemo.pcs, static_cast<std::size_t>(n) * sizeof(uint64_t));
   if (__builtin_expect(g_state.verify, 0)) {
     // Both walks from this frame: below the library's own frames they must agree.
     uint64_t theirs[kMaxStackDepth + 16];
