@@ -475,10 +475,11 @@ bool sameChainOf(const Layout& l, const ChainMemo& memo, uintptr_t frame) {
 
 }  // namespace
 
-bool sameChain(const ChainMemo& memo) {
+uintptr_t innermostFrame() { return on.load(std::memory_order_acquire) ? firstFrame(layout) : 0; }
+
+bool sameChain(const ChainMemo& memo, uintptr_t frame) {
   if (memo.steps < 0 || !on.load(std::memory_order_acquire)) return false;
   const Layout& l = layout;
-  const uintptr_t frame = firstFrame(l);
   switch (l.minor) {
     case 10: return sameChainOf<10>(l, memo, frame);
     case 11: return sameChainOf<11>(l, memo, frame);
@@ -557,14 +558,14 @@ void heldWords(const ChainMemo& memo, uint64_t* out) {
   }
 }
 
-int captureWords(uint64_t* out, int max, uint64_t& hash, ChainMemo* memo) {
+int captureWords(uint64_t* out, int max, uint64_t& hash, ChainMemo* memo, uintptr_t first) {
   hash = kFramesHashSeed;
   if (!on.load(std::memory_order_acquire) || out == nullptr || max <= 0) {
     if (memo != nullptr) memo->steps = -1;
     return 0;
   }
   const Layout& l = layout;
-  const uintptr_t frame = firstFrame(l);
+  const uintptr_t frame = first != kFrameNotRead ? first : firstFrame(l);
   switch (l.minor) {
     case 10: return memo != nullptr ? walkIn<10>(l, frame, out, max, hash, *memo) : walkOut<10>(l, frame, out, max, hash);
     case 11: return memo != nullptr ? walkIn<11>(l, frame, out, max, hash, *memo) : walkOut<11>(l, frame, out, max, hash);

@@ -59,7 +59,10 @@ struct ChainMemo {
 // shares with it are not read again (ChainMemo); it is then filled with what this walk read, and
 // holds the frames instead of `out` (heldWords; most stacks are known by their hash, and their
 // frames are never needed), or has steps -1 when it cannot, with the frames in `out`.
-int captureWords(uint64_t* out, int max, uint64_t& hash, ChainMemo* memo = nullptr);
+// `frame`: the thread's innermost frame when the caller has read it already (innermostFrame(), in
+// this same call into the hooks), else kFrameNotRead.
+inline constexpr uintptr_t kFrameNotRead = ~uintptr_t{0};
+int captureWords(uint64_t* out, int max, uint64_t& hash, ChainMemo* memo = nullptr, uintptr_t frame = kFrameNotRead);
 // The frames captureWords left in `memo` (steps >= 0), innermost first, into `out`.
 void heldWords(const ChainMemo& memo, uint64_t* out);
 // A stack's Python frames are hashed from the outermost in: a frame's words folded into the hash
@@ -78,9 +81,13 @@ inline RawFrame rawFrameOf(const uint64_t* words) {
 // captureWords as RawFrames.
 int captureRaw(RawFrame* out, int max);
 
+// HOT PATH: the calling thread's innermost Python frame (0: none, not Python, or initialize()
+// did not succeed), for sameChain and captureWords, which read it once so.
+uintptr_t innermostFrame();
 // HOT PATH: whether captureWords would now return what it returned when it filled `memo` (the
-// same reads at every step): a compare per frame, no code object read. False when unsure.
-bool sameChain(const ChainMemo& memo);
+// same reads at every step, from `frame`, innermostFrame()): a compare per frame, no code object
+// read. False when unsure.
+bool sameChain(const ChainMemo& memo, uintptr_t frame);
 
 // Hot path, but only the first time a stack is seen. `f` must come from captureWords on this thread
 // with its frames still live (the frame holds a reference to its code object, so the code is

@@ -191,7 +191,11 @@ uint32_t capture(ThreadState* s, const dwarf::WalkStart& from) {
   }
   // The same native frames and the same reads of the interpreter's frames as the thread's last
   // stack (a loop's call): its id, with no frame built or hashed (a compare per Python frame).
-  if (repeated && g_state.python && s->lastStackId != 0 && python::sameChain(s->pythonChain)) return s->lastStackId;
+  uintptr_t pythonFrame = python::kFrameNotRead;  // read once, by whichever of the two below comes first
+  if (repeated && g_state.python && s->lastStackId != 0) {
+    pythonFrame = python::innermostFrame();
+    if (python::sameChain(s->pythonChain, pythonFrame)) return s->lastStackId;
+  }
   // A replayed walk left its frames in the memo (copyReplay false): they are needed from here on.
   if (g_state.dwarf && s->unwindMemo.replayed) memcpy(raw, s->unwindMemo.pcs, static_cast<std::size_t>(n) * sizeof(uint64_t));
   if (__builtin_expect(g_state.verify, 0)) {
@@ -215,7 +219,7 @@ uint32_t capture(ThreadState* s, const dwarf::WalkStart& from) {
   // stack the table does not know.
   uint64_t pythonHash = python::kFramesHashSeed;
   python::ChainMemo* memo = g_state.verify ? nullptr : &s->pythonChain;
-  const int pyCount = g_state.python ? python::captureWords(frames + depth, kMaxPythonFrames, pythonHash, memo) : 0;
+  const int pyCount = g_state.python ? python::captureWords(frames + depth, kMaxPythonFrames, pythonHash, memo, pythonFrame) : 0;
   // The same native frames and the same Python frames (by their hash, as the table knows stacks)
   // as the thread's last stack, read from other frame objects: its id, without hashing the
   // native frames or probing the table.
