@@ -328,6 +328,21 @@ class Folder {
     ++w.calls;
     w.hostNs += ns;
   }
+  // A call and the one call recorded inside it, which nothing ran inside, as push() of the first,
+  // leaf() of the second and close() of the first would count them: nothing recorded later can
+  // be inside the first (see leaf()). [cStart, cEnd]: the inner call, which starts before `end`.
+  void pair(Stack& stack, uint64_t start, uint64_t end, uint32_t node, uint64_t cStart, uint64_t cEnd,
+            uint32_t cNode) {
+    if (!stack.empty() && stack.back().end < end) end = stack.back().end;
+    const uint64_t ns = end - start;
+    if (!stack.empty()) stack.back().childNs += ns;
+    ++endsAt(node).calls;
+    const uint64_t cNs = (cEnd < end ? cEnd : end) - cStart;
+    FoldWeights& c = endsAt(cNode);
+    ++c.calls;
+    c.hostNs += cNs;
+    f_.weights_[node].hostNs += ns > cNs ? ns - cNs : 0;
+  }
   // The open range `o` (on `stack`, frames above it already closed) ends: its event spans
   // [start, end] (the start it opened with: the drain maps a range's start once, at its push).
   void end(Stack& stack, Open& o, uint64_t start, uint64_t end) {
@@ -341,8 +356,12 @@ class Folder {
   // Inlined where it is called: the repeat of the last call is a few compares, and the whole
   // lookup, out of line, cost as much again in its prologue alone.
   [[gnu::always_inline]] uint32_t nodeOf(const TraceData& data, const Stack& stack, const Event& e, uint32_t label = kNone) {
-    const bool insideApi = !stack.empty() && stack.back().api;
-    const uint32_t node = stack.empty() ? FoldedStacks::kRoot : stack.back().node;
+    return stack.empty() ? nodeUnder(data, FoldedStacks::kRoot, false, e, label)
+                         : nodeUnder(data, stack.back().node, stack.back().api, e, label);
+  }
+  // nodeOf() above a frame of `node` (`insideApi`: a CUDA call's).
+  [[gnu::always_inline]] uint32_t nodeUnder(const TraceData& data, uint32_t node, bool insideApi, const Event& e,
+                                            uint32_t label = kNone) {
     if (e.kind != EventKind::NvtxRange) {
       // The call before it, in most programs the same call from the same place (a loop of
       // launches): checked on the raw event first, before any lookup.
@@ -555,6 +574,23 @@ struct FoldBuilder::Impl {
     folder.closeBefore(t.stack, start);
     folder.leaf(t.stack, start, static_cast<uint64_t>(data.toTraceNs(e.end)), folder.nodeOf(data, t.stack, e));
   }
+  // complete() of `e`, then completeLeaf() of `inner`, the one call recorded inside it: without
+  // entering the stack where `inner` starts before `e` ends (it always does, but for equal or
+  // clipped times, which go the long way).
+  [[gnu::always_inline]] void completePair(const TraceData& data, Thread& t, const Event& e, const Event& inner) {
+    const uint64_t start = static_cast<uint64_t>(data.toTraceNs(e.start));
+    const uint64_t end = static_cast<uint64_t>(data.toTraceNs(e.end));
+    const uint64_t innerStart = static_cast<uint64_t>(data.toTraceNs(inner.start));
+    folder.closeBefore(t.stack, start);
+    if (innerStart >= end || (!t.stack.empty() && t.stack.back().end <= innerStart)) {
+      complete(data, t, e, Folder::kNone);
+      completeLeaf(data, t, inner);
+      return;
+    }
+    const uint32_t node = folder.nodeOf(data, t.stack, e);
+    folder.pair(t.stack, start, end, node, innerStart, static_cast<uint64_t>(data.toTraceNs(inner.end)),
+                folder.nodeUnder(data, node, true, inner));
+  }
   void hold(const TraceData& data, Thread& t, const Event& e) {
     t.held.emplace_back(e, e.kind == EventKind::NvtxRange ? folder.rangeLabel(data, e.name) : Folder::kNone);
   }
@@ -640,8 +676,7 @@ struct FoldBuilder::Impl {
     if (t.inner != nullptr) {
       // The call the inner one ran in (the most common group): entered as flushHeld() would.
       if (e.kind == EventKind::Api && timelineBefore(e, *t.inner)) {
-        complete(data, t, e, Folder::kNone);
-        completeLeaf(data, t, *t.inner);
+        completePair(data, t, e, *t.inner);
         t.inner = nullptr;
         return;
       }
