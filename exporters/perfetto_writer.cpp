@@ -759,6 +759,16 @@ const PerfettoWriter::OpText* PerfettoWriter::opText(std::string_view text) {
   return true;
 }
 
+[[gnu::always_inline]] inline void PerfettoWriter::writeLeaf(const TraceData& data, std::size_t thread, Sequence& seq,
+                                                             const Event& e) {
+  if (!fromTemplate(data, thread, seq, e, true)) endOf(seq, e, beginEvent(data, thread, e));
+}
+
+[[gnu::always_inline]] inline uint64_t PerfettoWriter::writeBegin(const TraceData& data, std::size_t thread,
+                                                                  Sequence& seq, const Event& e) {
+  return fromTemplate(data, thread, seq, e, false) ? 0 : beginEvent(data, thread, e);
+}
+
 void PerfettoWriter::endEvent(Sequence& seq, uint64_t ns, uint64_t track) {
   if (track == 0 && seq.id != kProcessSequence && ns >= seq.lastNs) {
     w_.close(putThreadEnd(w_.open(kEndBytes), seq, ns));
@@ -841,9 +851,6 @@ void PerfettoWriter::encodeThreadEvents(const TraceData& data, std::size_t threa
   // costs the drain was the forest). An event's parent, if any, is the next one recorded.
   if (mark.begun.empty() && track.openRanges.empty() && shallowForest(events, base)) {
     Sequence& seq = mark.seq;
-    const auto leaf = [&](const Event& e) __attribute__((always_inline)) {
-      if (!fromTemplate(data, thread, seq, e, true)) endOf(seq, e, beginEvent(data, thread, e));
-    };
     // Each event waits for the next one, which may be its parent (began no later than it).
     const Event* waiting = nullptr;
     for (std::size_t i = base; i < events.size();) {
@@ -854,17 +861,17 @@ void PerfettoWriter::encodeThreadEvents(const TraceData& data, std::size_t threa
         if (waiting == nullptr) {
           waiting = &e;
         } else if (e.start <= waiting->start) {
-          const uint64_t where = fromTemplate(data, thread, seq, e, false) ? 0 : beginEvent(data, thread, e);
-          leaf(*waiting);
+          const uint64_t where = writeBegin(data, thread, seq, e);
+          writeLeaf(data, thread, seq, *waiting);
           endOf(seq, e, where);
           waiting = nullptr;
         } else {
-          leaf(*waiting);
+          writeLeaf(data, thread, seq, *waiting);
           waiting = &e;
         }
       }
     }
-    if (waiting != nullptr) leaf(*waiting);
+    if (waiting != nullptr) writeLeaf(data, thread, seq, *waiting);
     mark.events = track.released + events.size();
     return;
   }
@@ -919,7 +926,9 @@ void PerfettoWriter::encodeThreadEvents(const TraceData& data, std::size_t threa
   // Depth first: BEGIN, the children, END (instants have no END). A node without children (most
   // calls) ends at once, while its event is at hand.
   Sequence& seq = mark.seq;
-  // An event that nested nothing: BEGIN and END; leafWritten() where no template wrote it.
+  // An event that nested nothing: BEGIN and END; leafWritten() where no template wrote it. (This is
+  // writeLeaf() with its fallback kept out of line: with writeLeaf() at both sites below, a plain
+  // call cost the drain 16 more instructions, the loop path above 35 more a launch.)
   const auto leafWritten = [&](const Node& n) {
     if (n.track & kBegunBit) endBegun(seq, *n.event, n.track & ~kBegunBit);
     else endOf(seq, *n.event, beginEvent(data, thread, *n.event));
@@ -930,7 +939,7 @@ void PerfettoWriter::encodeThreadEvents(const TraceData& data, std::size_t threa
   // The BEGIN of one that nests others; returns where it went (Node::track).
   const auto begin = [&](const Node& n) {
     if (__builtin_expect(n.track & kBegunBit, 0)) return n.track;
-    return fromTemplate(data, thread, seq, *n.event, false) ? 0 : beginEvent(data, thread, *n.event);
+    return writeBegin(data, thread, seq, *n.event);
   };
   const auto beginOpen = [&] {
     const Event& e = open[toBegin_[nextBegin++]];

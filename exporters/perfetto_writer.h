@@ -289,6 +289,11 @@ class PerfettoWriter {
     else if (track & kBegunBit) endBegun(seq, e, track & ~kBegunBit);
     else endEvent(seq, e.end, track);
   }
+  // An event that nested nothing, BEGIN and END, from its template where it repeats one
+  // (fromTemplate), else from beginEvent.
+  void writeLeaf(const TraceData& data, std::size_t thread, Sequence& seq, const Event& e);
+  // The BEGIN of an event that nests others, the same way; returns where it went (0: the thread's track).
+  uint64_t writeBegin(const TraceData& data, std::size_t thread, Sequence& seq, const Event& e);
   // Node `n`, if it is a range of ThreadMark::begun, leaves the list and is marked kBegunBit.
   void takeBegun(ThreadMark& mark, Node& n);
   // A call that repeats a template of its thread (a loop's calls): its BEGIN, and its END when
