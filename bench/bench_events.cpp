@@ -178,7 +178,7 @@ int worker(const std::string& which, long calls, int depth) {
     }
   };
   if (which == "threads-idle") {
-    // `calls` short threads, then 2 s of idling: prints "0 0 <drain ms of CPU per second>".
+    // `calls` short threads, then 2 s of idling: prints "0 0 <drain ms of CPU per second> 0 0".
     for (long i = 0; i < calls; ++i) {
       pthread_t t;
       if (pthread_create(&t, nullptr, [](void*) -> void* { cuCtxSynchronize(); return nullptr; }, nullptr) != 0) return 1;
@@ -187,7 +187,7 @@ int worker(const std::string& which, long calls, int depth) {
     usleep(300000);  // the passes that take the last threads' records
     const double d0 = drainCpuSeconds();
     usleep(2000000);
-    printf("0 0 %.3f\n", (drainCpuSeconds() - d0) * 1000 / 2);
+    printf("0 0 %.3f 0 0\n", (drainCpuSeconds() - d0) * 1000 / 2);
     return 0;
   }
   if (which == "sustained" || which == "sustained-sync") {
@@ -322,7 +322,7 @@ bool runWorker(const char* self, const Case& c, long calls, const std::string& p
       return false;
     }
   }
-  return n > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 && sscanf(buf, "%lf %lf %lf %lf %lf", &result.wall, &result.cpu, &result.drain, &result.files, &result.thread) >= 3;
+  return n > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 && sscanf(buf, "%lf %lf %lf %lf %lf", &result.wall, &result.cpu, &result.drain, &result.files, &result.thread) == 5;
 }
 
 // --sustained: one traced run of the launch loop at a pace, default settings. Reports what was
