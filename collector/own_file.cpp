@@ -28,7 +28,8 @@ int highFdFloor() {
   return static_cast<int>(std::min<rlim_t>(1000, r.rlim_cur / 2));
 }
 
-// `fd` moved to a high number (the low one closed), or left where it is if it cannot be.
+}  // namespace
+
 int moveHigh(int fd) {
   const int floor = highFdFloor();
   if (fd >= floor) return fd;
@@ -39,8 +40,6 @@ int moveHigh(int fd) {
   close(fd);
   return high;
 }
-
-}  // namespace
 
 bool OwnFile::create(const std::string& dir, const std::string& name) {
   std::string path = dir + "/" + name;  // here: a job allocates nothing (private_files.h)

@@ -30,6 +30,10 @@
 
 namespace cutrace {
 
+// `fd` moved to a high number (the low one closed; its close-on-exec flag set), or left where it
+// is if it cannot be; errno kept. Only system calls: usable in hooks and signal handlers.
+int moveHigh(int fd);
+
 enum class WriteStatus : uint8_t {
   Ok,
   Error,          // write(2) failed (a full disk, EIO, ...)

@@ -19,6 +19,7 @@ namespace cutrace::stacks {
 
 namespace detail {
 bool g_wanted[16] = {};
+__thread bool t_inLibunwind __attribute__((tls_model("initial-exec"))) = false;
 }
 
 namespace {
@@ -43,6 +44,14 @@ struct State {
 constexpr int kMaxPythonFrames = 96;
 
 State g_state;
+
+// unw_backtrace, flagged (inLibunwind) for the pipe it may open on the way.
+int libunwindBacktrace(uint64_t* pcs, int max) {
+  detail::t_inLibunwind = true;
+  const int n = g_state.unwBacktrace(reinterpret_cast<void**>(pcs), max);
+  detail::t_inLibunwind = false;
+  return n;
+}
 
 int findOwnRange(struct dl_phdr_info* info, std::size_t, void* data) {
   const auto self = reinterpret_cast<uintptr_t>(&findOwnRange);
@@ -201,13 +210,13 @@ uint32_t capture(ThreadState* s, const dwarf::WalkStart& from) {
   if (__builtin_expect(g_state.verify, 0)) {
     // Both walks from this frame: below the library's own frames they must agree.
     uint64_t theirs[kMaxStackDepth + 16];
-    const int m = g_state.unwBacktrace(reinterpret_cast<void**>(theirs), max);
+    const int m = libunwindBacktrace(theirs, max);
     if (n >= 0 && !sameCallers(raw, n, theirs, m)) g_state.mismatches.fetch_add(1, std::memory_order_relaxed);
     for (int i = 0; i < m; ++i) raw[i] = theirs[i];
     n = m;
   }
   if (n < 0)
-    n = g_state.unwBacktrace != nullptr ? g_state.unwBacktrace(reinterpret_cast<void**>(raw), max)
+    n = g_state.unwBacktrace != nullptr ? libunwindBacktrace(raw, max)
                                         : framePointerWalk(s, raw, max);
   int skip = 0;
   while (skip < n && ownFrame(raw[skip])) ++skip;

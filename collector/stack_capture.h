@@ -32,6 +32,15 @@ namespace detail {
 extern bool g_wanted[16];  // by ApiKind; written once by initialize() before recording starts
 }
 
+namespace detail {
+extern __thread bool t_inLibunwind __attribute__((tls_model("initial-exec")));
+}
+
+// Whether the calling thread is inside libunwind, called by capture(): the pipe libunwind opens
+// then (to probe memory: read and write one byte, each time it checks an address) is cutrace's,
+// and goes to a high descriptor number (preload/unwinder_hooks.cpp).
+inline bool inLibunwind() { return detail::t_inLibunwind; }
+
 // Off the hot path, once per process (from Collector::initialize).
 void initialize(const Config& config);
 
