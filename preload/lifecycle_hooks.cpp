@@ -2,8 +2,10 @@
 // os._exit, multiprocessing and DataLoader workers, children after fork) and the exec family
 // (launchers, shells). The collector writes the trace first; then the call proceeds as glibc
 // would have made it. After exec the new image loads the preload again (LD_PRELOAD is
-// inherited) and is traced under its own name. A failed exec leaves this image untraced from
-// then on.
+// inherited) and is traced under its own name. An exec bound to fail (no such file, or not an
+// executable file for this process: looked at first, as the kernel and execvp's PATH search
+// would) writes nothing and leaves the image traced, for a program that tries commands in turn;
+// one that fails past that look (a race, E2BIG, fexecve) leaves this image untraced from then on.
 //
 // pthread_exit is watched too: where the main thread ends with it, the process ends with its
 // last other thread, and cutrace's drain thread must not be that thread.
@@ -23,7 +25,11 @@
 
 #include <atomic>
 #include <stdarg.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -36,6 +42,41 @@ namespace {
   static std::atomic<void*> next_##name{nullptr}; \
   const auto var = cutrace::nextSymbol<type>(next_##name, #name)
 #define CUTRACE_NEXT(type, name) CUTRACE_NEXT_AS(real, type, name)
+
+// Whether execve(path) may start a program: an executable regular file for this process's
+// effective ids (what else the kernel refuses, it refuses after this look). errno kept.
+bool mayExec(const char* path) {
+  const int err = errno;
+  struct stat st;
+  const bool may = path != nullptr && stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+                   faccessat(AT_FDCWD, path, X_OK, AT_EACCESS) == 0;
+  errno = err;
+  return may;
+}
+
+// The same for execvp(file): `file` itself where it holds a '/', else each entry of PATH
+// (glibc's default where it is unset; an empty entry is the current directory). A candidate
+// longer than PATH_MAX counts as one that may run.
+bool mayExecFromPath(const char* file) {
+  if (file == nullptr || file[0] == '\0') return false;
+  if (strchr(file, '/') != nullptr) return mayExec(file);
+  const char* path = getenv("PATH");
+  if (path == nullptr) path = "/bin:/usr/bin";
+  const std::size_t fileLen = strlen(file);
+  char candidate[PATH_MAX];
+  for (const char* dir = path;; ++dir) {
+    const char* end = strchrnul(dir, ':');
+    const std::size_t dirLen = static_cast<std::size_t>(end - dir);
+    if (dirLen + 1 + fileLen + 1 > sizeof(candidate)) return true;
+    memcpy(candidate, dir, dirLen);
+    std::size_t at = dirLen;
+    if (dirLen != 0) candidate[at++] = '/';
+    memcpy(candidate + at, file, fileLen + 1);
+    if (mayExec(candidate)) return true;
+    if (*end == '\0') return false;
+    dir = end;
+  }
+}
 
 // execl* arguments gathered on the stack; a longer list takes pages of its own for the call (no
 // malloc in a hook: a child forked from a threaded parent may find malloc's lock held).
@@ -131,7 +172,7 @@ __attribute__((visibility("default"), noreturn)) void pthread_exit(void* value) 
 
 __attribute__((visibility("default"))) int execve(const char* path, char* const argv[], char* const envp[]) {
   CUTRACE_NEXT(int (*)(const char*, char* const*, char* const*), execve);
-  cutrace::Collector::finishBeforeExit();
+  if (mayExec(path)) cutrace::Collector::finishBeforeExit();
   CUTRACE_CHILD_ENV(env, envp);
   return real(path, argv, env);
 }
@@ -139,7 +180,7 @@ __attribute__((visibility("default"))) int execve(const char* path, char* const 
 // execv and execvp use `environ`: where it changes, the call goes to execve / execvpe with it.
 __attribute__((visibility("default"))) int execv(const char* path, char* const argv[]) {
   CUTRACE_NEXT(int (*)(const char*, char* const*), execv);
-  cutrace::Collector::finishBeforeExit();
+  if (mayExec(path)) cutrace::Collector::finishBeforeExit();
   CUTRACE_CHILD_ENV(env, environ);
   if (env == environ) return real(path, argv);
   CUTRACE_NEXT_AS(withEnv, int (*)(const char*, char* const*, char* const*), execve);
@@ -148,7 +189,7 @@ __attribute__((visibility("default"))) int execv(const char* path, char* const a
 
 __attribute__((visibility("default"))) int execvp(const char* file, char* const argv[]) {
   CUTRACE_NEXT(int (*)(const char*, char* const*), execvp);
-  cutrace::Collector::finishBeforeExit();
+  if (mayExecFromPath(file)) cutrace::Collector::finishBeforeExit();
   CUTRACE_CHILD_ENV(env, environ);
   if (env == environ) return real(file, argv);
   CUTRACE_NEXT_AS(withEnv, int (*)(const char*, char* const*, char* const*), execvpe);
@@ -157,7 +198,7 @@ __attribute__((visibility("default"))) int execvp(const char* file, char* const 
 
 __attribute__((visibility("default"))) int execvpe(const char* file, char* const argv[], char* const envp[]) {
   CUTRACE_NEXT(int (*)(const char*, char* const*, char* const*), execvpe);
-  cutrace::Collector::finishBeforeExit();
+  if (mayExecFromPath(file)) cutrace::Collector::finishBeforeExit();
   CUTRACE_CHILD_ENV(env, envp);
   return real(file, argv, env);
 }

@@ -13,6 +13,8 @@
 //                 image's trace goes where this one's does (a relative CUTRACE_OUTPUT)
 //   spawn-chdir   as exec-chdir, but the new image is a child started with posix_spawn, which
 //                 this one waits for
+//   exec-fails    execs of a file that does not exist, of one that is not executable and of a
+//                 command found nowhere on PATH, each between calls: every call is traced
 //   quick-exit    ends in quick_exit after calls made since the last drain pass
 //   execl-many    execls this program again with 1,500 arguments ("execl-child" and 1,498 more)
 //   signal-query  prints the SIGINT/SIGTERM dispositions as each of glibc's calls reads them
@@ -281,6 +283,21 @@ int main(int argc, char** argv) {
     perror("execv");
     return 1;
   }
-  fprintf(stderr, "usage: lifecycle exit-child|sigterm|stress|capture|exec|exec-chdir|spawn-chdir|quick-exit|execl-many|signal-query\n");
+  if (what == "exec-fails") {
+    char arg[] = "capture";
+    char* args[] = {argv[0], arg, nullptr};
+    const auto tried = [](const char* how, int rc) { printf("%s: %d %s\n", how, rc, strerror(errno)); };
+    calls(1);
+    tried("execv of a missing file", execv("/nonexistent/cutrace-lifecycle", args));
+    calls(1);
+    tried("execv of a file that is not executable", execv("/etc/passwd", args));
+    tried("execv of a directory", execv("/", args));
+    calls(1);
+    tried("execvp of a command on no PATH entry", execvp("cutrace-lifecycle-no-such-command", args));
+    tried("execlp of the same", execlp("cutrace-lifecycle-no-such-command", argv[0], nullptr));
+    calls(1);
+    return 0;
+  }
+  fprintf(stderr, "usage: lifecycle exit-child|sigterm|stress|capture|exec|exec-chdir|spawn-chdir|exec-fails|quick-exit|execl-many|signal-query\n");
   return 2;
 }
