@@ -188,10 +188,9 @@ uint32_t Store::nvtxName(const Record& r, const char* text, std::size_t textLen,
   return id;
 }
 
-uint32_t Store::pushName(Track& t, const Record& r, const char* text, std::size_t textLen, uint8_t& flags,
-                         TorchPayload* torch) {
+uint32_t Store::pushNameOf(Track& t, const Record& r, const char* text, std::size_t textLen, uint8_t& flags,
+                           TorchPayload* torch) {
   if (r.nvtx.sameText) {
-    if (t.lastPushPlain) return t.lastPushName;
     text = t.hasLastPush ? t.lastPush.data() : "";  // none: a ring the hooks wrote otherwise
     textLen = t.hasLastPush ? t.lastPush.size() : 0;
   }
@@ -518,7 +517,8 @@ void Store::endSpan(const OpenSpan& open, uint64_t endTicks, uint8_t flags) {
   }
 }
 
-void Store::decodeRange(Track& t, const Record& push, const Record& pop, const char* text, std::size_t textLen) {
+[[gnu::always_inline]] inline void Store::decodeRange(Track& t, const Record& push, const Record& pop, const char* text,
+                                                      std::size_t textLen) {
   recordsSeen_ += 2;
   const uint32_t domain = nameFromTable(push.nvtx.domain);
   auto& stack = stackOf(t, domain);

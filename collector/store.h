@@ -153,7 +153,15 @@ class Store {
                     TorchPayload* torch = nullptr);
   // nvtxName() of a push, which may carry no text and repeat the thread's last one
   // (NvtxPayload::sameText): pushes are decoded in ring order, as the hooks wrote them.
-  uint32_t pushName(Track& t, const Record& r, const char* text, std::size_t textLen, uint8_t& flags, TorchPayload* torch);
+  // Inline for a loop's label (the thread's last push again, an interned name): its call and
+  // prologue cost more than the answer.
+  uint32_t pushName(Track& t, const Record& r, const char* text, std::size_t textLen, uint8_t& flags,
+                    TorchPayload* torch) {
+    if (r.nvtx.sameText && t.lastPushPlain) return t.lastPushName;
+    return pushNameOf(t, r, text, textLen, flags, torch);
+  }
+  uint32_t pushNameOf(Track& t, const Record& r, const char* text, std::size_t textLen, uint8_t& flags,
+                      TorchPayload* torch);
   uint32_t internText(std::string_view text) { return data_.strings.internBounded(text, stringCap_, stringBytesCap_); }
   void closeLost(Track& t, std::vector<OpenRange>& stack, uint32_t minDepth, uint64_t at, bool defaultDomain);
   // The range on top of `stack` ends at `end` (ticks; `flags`: a lost or missing pop): its event
