@@ -479,6 +479,9 @@ uint64_t rulesCached() { return g_cached.load(std::memory_order_relaxed); }
 
 namespace {
 
+// What the last entry of ThreadMemo::read points at: never 1.
+constexpr uint64_t kSentinelWord = 0;
+
 // The walk from frame (pc, sp, bp); `lo`: the walking function's own rsp, below which nothing
 // is read. Reads other frames of the thread's stack: not instrumented, since those words lie in
 // frames (and, under ASan, redzones) that the walking function does not own.
@@ -487,10 +490,9 @@ __attribute__((always_inline, no_sanitize_address)) inline int walk(uint64_t pc,
                                                                    ThreadMemo& memo, bool copyReplay) {
   if (memo.replayable && memo.pc == pc && memo.sp == sp && memo.bp == bp && memo.lo == lo && memo.hi == stackHi &&
       memo.max == max) {
-    const int reads = memo.reads;
     int i = 0;
-    while (i < reads && *reinterpret_cast<const volatile uint64_t*>(memo.read[i].at) == memo.read[i].value) ++i;
-    if (i == reads) {
+    while (*reinterpret_cast<const volatile uint64_t*>(memo.read[i].at) == memo.read[i].value) ++i;
+    if (i == memo.reads) {
       const int count = memo.lastCount;
       if (copyReplay) memcpy(out, memo.pcs, static_cast<std::size_t>(count) * sizeof(uint64_t));
       memo.replayed = !copyReplay;
@@ -539,6 +541,7 @@ __attribute__((always_inline, no_sanitize_address)) inline int walk(uint64_t pc,
       memo.replayable = true;
       memo.max = max;
       memo.reads = reads;
+      memo.read[reads] = {reinterpret_cast<uint64_t>(&kSentinelWord), 1};
       memo.pc = startPc;
       memo.sp = startSp;
       memo.bp = startBp;

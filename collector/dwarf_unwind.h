@@ -69,7 +69,9 @@ struct ThreadMemo {
   bool replayed;
   int max, reads;
   uint64_t pc, sp, bp, lo, hi;
-  Read read[kReads];
+  // read[reads] is a sentinel that never matches (a constant 0, compared with 1), so that the
+  // replay compares words with no count check.
+  Read read[kReads + 1];
   uint64_t pcs[kDepth];
 };
 
