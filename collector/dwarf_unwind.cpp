@@ -479,27 +479,13 @@ uint64_t rulesCached() { return g_cached.load(std::memory_order_relaxed); }
 
 namespace {
 
-// What the last entry of ThreadMemo::read points at: never 1.
-constexpr uint64_t kSentinelWord = 0;
-
 // The walk from frame (pc, sp, bp); `lo`: the walking function's own rsp, below which nothing
 // is read. Reads other frames of the thread's stack: not instrumented, since those words lie in
 // frames (and, under ASan, redzones) that the walking function does not own.
+// Not replayed (replay() first where it may be).
 __attribute__((always_inline, no_sanitize_address)) inline int walk(uint64_t pc, uint64_t sp, uint64_t bp, uint64_t lo,
                                                                    uint64_t* out, int max, uintptr_t stackHi,
-                                                                   ThreadMemo& memo, bool copyReplay) {
-  if (memo.replayable && memo.pc == pc && memo.sp == sp && memo.bp == bp && memo.lo == lo && memo.hi == stackHi &&
-      memo.max == max) {
-    int i = 0;
-    while (*reinterpret_cast<const volatile uint64_t*>(memo.read[i].at) == memo.read[i].value) ++i;
-    if (i == memo.reads) {
-      const int count = memo.lastCount;
-      if (copyReplay) memcpy(out, memo.pcs, static_cast<std::size_t>(count) * sizeof(uint64_t));
-      memo.replayed = !copyReplay;
-      memo.repeated = true;
-      return count;
-    }
-  }
+                                                                   ThreadMemo& memo) {
   memo.replayed = false;
   const int before = memo.lastCount;
   memo.lastCount = 0;
@@ -541,7 +527,7 @@ __attribute__((always_inline, no_sanitize_address)) inline int walk(uint64_t pc,
       memo.replayable = true;
       memo.max = max;
       memo.reads = reads;
-      memo.read[reads] = {reinterpret_cast<uint64_t>(&kSentinelWord), 1};
+      memo.read[reads] = {reinterpret_cast<uint64_t>(&kReplaySentinel), 1};
       memo.pc = startPc;
       memo.sp = startSp;
       memo.bp = startBp;
@@ -619,12 +605,13 @@ __attribute__((always_inline, no_sanitize_address)) inline int walk(uint64_t pc,
 __attribute__((noinline, no_sanitize_address)) int backtrace(uint64_t* out, int max, uintptr_t stackHi,
                                                             ThreadMemo& memo) {
   const WalkStart here = walkStart();
-  return walk(here.pc, here.sp, here.bp, here.sp, out, max, stackHi, memo, true);
+  const int n = replay(here, here.sp, out, max, stackHi, memo, true);
+  return n >= 0 ? n : walk(here.pc, here.sp, here.bp, here.sp, out, max, stackHi, memo);
 }
 
-__attribute__((noinline, no_sanitize_address)) int backtraceFrom(const WalkStart& from, uint64_t* out, int max,
-                                                                uintptr_t stackHi, ThreadMemo& memo, bool copyReplay) {
-  return walk(from.pc, from.sp, from.bp, walkStart().sp, out, max, stackHi, memo, copyReplay);
+__attribute__((noinline, no_sanitize_address)) int walkFrom(const WalkStart& from, uint64_t lo, uint64_t* out, int max,
+                                                           uintptr_t stackHi, ThreadMemo& memo) {
+  return walk(from.pc, from.sp, from.bp, lo, out, max, stackHi, memo);
 }
 
 }  // namespace cutrace::dwarf

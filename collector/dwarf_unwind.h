@@ -21,6 +21,7 @@
 // No allocation, lock or system call after initialize(); safe in any thread, reentrant.
 
 #include <cstdint>
+#include <cstring>
 
 namespace cutrace::dwarf {
 
@@ -69,11 +70,14 @@ struct ThreadMemo {
   bool replayed;
   int max, reads;
   uint64_t pc, sp, bp, lo, hi;
-  // read[reads] is a sentinel that never matches (a constant 0, compared with 1), so that the
+  // read[reads] is a sentinel that never matches (kReplaySentinel, compared with 1), so that the
   // replay compares words with no count check.
   Read read[kReads + 1];
   uint64_t pcs[kDepth];
 };
+
+// What the last entry of ThreadMemo::read points at: never 1.
+inline constexpr uint64_t kReplaySentinel = 0;
 
 // Where a walk starts: an address in a function of the calling thread and its rsp and rbp
 // there, taken by walkStart().
@@ -101,13 +105,49 @@ __attribute__((always_inline)) inline WalkStart walkStart() {
 // before the outermost frame.
 int backtrace(uint64_t* out, int max, uintptr_t stackHi, ThreadMemo& memo);
 
+// A word of the calling thread's stack in a frame the caller does not own (it may lie in an
+// ASan redzone there): read by an instruction no sanitizer instruments.
+__attribute__((always_inline)) inline uint64_t stackWord(uint64_t at) {
+  uint64_t value;
+  asm volatile("mov %1, %0" : "=r"(value) : "m"(*reinterpret_cast<const uint64_t*>(at)));
+  return value;
+}
+
+// The memo's last walk again, from the same start with the same bounds (`lo`: the walking
+// function's rsp, below which nothing is read) and `max`, when every stack word it read holds
+// what it held then: its frame count, else -1 (then walk).
+__attribute__((always_inline)) inline int replay(const WalkStart& from, uint64_t lo, uint64_t* out, int max,
+                                                 uintptr_t stackHi, ThreadMemo& memo, bool copyReplay) {
+  if (!memo.replayable || memo.pc != from.pc || memo.sp != from.sp || memo.bp != from.bp || memo.lo != lo ||
+      memo.hi != stackHi || memo.max != max)
+    return -1;
+  int i = 0;
+  while (stackWord(memo.read[i].at) == memo.read[i].value) ++i;
+  if (i != memo.reads) return -1;
+  const int count = memo.lastCount;
+  if (copyReplay) memcpy(out, memo.pcs, static_cast<std::size_t>(count) * sizeof(uint64_t));
+  memo.replayed = !copyReplay;
+  memo.repeated = true;
+  return count;
+}
+
+// The walk of backtraceFrom(), not replayed, reading nothing below `lo`.
+int walkFrom(const WalkStart& from, uint64_t lo, uint64_t* out, int max, uintptr_t stackHi, ThreadMemo& memo);
+
 // The same walk from another frame of the calling thread, further up its stack (walkStart()
 // taken there). The frames between it and this call are not walked. -1 as backtrace(), and
 // when the start lies below the walking function's frame. `copyReplay` false: a walk that
 // replays the memo leaves `out` as it was and sets memo.replayed, its frames in memo.pcs (a
 // caller that then knows the stack by its id never needs them).
-int backtraceFrom(const WalkStart& from, uint64_t* out, int max, uintptr_t stackHi, ThreadMemo& memo,
-                  bool copyReplay = true);
+//
+// Inline: a repeated stack (ThreadMemo) is replayed here, in the caller, and only a walk calls
+// walkFrom().
+__attribute__((always_inline)) inline int backtraceFrom(const WalkStart& from, uint64_t* out, int max,
+                                                        uintptr_t stackHi, ThreadMemo& memo, bool copyReplay = true) {
+  const uint64_t lo = walkStart().sp;
+  const int n = replay(from, lo, out, max, stackHi, memo, copyReplay);
+  return n >= 0 ? n : walkFrom(from, lo, out, max, stackHi, memo);
+}
 
 // Rules computed so far and stacks given up on, for the trace's metadata.
 uint64_t rulesCached();
