@@ -35,12 +35,11 @@ class SpscRing {
 
   // Producer: room for n contiguous-in-sequence slots? Returns the first index or UINT64_MAX.
   // The slots are written with at(index + i) and made visible by commit(n).
-  uint64_t reserve(uint64_t n) {
+  // Inlined in every hook (a call and its prologue cost as much as the check); the reload of
+  // tail_ is not.
+  [[gnu::always_inline]] uint64_t reserve(uint64_t n) {
     const uint64_t head = head_.load(std::memory_order_relaxed);
-    if (head + n - cachedTail_ > capacity()) {
-      cachedTail_ = tail_.load(std::memory_order_acquire);
-      if (head + n - cachedTail_ > capacity()) return UINT64_MAX;
-    }
+    if (__builtin_expect(head + n - cachedTail_ > capacity(), 0)) return reserveAfterReload(head, n);
     return head;
   }
 
@@ -51,13 +50,10 @@ class SpscRing {
   // Producer, after commit(): true the first time the ring is found more than half full since
   // the consumer last released slots. Costs a compare while the ring looks less than half full
   // (by the producer's possibly stale copy of tail_), a load of tail_ otherwise.
-  bool crossedHalf() {
+  [[gnu::always_inline]] bool crossedHalf() {
     const uint64_t head = head_.load(std::memory_order_relaxed);
-    if (head - cachedTail_ <= capacity() / 2) return false;
-    cachedTail_ = tail_.load(std::memory_order_acquire);
-    if (head - cachedTail_ <= capacity() / 2 || nudgedAt_ == cachedTail_ + 1) return false;
-    nudgedAt_ = cachedTail_ + 1;  // +1: 0 means never
-    return true;
+    if (__builtin_expect(head - cachedTail_ <= capacity() / 2, 1)) return false;
+    return crossedHalfAfterReload(head);
   }
 
   Slot& at(uint64_t index) { return slots_[index & mask_]; }
@@ -69,6 +65,17 @@ class SpscRing {
   void release(uint64_t upTo) { tail_.store(upTo, std::memory_order_release); }
 
  private:
+  [[gnu::noinline]] uint64_t reserveAfterReload(uint64_t head, uint64_t n) {
+    cachedTail_ = tail_.load(std::memory_order_acquire);
+    return head + n - cachedTail_ > capacity() ? UINT64_MAX : head;
+  }
+  [[gnu::noinline]] bool crossedHalfAfterReload(uint64_t head) {
+    cachedTail_ = tail_.load(std::memory_order_acquire);
+    if (head - cachedTail_ <= capacity() / 2 || nudgedAt_ == cachedTail_ + 1) return false;
+    nudgedAt_ = cachedTail_ + 1;  // +1: 0 means never
+    return true;
+  }
+
   Slot* slots_ = nullptr;
   uint64_t mask_ = 0;
   alignas(64) std::atomic<uint64_t> head_{0};
