@@ -92,7 +92,10 @@ struct ThreadNamePayload {
   uint16_t length;
 };
 
-struct alignas(kRecordSize) Record {
+// Eight-byte aligned, though a ring slot is 64 bytes and the ring's mapping puts each at a multiple
+// of 64: every hook builds one in a local (HookCall::r_), and a 64-byte alignment there made each
+// shim realign its stack frame (a DRAP register, in its prologue and epilogue).
+struct Record {
   RecordType type;
   uint8_t extra;   // number of 64-byte blocks of text that follow
   uint16_t hook;   // HookId for Api records
