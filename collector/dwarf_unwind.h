@@ -87,7 +87,7 @@ struct WalkStart {
 // Inlined (always) into the function it describes: the registers must be that function's own,
 // at an instruction whose call frame information the walk reads. (__builtin_dwarf_cfa() would
 // name a caller's frame directly, but GCC computes it as rbp + 16, which is wrong in a realigned
-// frame using a DRAP register, as the launch shims are.)
+// frame using a DRAP register, as every shim was while its local record was 64-byte aligned.)
 __attribute__((always_inline)) inline WalkStart walkStart() {
   WalkStart f;
   asm volatile(
