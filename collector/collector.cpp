@@ -806,13 +806,22 @@ void Collector::disable(const char* why) {
   writeDiagnostic(line);
 }
 
-void Collector::finishBeforeExit() {
+namespace {
+// Whether finishBeforeExit() has anything to write. Nothing recorded in this image (a forked
+// child on its way to exec, a shell): nothing, and nothing should run between a fork and an exec
+// that does not have to.
+bool traceToWriteBeforeExit() {
   Globals& gl = g();
-  if (gl.init.load() != InitState::Done || !ownProcess()) return;
-  // Nothing recorded in this image (a forked child on its way to exec, a shell): nothing to
-  // write, and nothing should run between a fork and an exec that does not have to.
-  if (!gl.drainStarted.load()) return;
-  finish();
+  return gl.init.load() == InitState::Done && ownProcess() && gl.drainStarted.load();
+}
+}  // namespace
+
+void Collector::finishBeforeExit() {
+  if (traceToWriteBeforeExit()) finish();
+}
+
+void Collector::finishBeforeExec(bool (*mayStart)(const char*), const char* what) {
+  if (traceToWriteBeforeExit() && mayStart(what)) finish();
 }
 
 void Collector::threadExiting() {

@@ -316,6 +316,10 @@ class Collector {
   // like finish(), unless this is not the process that initialised (a vfork child shares the
   // parent's memory and must not touch it).
   static void finishBeforeExit();
+  // finishBeforeExit() before an exec, where `mayStart(what)` (asked only where there is a trace
+  // to write: not in a fork child on its way to exec) says the exec may start. One bound to fail
+  // writes nothing, and the image stays traced.
+  static void finishBeforeExec(bool (*mayStart)(const char*), const char* what);
 
   // The calling thread is about to end with pthread_exit. Where that is the main thread, the
   // process ends when its last thread does (glibc then calls exit(0)), and the drain thread

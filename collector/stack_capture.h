@@ -30,9 +30,6 @@ namespace stacks {
 
 namespace detail {
 extern bool g_wanted[16];  // by ApiKind; written once by initialize() before recording starts
-}
-
-namespace detail {
 extern __thread bool t_inLibunwind __attribute__((tls_model("initial-exec")));
 }
 

@@ -172,7 +172,7 @@ __attribute__((visibility("default"), noreturn)) void pthread_exit(void* value) 
 
 __attribute__((visibility("default"))) int execve(const char* path, char* const argv[], char* const envp[]) {
   CUTRACE_NEXT(int (*)(const char*, char* const*, char* const*), execve);
-  if (mayExec(path)) cutrace::Collector::finishBeforeExit();
+  cutrace::Collector::finishBeforeExec(mayExec, path);
   CUTRACE_CHILD_ENV(env, envp);
   return real(path, argv, env);
 }
@@ -180,7 +180,7 @@ __attribute__((visibility("default"))) int execve(const char* path, char* const 
 // execv and execvp use `environ`: where it changes, the call goes to execve / execvpe with it.
 __attribute__((visibility("default"))) int execv(const char* path, char* const argv[]) {
   CUTRACE_NEXT(int (*)(const char*, char* const*), execv);
-  if (mayExec(path)) cutrace::Collector::finishBeforeExit();
+  cutrace::Collector::finishBeforeExec(mayExec, path);
   CUTRACE_CHILD_ENV(env, environ);
   if (env == environ) return real(path, argv);
   CUTRACE_NEXT_AS(withEnv, int (*)(const char*, char* const*, char* const*), execve);
@@ -189,7 +189,7 @@ __attribute__((visibility("default"))) int execv(const char* path, char* const a
 
 __attribute__((visibility("default"))) int execvp(const char* file, char* const argv[]) {
   CUTRACE_NEXT(int (*)(const char*, char* const*), execvp);
-  if (mayExecFromPath(file)) cutrace::Collector::finishBeforeExit();
+  cutrace::Collector::finishBeforeExec(mayExecFromPath, file);
   CUTRACE_CHILD_ENV(env, environ);
   if (env == environ) return real(file, argv);
   CUTRACE_NEXT_AS(withEnv, int (*)(const char*, char* const*, char* const*), execvpe);
@@ -198,7 +198,7 @@ __attribute__((visibility("default"))) int execvp(const char* file, char* const 
 
 __attribute__((visibility("default"))) int execvpe(const char* file, char* const argv[], char* const envp[]) {
   CUTRACE_NEXT(int (*)(const char*, char* const*, char* const*), execvpe);
-  if (mayExecFromPath(file)) cutrace::Collector::finishBeforeExit();
+  cutrace::Collector::finishBeforeExec(mayExecFromPath, file);
   CUTRACE_CHILD_ENV(env, envp);
   return real(file, argv, env);
 }
