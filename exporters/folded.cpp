@@ -278,8 +278,8 @@ class Folder {
   }
 
   // `node` ends a folded line, counted once more where it passes the frame cap: its weights.
-  FoldWeights& endsAt(uint32_t node) {
-    if (f_.depth_[node] > f_.maxFrames_) ++f_.depthCapped_;
+  FoldWeights& endsAt(uint32_t node, uint64_t lines = 1) {
+    if (f_.depth_[node] > f_.maxFrames_) f_.depthCapped_ += lines;
     f_.ends_[node] = true;
     return f_.weights_[node];
   }
@@ -328,6 +328,24 @@ class Folder {
     ++w.calls;
     w.hostNs += ns;
   }
+  // `calls` leaf() calls of `node` on `stack`, whose top is open (kOpenEnd: nothing to close or
+  // clip to) or which is empty, of `ns` in all: counted at once (FoldBuilder's runs).
+  void leaves(Stack& stack, uint32_t node, uint64_t calls, uint64_t ns) {
+    if (!stack.empty()) stack.back().childNs += ns;
+    FoldWeights& w = endsAt(node, calls);
+    w.calls += calls;
+    w.hostNs += ns;
+  }
+  // `calls` pair() calls on such a stack: `ns` the first calls' time in all, `ownNs` what their
+  // inner calls left of it, `innerNs` the inner calls' time.
+  void pairs(Stack& stack, uint32_t node, uint32_t cNode, uint64_t calls, uint64_t ns, uint64_t ownNs, uint64_t innerNs) {
+    if (!stack.empty()) stack.back().childNs += ns;
+    endsAt(node, calls).calls += calls;
+    FoldWeights& c = endsAt(cNode, calls);
+    c.calls += calls;
+    c.hostNs += innerNs;
+    f_.weights_[node].hostNs += ownNs;
+  }
   // A call and the one call recorded inside it, which nothing ran inside, as push() of the first,
   // leaf() of the second and close() of the first would count them: nothing recorded later can
   // be inside the first (see leaf()). [cStart, cEnd]: the inner call, which starts before `end`.
@@ -362,16 +380,19 @@ class Folder {
   // nodeOf() above a frame of `node` (`insideApi`: a CUDA call's).
   [[gnu::always_inline]] uint32_t nodeUnder(const TraceData& data, uint32_t node, bool insideApi, const Event& e,
                                             uint32_t label = kNone) {
-    if (e.kind != EventKind::NvtxRange) {
-      // The call before it, in most programs the same call from the same place (a loop of
-      // launches): checked on the raw event first, before any lookup.
-      const LastCall& last = last_[insideApi];
-      if (last.parent == node && last.hook == e.hook && last.stack == stackIdOf(e) &&
-          (!last.launch || last.kernel == e.launch.kernelName))
-        return last.node;
-    }
+    // The call before it, in most programs the same call from the same place (a loop of
+    // launches): checked on the raw event first, before any lookup.
+    if (e.kind != EventKind::NvtxRange && repeatsLast(e, node, insideApi)) return last_[insideApi].node;
     return nodeLookup(data, node, insideApi, e, label);
   }
+  // Whether the call `e` (not a range) above a frame of `node` has the node of the last such call
+  // looked up: nodeUnder() gives it without a lookup (lastNode()).
+  [[gnu::always_inline]] bool repeatsLast(const Event& e, uint32_t node, bool insideApi) const {
+    const LastCall& last = last_[insideApi];
+    return last.parent == node && last.hook == e.hook && last.stack == stackIdOf(e) &&
+           (!last.launch || last.kernel == e.launch.kernelName);
+  }
+  uint32_t lastNode(bool insideApi) const { return last_[insideApi].node; }
   [[gnu::noinline]] uint32_t nodeLookup(const TraceData& data, uint32_t node, bool insideApi, const Event& e, uint32_t label) {
     if (e.kind == EventKind::NvtxRange) return f_.descend(node, label != kNone ? label : rangeLabel(data, e.name));
     const uint32_t rawStack = stackIdOf(e);
@@ -400,12 +421,18 @@ class Folder {
   uint32_t rangeNode(const TraceData& data, const Stack& stack, uint32_t name) {
     const uint32_t parent = stack.empty() ? FoldedStacks::kRoot : stack.back().node;
     // The range before it, in most programs the same range at the same place (a step loop's):
-    // no lookup. A transient name id is reused for other text: never kept.
-    if (lastRange_.parent == parent && lastRange_.name == name && !StringPool::isTransient(name)) return lastRange_.node;
+    // no lookup.
+    if (repeatsLastRange(name, parent)) return lastRange_.node;
     const uint32_t node = f_.descend(parent, rangeLabel(data, name));
     if (!StringPool::isTransient(name)) lastRange_ = LastRange{parent, name, node};
     return node;
   }
+  // Whether rangeNode() of `name` above a frame of `parent` is the last range's node, with no
+  // lookup (lastRangeNode()). A transient name id is reused for other text: never kept.
+  [[gnu::always_inline]] bool repeatsLastRange(uint32_t name, uint32_t parent) const {
+    return lastRange_.parent == parent && lastRange_.name == name && !StringPool::isTransient(name);
+  }
+  uint32_t lastRangeNode() const { return lastRange_.node; }
   static constexpr uint32_t kNone = UINT32_MAX;
   uint32_t rangeLabel(const TraceData& data, uint32_t name) {
     auto labelOf = [&] {
@@ -559,6 +586,86 @@ struct FoldBuilder::Impl {
 
   // One thread's events and range opens of the pass (FoldBuilder::pass).
   void passThread(const TraceData& data, std::size_t ti);
+
+  // A loop's calls and ranges, counted at once (passThread): each the call before it again from
+  // the same place (Folder::repeatsLast), alone or with the one call recorded inside it (a
+  // launch through the runtime and its driver call), or the range before it again with nothing
+  // recorded inside it (Folder::repeatsLastRange), while nothing is held and the thread's top
+  // frame, if any, is a range still open (nothing ends before them or clips them). What
+  // completeLeaf(), completePair() or event() would add for each is summed, and counted by
+  // flushRepeats() before any other event of the pass is taken (the sums are the same in any
+  // order). Within one pass: `inner` points into its events.
+  struct Repeats {
+    bool on = false;  // the state above holds and the caches are set: `parent` is the top frame's node
+    uint32_t parent = 0;
+    const Event* inner = nullptr;  // the inner call of a pair whose call is still to come
+    uint64_t leaves = 0, leafNs = 0;
+    uint64_t pairs = 0, pairNs = 0, pairOwnNs = 0, innerNs = 0;
+    uint64_t ranges = 0, rangeNs = 0;
+  };
+  // After `e` was taken the usual way: whether a run can start (after a call or a range that
+  // folds: the caches are then set for the same again).
+  [[gnu::always_inline]] void startRepeats(const Thread& t, Repeats& rep, const Event& e) const {
+    rep.on = (e.kind == EventKind::Api || e.kind == EventKind::NvtxRange) && t.inner == nullptr && t.held.empty() &&
+             (t.stack.empty() || (t.stack.back().end == Folder::kOpenEnd && !t.stack.back().api));
+    rep.parent = t.stack.empty() ? FoldedStacks::kRoot : t.stack.back().node;
+  }
+  // Whether `e` was taken into the run (else the run ends: flushRepeats(), then `e` the usual way).
+  [[gnu::always_inline]] bool repeats(const TraceData& data, const Thread& t, Repeats& rep, const Event& e) {
+    if (e.kind == EventKind::NvtxRange) return repeatsRange(data, t, rep, e);
+    if (e.kind != EventKind::Api || e.hook >= data.hooks.size()) return false;
+    const bool inside = e.flags & kEventInsideCall;
+    if (rep.inner == nullptr) {
+      if (!inside) {
+        if (!folder.repeatsLast(e, rep.parent, false)) return false;
+        ++rep.leaves;
+        rep.leafNs += e.end - e.start;  // as the trace's times (Folder::leaf) subtract
+        return true;
+      }
+      // A pair's inner call, recorded first: as event() would keep it, if its call repeats too.
+      if (!folder.repeatsLast(e, folder.lastNode(false), true)) return false;
+      rep.inner = &e;
+      return true;
+    }
+    const Event& inner = *rep.inner;
+    if (inside || !folder.repeatsLast(e, rep.parent, false) || !timelineBefore(e, inner)) return false;
+    const uint64_t start = static_cast<uint64_t>(data.toTraceNs(e.start));
+    const uint64_t end = static_cast<uint64_t>(data.toTraceNs(e.end));
+    const uint64_t innerStart = static_cast<uint64_t>(data.toTraceNs(inner.start));
+    if (innerStart >= end) return false;  // completePair() takes the long way
+    const uint64_t innerEnd = static_cast<uint64_t>(data.toTraceNs(inner.end));
+    const uint64_t ns = end - start, innerNs = (innerEnd < end ? innerEnd : end) - innerStart;
+    ++rep.pairs;
+    rep.pairNs += ns;
+    rep.innerNs += innerNs;
+    rep.pairOwnNs += ns > innerNs ? ns - innerNs : 0;
+    rep.inner = nullptr;
+    return true;
+  }
+  // A range with no open: as event() takes one that ends none of the thread's open frames.
+  [[gnu::always_inline]] bool repeatsRange(const TraceData& data, const Thread& t, Repeats& rep, const Event& e) {
+    if (rep.inner != nullptr || (e.flags & kEventInsideCall) || !folder.folds(data, e) ||
+        !folder.repeatsLastRange(e.name, rep.parent))
+      return false;
+    for (const Folder::Open& frame : t.stack)
+      if (frame.seq == e.seq + 1 && frame.end == Folder::kOpenEnd) return false;
+    ++rep.ranges;
+    rep.rangeNs += e.end - e.start;
+    return true;
+  }
+  [[gnu::always_inline]] void flushRepeats(Thread& t, Repeats& rep) {
+    if (!rep.on) return;
+    if (rep.leaves != 0 || rep.pairs != 0 || rep.ranges != 0) flushRepeatCounts(t, rep);
+    t.inner = rep.inner;  // taken as event() takes a call recorded inside another
+    rep = Repeats{};
+  }
+  [[gnu::noinline]] void flushRepeatCounts(Thread& t, const Repeats& rep) {
+    if (rep.leaves != 0) folder.leaves(t.stack, folder.lastNode(false), rep.leaves, rep.leafNs);
+    if (rep.ranges != 0) folder.leaves(t.stack, folder.lastRangeNode(), rep.ranges, rep.rangeNs);
+    if (rep.pairs != 0)
+      folder.pairs(t.stack, folder.lastNode(false), folder.lastNode(true), rep.pairs, rep.pairNs, rep.pairOwnNs,
+                   rep.innerNs);
+  }
 
   // A complete event in timeline order (times in trace ns: the views' times).
   void complete(const TraceData& data, Thread& t, const Event& e, uint32_t label) {
@@ -738,21 +845,27 @@ void FoldBuilder::Impl::passThread(const TraceData& data, std::size_t ti) {
   if (!folder.rangeFrames()) o = track.opens.size();
   // The next open's place, or past every event: the loop over a run compares one number.
   auto nextOpen = [&] { return o < track.opens.size() ? std::size_t{track.opens[o].before} : SIZE_MAX; };
+  Repeats rep;
   for (std::size_t at = nextOpen(); i < track.events.size();) {
     const auto run = track.events.run(i);
     for (std::size_t k = 0; k < run.count; ++k, ++i) {
+      const Event& e = run.at[k];
+      if (rep.on && at > i && repeats(data, t, rep, e)) continue;
+      flushRepeats(t, rep);
       if (__builtin_expect(at <= i, 0)) {
         for (; o + 1 < track.opens.size() && track.opens[o + 1].before <= i; ++o) open(data, t, track.opens[o]);
         // The last range opened before this event: when the event is that range's end, nothing
         // was recorded inside it (a loop's ranges around nothing traced, PyTorch's op ranges).
-        const bool ended = openEnded(data, t, track.opens[o], run.at[k]);
+        const bool ended = openEnded(data, t, track.opens[o], e);
         ++o;
         at = nextOpen();
         if (ended) continue;
       }
-      event(data, t, run.at[k]);
+      event(data, t, e);
+      startRepeats(t, rep, e);
     }
   }
+  flushRepeats(t, rep);
   for (; o < track.opens.size(); ++o) open(data, t, track.opens[o]);
   keepInner(t);  // the pass's events are released after it
   t.folded = track.released + track.events.size();

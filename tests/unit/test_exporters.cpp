@@ -698,6 +698,80 @@ TEST_CASE("folded stacks built pass by pass equal the whole trace's", "[folded][
   CHECK(plain["main;launch_site;cudaDeviceSynchronize"].calls == 2);
 }
 
+// A loop's calls and ranges are counted a run at a time (FoldBuilder's repeats): the same call
+// from the same place, alone or with the driver call recorded inside it, or the same range with
+// nothing inside, under a range still open or none. Each
+// thing that ends a run must leave the weights as counting call by call does: another call site,
+// a range opening inside the loop, a pass between a driver call and its runtime call, an inner
+// call clipped to its parent or starting at its end, the range around the loop ending, a range
+// ending a frame opened passes before.
+TEST_CASE("folded stacks: a loop's repeated calls, launches and ranges weigh as one by one", "[folded][builder]") {
+  const FoldFeed feed = [](TraceBuilder& b, const std::function<void()>& pass) {
+    b.defineStack(1, {"loop_site", "main"});
+    b.defineStack(2, {"other_site", "main"});
+    b.push(7, 0, 100, 0, "epoch");
+    pass();
+    uint64_t seq = 1;
+    for (uint64_t k = 0, t = 110; k < 6; ++k, t += 10) {  // 5 ns each, a pass and a range among them
+      b.api(7, test::kCudaDeviceSynchronize, seq++, t, t + 5, 0, 1);
+      if (k == 0) pass();
+      if (k == 5) {
+        b.push(7, seq++, t + 6, 1, "sub");
+        b.pop(7, t + 8, 1);
+      }
+    }
+    b.api(7, test::kCudaDeviceSynchronize, seq++, 170, 177, 0, 2);
+    b.api(7, test::kCudaDeviceSynchronize, seq++, 180, 185, 0, 1);
+    for (uint64_t k = 0, t = 190; k < 5; ++k, t += 14) {  // launches of 10 ns, their driver calls 4
+      b.launch(7, test::kCuLaunchKernel, seq + 1, t + 2, t + 6, nullptr, kNestedCallBit);
+      b.launch(7, test::kCudaLaunchKernel, seq, t, t + 10, "k1", 1);
+      seq += 2;
+      if (k == 0) pass();
+    }
+    b.launch(7, test::kCuLaunchKernel, seq + 1, 262, 275, nullptr, kNestedCallBit);  // clipped to 270
+    b.launch(7, test::kCudaLaunchKernel, seq, 260, 270, "k1", 1);
+    seq += 2;
+    b.launch(7, test::kCuLaunchKernel, seq + 1, 290, 292, nullptr, kNestedCallBit);  // starts at its end
+    b.launch(7, test::kCudaLaunchKernel, seq, 280, 290, "k1", 1);
+    seq += 2;
+    b.launch(7, test::kCuLaunchKernel, seq + 1, 294, 296, nullptr, kNestedCallBit);
+    pass();
+    b.launch(7, test::kCudaLaunchKernel, seq, 293, 299, "k1", 1);
+    seq += 2;
+    b.pop(7, 300, 0);
+    for (uint64_t t = 310; t < 340; t += 10) b.api(7, test::kCudaDeviceSynchronize, seq++, t, t + 5, 0, 1);
+    b.push(7, seq++, 340, 0, "step");
+    b.api(7, test::kCudaDeviceSynchronize, seq++, 345, 350, 0, 1);
+    b.api(7, test::kCudaDeviceSynchronize, seq++, 355, 360, 0, 1);
+    // Ranges of 1 ns with nothing inside, their push and pop taken together.
+    for (uint64_t t = 361; t < 373; t += 2) b.range(7, seq++, t, t + 1, 1, "tick");
+    b.push(7, seq++, 373, 1, "tick");  // open over a pass: its end ends its frame, never a repeat
+    pass();
+    for (uint64_t t = 374; t < 378; t += 2) b.range(7, seq++, t, t + 1, 2, "tick");
+    b.pop(7, 379, 1);
+    b.pop(7, 390, 0);
+  };
+  std::map<std::string, FoldWeights> weights = foldBothWays(feed);
+  const auto check = [&](const std::string& stack, uint64_t calls, uint64_t hostNs) {
+    INFO(stack);
+    CHECK(weights[stack].calls == calls);
+    CHECK(weights[stack].hostNs == hostNs);
+  };
+  check("epoch;main;loop_site;cudaDeviceSynchronize", 7, 35);
+  check("epoch;main;other_site;cudaDeviceSynchronize", 1, 7);
+  check("epoch;sub", 1, 2);
+  check("epoch;main;loop_site;cudaLaunchKernel;k1", 8, 6 * 5 + 2 + 10 + 4);
+  check("epoch;main;loop_site;cudaLaunchKernel;k1;cuLaunchKernel", 7, 4 * 5 + 8 + 2);
+  check("epoch;cuLaunchKernel", 1, 2);
+  check("epoch", 1, 200 - 35 - 7 - 2 - 76 - 2);
+  check("main;loop_site;cudaDeviceSynchronize", 3, 15);
+  check("step;main;loop_site;cudaDeviceSynchronize", 2, 10);
+  check("step;tick", 7, 6 + 6 - 2);
+  check("step;tick;tick", 2, 2);
+  check("step", 1, 50 - 10 - 6 - 6);
+  CHECK(weights.size() == 12);
+}
+
 // A thread that exited (ThreadTrack::exited: its last records taken, no range open) is closed
 // by the pass that folds its last events and its lists are given back; what it folded, with
 // calls still on its stack then and a range around them, is what folding the whole trace gives,

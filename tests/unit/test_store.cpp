@@ -15,6 +15,7 @@
 
 using namespace cutrace;
 using cutrace::test::TraceBuilder;
+using cutrace::test::TestThread;
 
 namespace {
 
@@ -307,43 +308,6 @@ TEST_CASE("tick timeline: a tick maps the same in every later pass", "[clock]") 
 }
 
 namespace {
-
-// A thread's state with a small ring, and records put on it as the hooks put them (a record, then
-// its text in whole blocks).
-struct TestThread {
-  Record slots[64];
-  ThreadState s;
-  TestThread() {
-    s.ring.attach(slots, 64);
-    s.trackId = 1;
-    s.tid = 7;
-  }
-  void put(Record r, const char* text = nullptr) {
-    const std::size_t len = text ? strlen(text) : 0;
-    const uint64_t blocks = (len + kRecordSize - 1) / kRecordSize;
-    r.extra = static_cast<uint8_t>(blocks);
-    const uint64_t at = s.ring.reserve(1 + blocks);
-    REQUIRE(at != UINT64_MAX);
-    s.ring.at(at) = r;
-    for (uint64_t i = 0; i < blocks; ++i) {
-      Record block;
-      memset(&block, 0, sizeof(block));
-      memcpy(&block, text + i * kRecordSize, std::min<std::size_t>(kRecordSize, len - i * kRecordSize));
-      s.ring.at(at + 1 + i) = block;
-    }
-    s.ring.commit(1 + blocks);
-  }
-  void putCall(uint64_t seq, uint64_t t0, uint64_t t1) {
-    Record r;
-    memset(&r, 0, sizeof(r));
-    r.type = RecordType::Api;
-    r.hook = test::kCudaDeviceSynchronize;
-    r.seq = seq;
-    r.t0 = t0;
-    r.t1 = t1;
-    put(r);
-  }
-};
 
 // The seq of every event the store holds, thread by thread.
 std::vector<uint64_t> storedSeqs(Store& store) {

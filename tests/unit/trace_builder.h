@@ -2,10 +2,14 @@
 // Builds TraceData the way the drain does, from hand-made ring records, so store, Chrome and
 // folded tests run on exactly what a traced process would produce. Ticks are nanoseconds.
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <initializer_list>
+#include <memory>
 #include <string>
 
+#include "collector/collector.h"
 #include "collector/name_table.h"
 #include "collector/store.h"
 
@@ -20,6 +24,37 @@ inline const HookDescriptor kTestHooks[] = {
     {"cudaMalloc", ApiLayer::Runtime, ApiKind::Alloc},        {"cudaMemcpy", ApiLayer::Runtime, ApiKind::Memcpy},
     {"cudaFree", ApiLayer::Runtime, ApiKind::Free},           {"cudaDeviceSynchronize", ApiLayer::Runtime, ApiKind::Sync},
     {"cudaGraphLaunch", ApiLayer::Runtime, ApiKind::Graph},
+};
+
+// A thread's state with a small ring, and records put on it as the hooks put them (a record, then
+// its text in whole blocks), for the store to take as the drain does (Store::consume).
+struct TestThread {
+  Record slots[64];
+  ThreadState s;
+  explicit TestThread(uint32_t trackId = 1, uint32_t tid = 7) {
+    s.ring.attach(slots, 64);
+    s.trackId = trackId;
+    s.tid = tid;
+  }
+  void put(Record r, const char* text = nullptr) {
+    const std::size_t len = text ? strlen(text) : 0;
+    const uint64_t blocks = (len + kRecordSize - 1) / kRecordSize;
+    r.extra = static_cast<uint8_t>(blocks);
+    const uint64_t at = s.ring.reserve(1 + blocks);
+    if (at == UINT64_MAX) {  // a test that puts more than the ring holds before taking any
+      fprintf(stderr, "TestThread: ring full\n");
+      abort();
+    }
+    s.ring.at(at) = r;
+    for (uint64_t i = 0; i < blocks; ++i) {
+      Record block;
+      memset(&block, 0, sizeof(block));
+      memcpy(&block, text + i * kRecordSize, std::min<std::size_t>(kRecordSize, len - i * kRecordSize));
+      s.ring.at(at + 1 + i) = block;
+    }
+    s.ring.commit(1 + blocks);
+  }
+  void putCall(uint64_t seq, uint64_t t0, uint64_t t1);
 };
 
 class TraceBuilder {
@@ -74,6 +109,19 @@ class TraceBuilder {
     r.nvtx.domain = domain;
     store_.decode(tid, tid, r, nullptr, 0);
   }
+  // A push and its pop taken off the thread's ring together, as the drain takes them when it
+  // finds both (a range with nothing recorded inside it: no open).
+  void range(uint32_t tid, uint64_t seq, uint64_t t0, uint64_t t1, uint16_t depth, const std::string& text) {
+    const auto thread = std::make_unique<TestThread>(tid, tid);
+    Record push = base(RecordType::NvtxPush, seq, t0, t0);
+    push.nvtx.depth = depth;
+    push.nvtx.length = static_cast<uint16_t>(text.size());
+    thread->put(push, text.c_str());
+    Record pop = base(RecordType::NvtxPop, 0, t1, t1);
+    pop.nvtx.depth = depth;
+    thread->put(pop);
+    store_.consume(thread->s, false);
+  }
   void mark(uint32_t tid, uint64_t seq, uint64_t t, const std::string& text, uint32_t domain = 0) {
     Record r = base(RecordType::NvtxMark, seq, t, t);
     r.nvtx.domain = domain;
@@ -126,5 +174,11 @@ class TraceBuilder {
   NameTable names_;
   Store store_;
 };
+
+inline void TestThread::putCall(uint64_t seq, uint64_t t0, uint64_t t1) {
+  Record r = TraceBuilder::base(RecordType::Api, seq, t0, t1);
+  r.hook = kCudaDeviceSynchronize;
+  put(r);
+}
 
 }  // namespace cutrace::test
