@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <random>
 #include <set>
 #include <tuple>
 #include <string>
@@ -629,17 +630,18 @@ TEST_CASE("domain tracks: ordinals by domain name, sort indices right under thei
 
 // What `feed` records (calling, with a builder, the pass it is given between its parts), folded
 // whole and pass by pass: both must give the same folded text. The weights, by stack.
-using FoldFeed = void (*)(TraceBuilder&, const std::function<void()>&);
-std::map<std::string, FoldWeights> foldBothWays(FoldFeed feed, const FoldOptions& options = {}) {
+using FoldFeed = std::function<void(TraceBuilder&, const std::function<void()>&)>;
+std::map<std::string, FoldWeights> foldBothWays(const FoldFeed& feed, const FoldOptions& options = {},
+                                                uint64_t endTicks = 400) {
   TraceBuilder whole, parts;
   feed(whole, [] {});
-  const FoldedStacks expected = foldStacks(whole.finish(400), options);
+  const FoldedStacks expected = foldStacks(whole.finish(endTicks), options);
   FoldBuilder builder(options);
   feed(parts, [&] {
     builder.pass(parts.store().data());
     parts.store().releaseEvents();
   });
-  const FoldedStacks got = builder.finish(parts.finish(400));
+  const FoldedStacks got = builder.finish(parts.finish(endTicks));
   Sink a, b;
   for (FoldWeight w : {FoldWeight::HostTime, FoldWeight::Calls}) {
     writeFolded(expected, w, a);
@@ -770,6 +772,62 @@ TEST_CASE("folded stacks: a loop's repeated calls, launches and ranges weigh as 
   check("step;tick;tick", 2, 2);
   check("step", 1, 50 - 10 - 6 - 6);
   CHECK(weights.size() == 12);
+}
+
+// Programs made at random of what a thread records (pushes and pops, some at a wrong depth;
+// ranges around nothing; calls from two places; launches through the runtime with the driver
+// call inside; calls made inside a range that then ends), with passes anywhere: folded pass by
+// pass as whole, with NVTX frames and without. Each record's time is later than the last one's,
+// as two hooks of a thread always read different nanoseconds: where an event starts at the very
+// time an earlier one ends or starts (a range pushed and popped in the same nanosecond, then a
+// call), times alone do not say which holds which, and the stream's writer, the whole trace's
+// order and the run's fold may each nest them otherwise.
+TEST_CASE("folded stacks built pass by pass equal the whole trace's for random programs", "[folded][builder]") {
+  for (uint32_t program = 0; program < 400; ++program) {
+    const FoldFeed feed = [program](TraceBuilder& b, const std::function<void()>& pass) {
+      std::mt19937 random(program);
+      const auto chance = [&](uint32_t percent) { return random() % 100 < percent; };
+      const char* const labels[] = {"step", "tick", "fwd"};
+      b.defineStack(1, {"loop_site", "main"});
+      b.defineStack(2, {"other_site", "main"});
+      uint64_t t = 100, seq = 0;
+      uint16_t depth = 0;
+      for (int op = 0; op < 60; ++op) {
+        const uint32_t what = random() % 8;
+        const char* label = labels[random() % 3];
+        const uint32_t stack = 1 + random() % 2;
+        if (what == 0) {
+          b.push(7, seq++, t, depth++, label);
+        } else if (what == 1 && depth > 0) {
+          b.pop(7, t, chance(10) ? static_cast<uint16_t>(random() % 3) : --depth);
+        } else if (what == 2) {
+          const uint64_t end = t + 1 + random() % 3;
+          b.range(7, seq++, t, end, depth, label);
+          t = end;
+        } else if (what == 3 || what == 4) {
+          const uint64_t end = t + 1 + random() % 5;
+          b.api(7, test::kCudaDeviceSynchronize, seq++, t, end, 0, stack);
+          t = end;
+        } else if (what == 5) {
+          // A launch and the driver call it made, recorded first: inside it, at its very end, or
+          // ending a little after it (two clocks read apart).
+          const uint64_t end = t + 10, innerStart = t + random() % 11, innerEnd = innerStart + random() % 4;
+          b.launch(7, test::kCuLaunchKernel, seq + 1, innerStart, innerEnd, nullptr, kNestedCallBit);
+          if (chance(20)) pass();
+          b.launch(7, test::kCudaLaunchKernel, seq, t, end, "k1", stack);
+          seq += 2;
+          t = std::max(end, innerEnd);
+        } else if (what == 6) {
+          pass();
+        }
+        t += 1 + random() % 4;  // two hooks never read the same nanosecond (see the test's comment)
+      }
+      while (depth > 0 && chance(50)) b.pop(7, t++, --depth);
+    };
+    INFO("program " << program);
+    foldBothWays(feed, {}, 2000);
+    foldBothWays(feed, FoldOptions{false}, 2000);
+  }
 }
 
 // A thread that exited (ThreadTrack::exited: its last records taken, no range open) is closed
