@@ -2,6 +2,7 @@
 // Builds TraceData the way the drain does, from hand-made ring records, so store, Chrome and
 // folded tests run on exactly what a traced process would produce. Ticks are nanoseconds.
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
