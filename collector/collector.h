@@ -188,16 +188,20 @@ class RecordSection {
   // Inline up to the check for what handlers dropped while the section was open (nearly always
   // nothing); folding that in is not.
   [[gnu::always_inline]] void close() {
+    if (__builtin_expect(leave(), 1)) return;
+    foldPending();
+  }
+  // Marks the section closed; true when no handler dropped anything while it was open. A handler
+  // that comes from here on opens (and folds in) its own section.
+  [[gnu::always_inline]] bool leave() {
     std::atomic_signal_fence(std::memory_order_seq_cst);
     s_->section.store(0, std::memory_order_relaxed);
     std::atomic_signal_fence(std::memory_order_seq_cst);
-    // A handler that comes from here on opens (and folds in) its own section.
-    if (__builtin_expect(s_->pending.load(std::memory_order_relaxed) == 0, 1)) return;
-    foldPending();
+    return s_->pending.load(std::memory_order_relaxed) == 0;
   }
   // close() found drops: open again, fold them in, close, until none came meanwhile.
   [[gnu::noinline]] void foldPending() {
-    for (;;) {
+    do {
       s_->section.store(1, std::memory_order_relaxed);
       std::atomic_signal_fence(std::memory_order_seq_cst);
       // One exchange (a single instruction), so no handler's count is lost; inside the section
@@ -207,11 +211,7 @@ class RecordSection {
       s_->nextSeq += seqs;
       if (drops != 0) s_->dropped.store(s_->dropped.load(std::memory_order_relaxed) + drops, std::memory_order_relaxed);
       if (ends != 0) s_->lostEnds.store(s_->lostEnds.load(std::memory_order_relaxed) + ends, std::memory_order_relaxed);
-      std::atomic_signal_fence(std::memory_order_seq_cst);
-      s_->section.store(0, std::memory_order_relaxed);
-      std::atomic_signal_fence(std::memory_order_seq_cst);
-      if (s_->pending.load(std::memory_order_relaxed) == 0) return;
-    }
+    } while (!leave());
   }
 
   ThreadState* s_;
