@@ -322,11 +322,7 @@ class Folder {
   // close() would, without entering the stack.
   void leaf(Stack& stack, uint64_t start, uint64_t end, uint32_t node) {
     if (!stack.empty() && stack.back().end < end) end = stack.back().end;
-    const uint64_t ns = end - start;
-    if (!stack.empty()) stack.back().childNs += ns;
-    FoldWeights& w = endsAt(node);
-    ++w.calls;
-    w.hostNs += ns;
+    leaves(stack, node, 1, end - start);
   }
   // `calls` leaf() calls of `node` on `stack`, whose top is open (kOpenEnd: nothing to close or
   // clip to) or which is empty, of `ns` in all: counted at once (FoldBuilder's runs).
@@ -346,20 +342,24 @@ class Folder {
     c.hostNs += innerNs;
     f_.weights_[node].hostNs += ownNs;
   }
+  // A call [start, end] and the one call recorded inside it, [cStart, cEnd] (which starts before
+  // `end`): the first's time, the inner one's (its end clipped to the first's) and what it left
+  // of the first's.
+  struct PairTimes {
+    uint64_t ns, innerNs, ownNs;
+  };
+  [[gnu::always_inline]] static PairTimes pairTimes(uint64_t start, uint64_t end, uint64_t cStart, uint64_t cEnd) {
+    const uint64_t ns = end - start, cNs = (cEnd < end ? cEnd : end) - cStart;
+    return {ns, cNs, ns > cNs ? ns - cNs : 0};
+  }
   // A call and the one call recorded inside it, which nothing ran inside, as push() of the first,
   // leaf() of the second and close() of the first would count them: nothing recorded later can
   // be inside the first (see leaf()). [cStart, cEnd]: the inner call, which starts before `end`.
   void pair(Stack& stack, uint64_t start, uint64_t end, uint32_t node, uint64_t cStart, uint64_t cEnd,
             uint32_t cNode) {
     if (!stack.empty() && stack.back().end < end) end = stack.back().end;
-    const uint64_t ns = end - start;
-    if (!stack.empty()) stack.back().childNs += ns;
-    ++endsAt(node).calls;
-    const uint64_t cNs = (cEnd < end ? cEnd : end) - cStart;
-    FoldWeights& c = endsAt(cNode);
-    ++c.calls;
-    c.hostNs += cNs;
-    f_.weights_[node].hostNs += ns > cNs ? ns - cNs : 0;
+    const PairTimes t = pairTimes(start, end, cStart, cEnd);
+    pairs(stack, node, cNode, 1, t.ns, t.ownNs, t.innerNs);
   }
   // The open range `o` (on `stack`, frames above it already closed) ends: its event spans
   // [start, end] (the start it opened with: the drain maps a range's start once, at its push).
@@ -633,12 +633,12 @@ struct FoldBuilder::Impl {
     const uint64_t end = static_cast<uint64_t>(data.toTraceNs(e.end));
     const uint64_t innerStart = static_cast<uint64_t>(data.toTraceNs(inner.start));
     if (innerStart >= end) return false;  // completePair() takes the long way
-    const uint64_t innerEnd = static_cast<uint64_t>(data.toTraceNs(inner.end));
-    const uint64_t ns = end - start, innerNs = (innerEnd < end ? innerEnd : end) - innerStart;
+    const Folder::PairTimes times =
+        Folder::pairTimes(start, end, innerStart, static_cast<uint64_t>(data.toTraceNs(inner.end)));
     ++rep.pairs;
-    rep.pairNs += ns;
-    rep.innerNs += innerNs;
-    rep.pairOwnNs += ns > innerNs ? ns - innerNs : 0;
+    rep.pairNs += times.ns;
+    rep.innerNs += times.innerNs;
+    rep.pairOwnNs += times.ownNs;
     rep.inner = nullptr;
     return true;
   }
