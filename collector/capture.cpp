@@ -1,6 +1,9 @@
 #include "collector/capture.h"
 
+#include <algorithm>
+
 #include <signal.h>
+#include <stdint.h>
 #include <string.h>
 #include <time.h>
 
@@ -134,12 +137,16 @@ void onNvtxPop(uint32_t tid, uint16_t depth) {
   if (g_state.owner.compare_exchange_strong(me, 0, std::memory_order_relaxed)) set(false);
 }
 
-void onTick() {
+uint32_t onTick() {
   const CaptureSpec& s = g_state.spec;
-  if (s.mode != CaptureMode::Time) return;
+  if (s.mode != CaptureMode::Time) return UINT32_MAX;
   const uint64_t elapsedMs = (monotonicNs() - g_state.startNs) / 1000000;
-  const bool inside = elapsedMs >= s.delayMs && (s.durationMs == 0 || elapsedMs < s.delayMs + s.durationMs);
+  const uint64_t endMs = s.delayMs + s.durationMs;
+  const bool inside = elapsedMs >= s.delayMs && (s.durationMs == 0 || elapsedMs < endMs);
   set(inside);
+  const uint64_t nextMs = elapsedMs < s.delayMs ? s.delayMs : (s.durationMs != 0 && elapsedMs < endMs ? endMs : 0);
+  if (nextMs == 0) return UINT32_MAX;
+  return static_cast<uint32_t>(std::min<uint64_t>(nextMs - elapsedMs, UINT32_MAX - 1));
 }
 
 }  // namespace cutrace::capture

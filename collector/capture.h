@@ -44,7 +44,9 @@ void onProfilerCall(uint16_t hook);
 // A push/pop range on thread `tid` at nesting `depth` (before the push / after the pop).
 void onNvtxPush(const char* text, std::size_t length, uint32_t tid, uint16_t depth);
 void onNvtxPop(uint32_t tid, uint16_t depth);
-// The drain thread's periodic tick.
-void onTick();
+// The drain thread's periodic tick. Returns the milliseconds until recording next turns on or off
+// by time (CUTRACE_CAPTURE=time), at least 1; UINT32_MAX when nothing changes by time: the drain
+// waits no longer than that, so a window's edges do not wait for the next timed pass.
+uint32_t onTick();
 
 }  // namespace cutrace::capture

@@ -204,7 +204,7 @@ constexpr Entry kEntries[] = {
     {{"CUTRACE_OUTPUT", "a directory path", "where trace files go (default ./cutrace-out)"}, parseOutput},
     {{"CUTRACE_LOG", "off|error|warn|info|debug", "what cutrace writes on stderr (default info: one summary line at exit)"}, parseLog},
     {{"CUTRACE_RING_SIZE", "a power of two from 16K to 1G bytes", "per-thread ring (default 16M for the first threads, 4M once rings hold a quarter of CUTRACE_MAX_MEMORY, 1M past half)"}, parseRingSize},
-    {{"CUTRACE_DRAIN_MS", "1 to 10000", "how often the drain thread empties the rings (default 20)"}, parseDrain},
+    {{"CUTRACE_DRAIN_MS", "1 to 10000", "how often the drain thread empties the rings (default 100)"}, parseDrain},
     {{"CUTRACE_CLOCK", "auto|tsc|monotonic", "host clock source (default auto: TSC when invariant)"}, parseClock},
     {{"CUTRACE_NVTX", "1|0|on|off", "receive NVTX ranges through NVTX_INJECTION64_PATH (default 1)"}, parseNvtx},
     {{"CUTRACE_CUPTI", "auto|on|off", "device timeline through CUPTI (default auto: when libcupti and a GPU are there)"}, parseCupti},

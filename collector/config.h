@@ -51,7 +51,7 @@ struct Config {
   // Per-thread ring; 0 (the default): the tiers above, by how much of maxMemory the rings
   // already hold (Collector's reserveRing).
   uint64_t ringBytes = 0;
-  uint32_t drainIntervalMs = 20;
+  uint32_t drainIntervalMs = 100;
   StackMode stacks = StackMode::Calls;
   Unwinder unwinder = Unwinder::Auto;
   uint32_t stackDepth = 32;

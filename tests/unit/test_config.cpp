@@ -23,7 +23,7 @@ TEST_CASE("defaults apply when no CUTRACE_ variable is set", "[config]") {
   REQUIRE(c.enabled);
   REQUIRE(c.nvtx);
   REQUIRE(c.ringBytes == 0);  // automatic: the tiers of config.h
-  REQUIRE(c.drainIntervalMs == 20);
+  REQUIRE(c.drainIntervalMs == 100);
   REQUIRE(std::string(c.outputDir) == "cutrace-out");
   REQUIRE(c.log == LogLevel::Info);
   REQUIRE(c.stacks == StackMode::Calls);

@@ -51,7 +51,7 @@ int exitChild() {
   if (child == 0) {
     nvtxRangePushA("child");
     calls(2);
-    usleep(150 * 1000);  // several drain intervals
+    usleep(150 * 1000);  // a timed drain pass or more (every 100 ms by default)
     calls(3);
     nvtxRangePop();
     _exit(5);
@@ -89,7 +89,7 @@ int sigkill() {
   nvtxRangeStartA("span open at the kill");
   calls(2);
   fflush(stdout);
-  usleep(300 * 1000);  // several drain passes
+  usleep(300 * 1000);  // three drain intervals at the default
   raise(SIGKILL);
   return 0;
 }
@@ -178,11 +178,24 @@ int timed() {
   return 0;
 }
 
+// Under CUTRACE_CAPTURE=time:0.02,0.2 only the middle calls are kept: the first come before the
+// window, the last after it. The middle ones come before the drain's first timed pass would: the
+// window opens when it says, not at the pass after.
+int timedWindow() {
+  calls(1);
+  usleep(70 * 1000);
+  calls(2);
+  usleep(250 * 1000);
+  calls(3);
+  printf("timed window done\n");
+  return 0;
+}
+
 // quick_exit runs the at_quick_exit handlers, then glibc's internal _exit: the trace must be
 // written all the same, with the calls made after the last drain pass.
 int quickExit() {
   calls(2);
-  usleep(150 * 1000);  // several drain passes
+  usleep(150 * 1000);  // a timed drain pass or more
   calls(3);
   printf("quick exit\n");
   fflush(stdout);
@@ -251,6 +264,7 @@ int main(int argc, char** argv) {
   if (what == "capture-registered") return capture(true);
   if (what == "usr2") return usr2();
   if (what == "timed") return timed();
+  if (what == "timed-window") return timedWindow();
   if (what == "quick-exit") return quickExit();
   if (what == "execl-many") return execlMany();
   if (what == "signal-query") return signalQuery();

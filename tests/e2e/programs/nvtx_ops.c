@@ -35,8 +35,8 @@ int main(int argc, char** argv) {
     if (paced && i % 256 == 255) nanosleep(&breath, NULL);
   }
   issued += kAlone;
-  /* The drain passes (every 20 ms by default) see the first texts before the calls below. */
-  struct timespec pause = {0, 60 * 1000000L};
+  /* The drain passes (every 100 ms by default) see the first texts before the calls below. */
+  struct timespec pause = {0, 250 * 1000000L};
   nanosleep(&pause, NULL);
   for (int i = 0; i < kSteps; ++i) {
     nvtxRangePushA("step");

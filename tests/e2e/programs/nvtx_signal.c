@@ -58,8 +58,9 @@ int main(int argc, char** argv) {
   }
   struct itimerval off = {{0, 0}, {0, 0}};
   setitimer(ITIMER_REAL, &off, NULL);
-  /* A last event that fits once the ring has been drained: no drop hides after it. */
-  struct timespec pause = {0, 100 * 1000 * 1000};
+  /* A last event that fits once the ring has been drained (a pass comes every 100 ms by
+   * default): no drop hides after it. */
+  struct timespec pause = {0, 250 * 1000 * 1000};
   nanosleep(&pause, NULL);
   nvtxMarkA("end");
   issued += loops * 2 + (long)handlerRuns * 2 + 1;
