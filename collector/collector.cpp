@@ -481,6 +481,10 @@ void startDrainThread() {
   Globals& gl = g();
   bool expected = false;
   if (!gl.drainStarted.compare_exchange_strong(expected, true)) return;
+  // A time capture turns on at its passes: the process's first event, whose thread starts it,
+  // is checked against the window now (a program idle until after the window opened would
+  // otherwise lose its first CUDA calls, made before the new thread's first pass).
+  capture::onTick();
   // The drain thread must never take the program's signals.
   sigset_t all, old;
   sigfillset(&all);

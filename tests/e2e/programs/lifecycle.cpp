@@ -6,7 +6,7 @@
 //   burst         bursts that fill half a small ring: the drain wakes early and keeps them
 //   capture       calls inside and outside cudaProfilerStart/Stop, an NVTX range "focus",
 //                 and ten "ProfilerStep#N" steps: which are kept depends on CUTRACE_CAPTURE
-//   usr2, timed   capture by SIGUSR2 and by time
+//   usr2, timed, timed-window, timed-late   capture by SIGUSR2 and by time
 //   exec          execs this program again with "capture" (the new image is traced under
 //                 its own name)
 //   exec-chdir    as exec, from a directory "elsewhere" it makes and enters first: the new
@@ -23,6 +23,7 @@
 #include <cuda_runtime_api.h>
 #include <nvtx3/nvToolsExt.h>
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -191,6 +192,21 @@ int timedWindow() {
   return 0;
 }
 
+// Under CUTRACE_CAPTURE=time:0.05 a program whose first CUDA calls come after the window opened
+// keeps them all. On one core, the drain thread its first call starts runs after that call (a new
+// thread does not preempt its creator): the call cannot count on the drain's first pass.
+int timedLate() {
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(sched_getcpu(), &one);
+  sched_setaffinity(0, sizeof(one), &one);
+  usleep(100 * 1000);
+  calls(1);
+  calls(1);
+  printf("timed late done\n");
+  return 0;
+}
+
 // quick_exit runs the at_quick_exit handlers, then glibc's internal _exit: the trace must be
 // written all the same, with the calls made after the last drain pass.
 int quickExit() {
@@ -265,6 +281,7 @@ int main(int argc, char** argv) {
   if (what == "usr2") return usr2();
   if (what == "timed") return timed();
   if (what == "timed-window") return timedWindow();
+  if (what == "timed-late") return timedLate();
   if (what == "quick-exit") return quickExit();
   if (what == "execl-many") return execlMany();
   if (what == "signal-query") return signalQuery();
