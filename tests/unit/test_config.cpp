@@ -31,6 +31,20 @@ TEST_CASE("defaults apply when no CUTRACE_ variable is set", "[config]") {
   REQUIRE(c.unwinder == Unwinder::Auto);
 }
 
+// The table's texts (--help, the README's settings, checked against them in test_run.py) state the
+// defaults Config has, where a default is a number.
+TEST_CASE("the table of variables states Config's numeric defaults", "[config]") {
+  const Config c;
+  const auto meaning = [](const char* name) {
+    for (std::size_t i = 0; i < configVariableCount(); ++i)
+      if (std::string(configVariable(i).name) == name) return std::string(configVariable(i).meaning);
+    return std::string();
+  };
+  CHECK_THAT(meaning("CUTRACE_DRAIN_MS"), Catch::Contains("(default " + std::to_string(c.drainIntervalMs) + ")"));
+  CHECK_THAT(meaning("CUTRACE_STACK_DEPTH"), Catch::Contains("(default " + std::to_string(c.stackDepth) + ")"));
+  CHECK_THAT(meaning("CUTRACE_MAX_MEMORY"), Catch::Contains("(default " + std::to_string(c.maxMemory >> 30) + "G)"));
+}
+
 TEST_CASE("every accepted variable is parsed", "[config]") {
   ConfigError error;
   const Config c = parse({"CUTRACE_OUTPUT=/tmp/x y", "CUTRACE_RING_SIZE=4M", "CUTRACE_DRAIN_MS=5", "CUTRACE_LOG=debug",

@@ -172,6 +172,12 @@ def bad_options():
         documented = set(re.findall(r"^\| `CUTRACE_([A-Z_]+)`", readme, re.M)) - {"ENABLE", "OUTPUT"}
         offered = set(re.findall(r"^  --([a-z-]+) V ", stdout, re.M))
         eq(offered, {d.lower().replace("_", "-") for d in documented}, "options of --help = settings in the README")
+        # A number the table gives as a default (the unit suite checks it against Config) is the
+        # README's default too.
+        for option, default in re.findall(r"^  --([a-z-]+) V .*?\(default (\d+[KMG]?)\b", stdout, re.M):
+            row = re.search(r"^\| `CUTRACE_" + option.upper().replace("-", "_") + r"` \|.*$", readme, re.M)
+            check(row is not None and re.search(r"default:? `?" + default + r"\b", row.group(0)) is not None,
+                  f"--{option}: the README's default is {default}")
         # Good values pass: every option at once, spelled both ways.
         rc, stdout, stderr = run(["-o", tmp, "--stacks=launches", "--stack-depth", "8", "--unwind", "fp", "--python", "off",
                                   "--cupti", "off", "--nvtx", "on", "--capture", "all", "--ring-size", "64K", "--drain-ms", "5",
