@@ -527,7 +527,6 @@ __attribute__((always_inline, no_sanitize_address)) inline int walk(uint64_t pc,
       memo.replayable = true;
       memo.max = max;
       memo.reads = reads;
-      memo.read[reads] = {reinterpret_cast<uint64_t>(&kReplaySentinel), 1};
       memo.pc = startPc;
       memo.sp = startSp;
       memo.bp = startBp;

@@ -341,3 +341,33 @@ TEST_CASE("dwarf unwind: gives up on what it cannot follow", "[stacks][dwarf]") 
   // `max` bounds the walk.
   REQUIRE(dwarf::backtrace(frames, 2, stackHi(), memo) == 2);
 }
+
+// The replay reads every word the memo's walk read, in pairs after an odd one first: a change in
+// any of them, whatever its position and however many words there are, must make it walk.
+TEST_CASE("dwarf unwind: a replay compares every word the walk read", "[stacks][dwarf]") {
+  static dwarf::ThreadMemo memo;  // large: not on the test's stack
+  uint64_t words[9];
+  for (int reads = 1; reads <= 9; ++reads) {
+    for (int changed = -1; changed < reads; ++changed) {
+      memo = dwarf::ThreadMemo{};
+      memo.replayable = true;
+      memo.pc = 0x1000;
+      memo.sp = 0x2000;
+      memo.bp = 0x3000;
+      memo.lo = 0x10;
+      memo.hi = 0x20;
+      memo.max = 8;
+      memo.reads = reads;
+      memo.lastCount = 3;
+      for (int i = 0; i < reads; ++i) {
+        words[i] = 0xabc0 + static_cast<uint64_t>(i);
+        memo.read[i] = {reinterpret_cast<uint64_t>(&words[i]), words[i]};
+      }
+      if (changed >= 0) words[changed] ^= 0x40;
+      uint64_t out[8];
+      const int n = dwarf::replay(dwarf::WalkStart{0x1000, 0x2000, 0x3000}, 0x10, out, 8, 0x20, memo, true);
+      INFO("reads " << reads << ", changed " << changed);
+      CHECK(n == (changed < 0 ? 3 : -1));
+    }
+  }
+}
