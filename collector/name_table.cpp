@@ -13,14 +13,6 @@ void* reserve(std::size_t bytes) {
   return p == MAP_FAILED ? nullptr : p;
 }
 
-inline std::size_t mixPointer(uintptr_t p) {
-  uint64_t x = p;
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdull;
-  x ^= x >> 33;
-  return static_cast<std::size_t>(x);
-}
-
 }  // namespace
 
 uint64_t hashBytes(const void* data, std::size_t length) {
@@ -112,25 +104,12 @@ bool PointerMap::init(std::size_t capacityPow2) {
   return true;
 }
 
-uint32_t PointerMap::find(const void* key) const {
-  Slot* slots = slots_.load(std::memory_order_acquire);
-  if (slots == nullptr || key == nullptr) return 0;
-  const std::size_t mask = mask_.load(std::memory_order_relaxed);
-  const auto k = reinterpret_cast<uintptr_t>(key);
-  for (std::size_t i = mixPointer(k) & mask, probes = 0; probes <= mask; i = (i + 1) & mask, ++probes) {
-    const uintptr_t cur = slots[i].key.load(std::memory_order_acquire);
-    if (cur == k) return slots[i].value.load(std::memory_order_acquire);
-    if (cur == 0) return 0;
-  }
-  return 0;
-}
-
 void PointerMap::put(const void* key, uint32_t value) {
   Slot* slots = slots_.load(std::memory_order_acquire);
   if (slots == nullptr || key == nullptr) return;
   const std::size_t mask = mask_.load(std::memory_order_relaxed);
   const auto k = reinterpret_cast<uintptr_t>(key);
-  for (std::size_t i = mixPointer(k) & mask, probes = 0; probes <= mask; i = (i + 1) & mask, ++probes) {
+  for (std::size_t i = mix(k) & mask, probes = 0; probes <= mask; i = (i + 1) & mask, ++probes) {
     uintptr_t cur = slots[i].key.load(std::memory_order_acquire);
     if (cur == 0) {
       if (slots[i].key.compare_exchange_strong(cur, k, std::memory_order_acq_rel)) cur = k;

@@ -52,7 +52,19 @@ class PointerMap {
   // Reserves the slots once; later calls (any capacity) return whether that succeeded.
   bool init(std::size_t capacityPow2 = 1u << 16);
   bool ready() const { return slots_.load(std::memory_order_acquire) != nullptr; }
-  uint32_t find(const void* key) const;
+  // Inline: every launch looks up its kernel's name here, on the calling thread.
+  [[gnu::always_inline]] uint32_t find(const void* key) const {
+    Slot* slots = slots_.load(std::memory_order_acquire);
+    if (slots == nullptr || key == nullptr) return 0;
+    const std::size_t mask = mask_.load(std::memory_order_relaxed);
+    const auto k = reinterpret_cast<uintptr_t>(key);
+    for (std::size_t i = mix(k) & mask, probes = 0; probes <= mask; i = (i + 1) & mask, ++probes) {
+      const uintptr_t cur = slots[i].key.load(std::memory_order_acquire);
+      if (cur == k) return slots[i].value.load(std::memory_order_acquire);
+      if (cur == 0) return 0;
+    }
+    return 0;
+  }
   void put(const void* key, uint32_t value);
 
  private:
@@ -60,6 +72,13 @@ class PointerMap {
     std::atomic<uintptr_t> key;
     std::atomic<uint32_t> value;
   };
+  static std::size_t mix(uintptr_t p) {
+    uint64_t x = p;
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    return static_cast<std::size_t>(x);
+  }
   std::atomic<Slot*> slots_{nullptr};  // published with release after mask_
   std::atomic<std::size_t> mask_{0};
 };

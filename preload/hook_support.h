@@ -241,7 +241,11 @@ void aliasKernelName(const void* alias, const void* hostFun);
 uint32_t runtimeKernelNameSlow(const void* func);
 uint32_t driverKernelNameSlow(CUfunction f);
 
-uint32_t cachedKernelName(const void* key);
+// Handle -> interned name, filled by the registrations and the slow lookups (hook_table.cpp).
+extern PointerMap g_kernelNames;
+// Inline in the shims: every launch looks its kernel up (0: not known yet, or the table not set
+// up yet; the slow lookup sets it up).
+inline uint32_t cachedKernelName(const void* key) { return g_kernelNames.find(key); }
 
 inline uint32_t runtimeKernelName(const HookCall& c, const void* func) {
   if (!c.outermostLaunch()) return 0;

@@ -387,10 +387,11 @@ int currentDeviceOrdinal() {
 
 // ---------------------------------------------------------------------------- kernel names
 
-namespace {
-
 constinit PointerMap g_kernelNames;
 
+namespace {
+
+// Set up by the first name stored; a lookup before it finds nothing (cachedKernelName).
 PointerMap& kernelNames() {
   if (!g_kernelNames.ready()) g_kernelNames.init(1u << 16);
   return g_kernelNames;
@@ -423,8 +424,6 @@ uint32_t unknownKernelName(const void* key) {
 }
 
 }  // namespace
-
-uint32_t cachedKernelName(const void* key) { return kernelNames().find(key); }
 
 void registerKernelName(const void* hostFun, const char* deviceName) {
   if (currentMode() == Mode::Uninitialized) initializePreload();
