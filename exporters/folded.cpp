@@ -648,7 +648,7 @@ struct FoldBuilder::Impl {
         !folder.repeatsLastRange(e.name, rep.parent))
       return false;
     for (const Folder::Open& frame : t.stack)
-      if (frame.seq == e.seq + 1 && frame.end == Folder::kOpenEnd) return false;
+      if (endsFrame(frame, e)) return false;
     ++rep.ranges;
     rep.rangeNs += e.end - e.start;
     return true;
@@ -762,6 +762,11 @@ struct FoldBuilder::Impl {
       folder.close(t.stack);
     }
   }
+  // Whether the range `e` is the end of `frame`, a range still open (open() marks it with the
+  // range's seq + 1).
+  [[gnu::always_inline]] static bool endsFrame(const Folder::Open& frame, const Event& e) {
+    return frame.seq == e.seq + 1 && frame.end == Folder::kOpenEnd;
+  }
   void open(const TraceData& data, Thread& t, const ThreadTrack::RangeOpen& o) {
     flushHeld(data, t);
     const uint64_t start = static_cast<uint64_t>(data.toTraceNs(o.start));
@@ -792,7 +797,7 @@ struct FoldBuilder::Impl {
     if (e.kind == EventKind::NvtxRange) {
       // The end of a range opened earlier: the frames above it ended inside it.
       for (std::size_t i = t.stack.size(); i-- > 0;) {
-        if (t.stack[i].seq != e.seq + 1 || t.stack[i].end != Folder::kOpenEnd) continue;
+        if (!endsFrame(t.stack[i], e)) continue;
         flushHeld(data, t);
         while (t.stack.size() > i + 1) folder.close(t.stack);
         folder.end(t.stack, t.stack[i], static_cast<uint64_t>(data.toTraceNs(e.start)),
