@@ -435,7 +435,7 @@ void registerKernelName(const void* hostFun, const char* deviceName) {
 
 void aliasKernelName(const void* alias, const void* hostFun) {
   if (!Collector::config().enabled) return;
-  const uint32_t id = kernelNames().find(hostFun);
+  const uint32_t id = cachedKernelName(hostFun);
   if (id != 0) kernelNames().put(alias, id);
 }
 
