@@ -48,13 +48,17 @@ struct StreamOutput {
            scaled(metered.deviceBytes, metered.deviceEvents, deviceEvents);
   }
 };
-// A sample costs the drain what writing its JSON does (~250 ns/event) while the rings fill: at
-// most kMeterPassEvents in a pass (from its last piece), every pass until kMeterFirstEvents are
-// measured (2 ms in all), then one pass after each kMeterEveryEvents (0.4 % of the events). Sampled so, the estimate
-// was within 1 % of the written JSON on the launch loop and 85-99 % of it on small e2e programs
-// (it leaves out the names and metadata).
+// A sample costs the drain what writing its JSON does (~250 ns/event: 1 M instructions a sample
+// under callgrind, ~0.35 ms) while the rings fill: at most kMeterPassEvents in a pass (from its
+// last piece), every pass until that many are measured (most programs: their first pass), then
+// one pass after each kMeterEveryEvents (0.4 % of the events). Sampled so, the estimate was
+// within 1 % of the written JSON on the launch loop and 85-99 % of it on small e2e programs (it
+// leaves out the names and metadata). The estimate only spares a huge trace's writing at exit,
+// and a huge trace has had many samples by then; a smaller one is written, measured, and
+// discarded if too large. Eight first samples (until 8K events), one a pass, took ~2.8 ms of
+// the first 0.8 s of a busy process once passes came every 100 ms (bench_events' driver-sync
+// run, 372 K events: 9.5 M instructions sampling, 1.9 M now).
 constexpr uint64_t kMeterPassEvents = 1024;
-constexpr uint64_t kMeterFirstEvents = 8 << 10;
 constexpr uint64_t kMeterEveryEvents = 256 << 10;
 StreamOutput& stream() {
   static StreamOutput* s = new StreamOutput();
@@ -97,7 +101,7 @@ bool streamPass(const TraceData& data, const Config& config, uint64_t nowNs, boo
     s.unmeteredEvents += events;
     // Once per pass, with its last piece: a busy thread's batches (collector.cpp) would each be
     // sampled, and the first ones, metered in full, held up the drain while the rings filled.
-    if (passEnd && events != 0 && (s.metered.hostEvents < kMeterFirstEvents || s.unmeteredEvents >= kMeterEveryEvents)) {
+    if (passEnd && events != 0 && (s.metered.hostEvents < kMeterPassEvents || s.unmeteredEvents >= kMeterEveryEvents)) {
       const ChromeTraceSample sample = chromeTraceSample(data, kMeterPassEvents);
       s.metered.hostBytes += sample.hostBytes;
       s.metered.hostEvents += sample.hostEvents;
