@@ -28,4 +28,7 @@ inline bool roomToWalk(uintptr_t sp) {
   return room >= tls::altStack.size || room >= kWalkStackBytes;
 }
 
+// Whether `sp` is on the thread's alternate signal stack.
+inline bool onAltStack(uintptr_t sp) { return sp - tls::altStack.lo < tls::altStack.size; }
+
 }  // namespace cutrace

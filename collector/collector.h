@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "collector/alt_stack.h"
 #include "collector/clock.h"
 #include "collector/config.h"
 #include "collector/dwarf_unwind.h"
@@ -70,6 +71,11 @@ struct ThreadState {
   std::atomic<uint64_t> lostEnds{0};
   uint16_t launchDepth = 0;    // owner only: launch hooks active on this thread
   uint16_t apiDepth = 0;       // owner only: recorded API calls active (stacks: outermost only)
+  // Owner only, set by the outermost recorded call before apiDepth says a call runs: a number
+  // unique to the call, which its shim's frame keeps at callTokenAt while it runs
+  // (insideActiveCall).
+  const uint64_t* callTokenAt = nullptr;
+  uint64_t callToken = 0;
   uintptr_t stackHi = 0;       // top of the thread's stack, bounds the frame-pointer walk
   dwarf::ThreadMemo unwindMemo{};  // owner, inside a RecordSection: the .eh_frame walk's frames by depth
   uint32_t lastStackId = 0;        // owner, inside a RecordSection: the last stack captured
@@ -104,6 +110,19 @@ struct ThreadState {
   std::size_t mappingBytes = 0;  // header + ring address space (mapped once, never unmapped)
   uint64_t ringBytes = 0;        // ring bytes this owner holds against the memory cap (0: no ring)
 };
+
+// Whether an event whose frame is at `sp`, while the thread has a recorded call active
+// (apiDepth != 0), comes from inside that call: from what it called or from a signal handler,
+// deeper on the stack than that call's shim frame, which still holds the call's number. A thread
+// that left the call without its return (a handler's siglongjmp out of a call that hung, as a
+// timeout does) is back at or above the call's level, or has since written over its frame (one
+// never written over keeps the event taken as inside). On the alternate signal stack: a
+// handler, inside whatever ran. (The token's place, in a frame since left, may lie in an ASan
+// redzone of the frames there now: stackWord.)
+inline bool insideActiveCall(const ThreadState* s, uintptr_t sp) {
+  const auto at = reinterpret_cast<uintptr_t>(s->callTokenAt);
+  return onAltStack(sp) || (sp < at && dwarf::stackWord(at) == s->callToken);
+}
 
 namespace tls {
 extern __thread ThreadState* state __attribute__((tls_model("initial-exec")));

@@ -110,6 +110,29 @@ class HookCall {
     if (__builtin_expect(!g_deviceTracingStarted.load(std::memory_order_relaxed), 0)) startDeviceTracing();
     if (!capture::on()) return;
     s_ = s;
+    // The outermost recorded call of the thread, or one inside such a call (a call it made, a
+    // handler's). Calls the thread never returned from (a handler's siglongjmp out of a call
+    // that hung, as a timeout does) left the depth raised: they are not running any more
+    // (insideActiveCall), this call is outermost, and the depth it puts back when it returns is
+    // 0. Left raised, it made every later call of the thread nested: no stack, no kernel name.
+    // Each of those calls took its sequence number and wrote no record: counted as dropped, as
+    // a handler's lost event is (a call left before it called the real function, from `pre`,
+    // is counted though it took no number).
+    uint16_t depth = s->apiDepth;
+    if (depth != 0 && __builtin_expect(!insideActiveCall(s, reinterpret_cast<uintptr_t>(&token_)), 0)) {
+      s->launchDepth = 0;
+      s->pending.fetch_add(depth * kPendingDrop, std::memory_order_relaxed);
+      depth = 0;
+    }
+    foundApiDepth_ = depth;
+    if (depth == 0) {
+      token_ = ++s->callToken;
+      s->callTokenAt = &token_;
+    }
+    // A handler that comes before the token is set and finds this call's depth takes its own
+    // call for outermost, and puts back depth 0 when it returns: the calls made inside this one
+    // are then taken as outermost too.
+    s->apiDepth = static_cast<uint16_t>(depth + 1);
     r_.type = RecordType::Api;
     r_.extra = 0;
     r_.hook = static_cast<uint16_t>(id);
@@ -118,24 +141,27 @@ class HookCall {
     // Only the outermost recorded call takes a stack: a nested call (the driver call a runtime
     // call made) shares it, which the exporters know from the nesting. None from a signal
     // handler on a small alternate stack (roomToWalk): the walk would run off its end.
-    wantStack_ = s->apiDepth++ == 0 && stacks::wanted(kind) && roomToWalk(shim.sp);
+    wantStack_ = depth == 0 && stacks::wanted(kind) && roomToWalk(shim.sp);
     if (kind == ApiKind::Launch) {
       launch_ = true;
-      outermostLaunch_ = s->launchDepth++ == 0;
+      foundLaunchDepth_ = s->launchDepth;
+      outermostLaunch_ = foundLaunchDepth_ == 0;
+      s->launchDepth = static_cast<uint16_t>(foundLaunchDepth_ + 1);
     }
   }
   __attribute__((always_inline)) ~HookCall() {
     if (s_ != nullptr) {
-      if (launch_) --s_->launchDepth;
+      if (launch_) s_->launchDepth = foundLaunchDepth_;
       if (lost_) {
-        --s_->apiDepth;
+        s_->apiDepth = foundApiDepth_;
       } else {
         // The end is taken inside the section, so no signal handler's record (whose time would
         // be later) can come between it and this record: on a thread, records come in the order
         // of their times but for those made inside a call (flagged), which the drain reorders.
         RecordSection section(s_);
         r_.t1 = Clock::now();
-        if (--s_->apiDepth != 0) r_.mem.stack |= kNestedCallBit;
+        s_->apiDepth = foundApiDepth_;
+        if (foundApiDepth_ != 0) r_.mem.stack |= kNestedCallBit;
         if (!section.owned()) section.dropEvent(true);  // not expected: start() opened one in this context
         else if (!appendRecord(s_, r_)) countDrop(s_);
       }
@@ -231,6 +257,9 @@ class HookCall {
   bool wantStack_ = false;
   bool launch_ = false;
   bool outermostLaunch_ = false;
+  uint16_t foundApiDepth_ = 0;  // 0: the outermost recorded call of the thread
+  uint16_t foundLaunchDepth_ = 0;
+  uint64_t token_ = 0;  // the outermost call's number (ThreadState::callToken)
   Record r_;
 };
 

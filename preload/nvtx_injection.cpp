@@ -221,7 +221,7 @@ uint32_t attributeCategory(const nvtxEventAttributes_t* a) {
     p.depth = depth;
     p.length = static_cast<uint16_t>(m.length);
     p.truncated = m.truncated ? 1 : 0;
-    p.insideCall = s->apiDepth != 0 ? 1 : 0;
+    p.insideCall = s->apiDepth != 0 && insideActiveCall(s, reinterpret_cast<uintptr_t>(__builtin_frame_address(0)));
     p.sameText = same ? 1 : 0;
     r->nvtx = p;
     commitRecord(s, r);

@@ -1,7 +1,7 @@
 // trace_check: validates a trace written by libtrace.so and prints a canonical, timing-free
 // summary of it for end-to-end tests to compare with an expected file.
 //
-//   trace_check TRACE.json [--folded FILE] [--thread-ids FILE] [--allow-drops]
+//   trace_check TRACE.json [--folded FILE] [--thread-ids FILE] [--allow-drops] [--dropped N]
 //               [--view launches|shape] [--expect-linked] [--stacks] [--python-frames FILE]
 //               [--expect-dwarf] [--max-dropped-percent P] [--flamegraph flamegraph.pl]
 //               [--max-bytes-per-event B]
@@ -24,8 +24,9 @@
 //   their thread's;
 // - one launch, one kernel: no event carrying args.kernel lies inside another that does, and
 //   every launch API that is not nested in another launch carries one;
-// - metadata.dropped_events is 0 unless --allow-drops (then the summary is only what does not
-//   depend on timing); on every thread the gaps in args.seq equal metadata.threads[].dropped;
+// - metadata.dropped_events is 0 (--dropped N: exactly N, a program that loses events on
+//   purpose) unless --allow-drops (then the summary is only what does not depend on timing); on
+//   every thread the gaps in args.seq equal metadata.threads[].dropped;
 // - metadata.rank, when present, is in the file name as -rank<R>;
 // - the folded files have sorted, distinct "frame;...;frame N" lines with integer weights
 //   and follow the viewers' rules (folded_rules.h: no weight 0, no stack ending in a number,
@@ -580,6 +581,7 @@ int main(int argc, char** argv) {
   std::string foldedPath, tidsPath, view, flamegraph;
   bool allowDrops = false, expectLinked = false, expectDwarf = false, groupThreads = false;
   int maxDroppedPercent = -1;
+  uint64_t expectedDropped = 0;
   double maxBytesPerEvent = -1;
   std::string issuedPath;
   for (int i = 2; i < argc; ++i) {
@@ -587,6 +589,7 @@ int main(int argc, char** argv) {
     if (a == "--folded" && i + 1 < argc) foldedPath = argv[++i];
     else if (a == "--thread-ids" && i + 1 < argc) tidsPath = argv[++i];
     else if (a == "--allow-drops") allowDrops = true;
+    else if (a == "--dropped" && i + 1 < argc) expectedDropped = std::stoull(argv[++i]);
     else if (a == "--max-dropped-percent" && i + 1 < argc) allowDrops = true, maxDroppedPercent = atoi(argv[++i]);
     else if (a == "--view" && i + 1 < argc) view = argv[++i];
     else if (a == "--expect-linked") expectLinked = true;
@@ -745,7 +748,8 @@ int main(int argc, char** argv) {
       fail(std::to_string(recorded) + " events recorded + " + std::to_string(dropped) + " dropped != " +
            std::to_string(issued) + " issued");
   }
-  if (dropped != 0 && !allowDrops) fail("trace reports " + std::to_string(dropped) + " dropped events");
+  if (dropped != expectedDropped && !allowDrops)
+    fail("trace reports " + std::to_string(dropped) + " dropped events, expected " + std::to_string(expectedDropped));
   if (maxDroppedPercent >= 0) {
     uint64_t recorded = 0;
     if (meta["events"].get(recorded)) fail("metadata.events missing");
