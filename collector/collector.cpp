@@ -37,6 +37,9 @@ namespace cutrace {
 namespace tls {
 __thread ThreadState* state __attribute__((tls_model("initial-exec"))) = nullptr;
 __thread int busy __attribute__((tls_model("initial-exec"))) = 0;
+__thread const uint64_t* guardAt __attribute__((tls_model("initial-exec"))) = nullptr;
+__thread uint64_t guardToken __attribute__((tls_model("initial-exec"))) = 0;
+__thread uint64_t guardCount __attribute__((tls_model("initial-exec"))) = 0;
 }  // namespace tls
 
 namespace detail {

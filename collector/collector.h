@@ -71,8 +71,8 @@ struct ThreadState {
   std::atomic<uint64_t> lostEnds{0};
   uint16_t launchDepth = 0;    // owner only: launch hooks active on this thread
   uint16_t apiDepth = 0;       // owner only: recorded API calls active (stacks: outermost only)
-  // Owner only, set by the outermost recorded call before apiDepth says a call runs: a number
-  // unique to the call, which its shim's frame keeps at callTokenAt while it runs
+  // Owner only, set by the outermost recorded call before apiDepth says a call runs: its
+  // sequence number, which its shim's frame keeps at callTokenAt while it runs
   // (insideActiveCall).
   const uint64_t* callTokenAt = nullptr;
   uint64_t callToken = 0;
@@ -127,6 +127,11 @@ inline bool insideActiveCall(const ThreadState* s, uintptr_t sp) {
 namespace tls {
 extern __thread ThreadState* state __attribute__((tls_model("initial-exec")));
 extern __thread int busy __attribute__((tls_model("initial-exec")));
+// While busy != 0: the outermost ReentrancyGuard's number and where its frame keeps it
+// (nullptr: busy with no guard, as the drain thread is for its life). guardCount numbers them.
+extern __thread const uint64_t* guardAt __attribute__((tls_model("initial-exec")));
+extern __thread uint64_t guardToken __attribute__((tls_model("initial-exec")));
+extern __thread uint64_t guardCount __attribute__((tls_model("initial-exec")));
 }  // namespace tls
 
 // Uninitialized until Collector::initialize() has run (hooks can run before any constructor:
@@ -153,11 +158,36 @@ inline ThreadState* currentThread() {
   return detail::attachThread();
 }
 
+// The thread is inside the tracer: its hooks do not record. The outermost guard keeps a number
+// in its frame, so that a thread that left it without returning (a handler's siglongjmp out of
+// a driver call cutrace made, as a timeout around a hung driver does) is found not busy at its
+// next event (busyLeftBehind, preload/hook_support.h): left busy, it never recorded again. What
+// a guard changes it puts back, so a signal handler's guard leaves the thread's as they were;
+// the outermost guard's number is set before busy says the thread is busy.
 struct ReentrancyGuard {
-  ReentrancyGuard() { ++tls::busy; }
-  ~ReentrancyGuard() { --tls::busy; }
+  ReentrancyGuard() : busy_(tls::busy), at_(tls::guardAt), token_(tls::guardToken) {
+    if (busy_ == 0) {
+      mark_ = ++tls::guardCount;
+      tls::guardToken = mark_;
+      tls::guardAt = &mark_;
+      std::atomic_signal_fence(std::memory_order_seq_cst);
+    }
+    tls::busy = busy_ + 1;
+  }
+  ~ReentrancyGuard() {
+    tls::busy = busy_;
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    tls::guardAt = at_;
+    tls::guardToken = token_;
+  }
   ReentrancyGuard(const ReentrancyGuard&) = delete;
   ReentrancyGuard& operator=(const ReentrancyGuard&) = delete;
+
+ private:
+  const int busy_;
+  const uint64_t* const at_;
+  const uint64_t token_;
+  uint64_t mark_ = 0;
 };
 
 // Gives the program its errno back when the tracer's own work in an entry point is done: an

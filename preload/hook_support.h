@@ -58,13 +58,17 @@ inline void* realFunction(HookId id, const void* caller) {
   return resolveRealFunction(id, caller);
 }
 
-inline bool hookRecording() {
+// Slow path of an event (its frame at `sp`) on a busy thread: whether the thread left every
+// ReentrancyGuard without returning from it; then it is not busy any more.
+bool busyLeftBehind(uintptr_t sp);
+
+inline bool hookRecording(uintptr_t sp) {
   Mode m = detail::mode.load(std::memory_order_relaxed);
   if (__builtin_expect(m == Mode::Uninitialized, 0)) {
     initializePreload();
     m = currentMode();
   }
-  return m == Mode::On && tls::busy == 0;
+  return m == Mode::On && (tls::busy == 0 || busyLeftBehind(sp));
 }
 
 // What a shim returns when the real library is not loaded (only reachable through a lookup
@@ -100,7 +104,7 @@ class HookCall {
   __attribute__((always_inline)) HookCall(HookId id, ApiKind kind, const dwarf::WalkStart& shim)
       : errnoAt_(&errno), errno_(*errnoAt_), shim_(shim) {
     if (kind == ApiKind::Lookup || kind == ApiKind::Register) return;  // bookkeeping, not events
-    if (!hookRecording()) return;
+    if (!hookRecording(shim.sp)) return;
     if (kind == ApiKind::Profiler) capture::onProfilerCall(static_cast<uint16_t>(id));
     ThreadState* s = currentThread();
     if (s == nullptr) return;
@@ -111,28 +115,20 @@ class HookCall {
     if (!capture::on()) return;
     s_ = s;
     // The outermost recorded call of the thread, or one inside such a call (a call it made, a
-    // handler's). Calls the thread never returned from (a handler's siglongjmp out of a call
-    // that hung, as a timeout does) left the depth raised: they are not running any more
-    // (insideActiveCall), this call is outermost, and the depth it puts back when it returns is
-    // 0. Left raised, it made every later call of the thread nested: no stack, no kernel name.
-    // Each of those calls took its sequence number and wrote no record: counted as dropped, as
-    // a handler's lost event is (a call left before it called the real function, from `pre`,
-    // is counted though it took no number).
+    // handler's); it counts as running from start(), where it takes its sequence number. Calls
+    // the thread never returned from (a handler's siglongjmp out of a call that hung, as a
+    // timeout does) left the depth raised: they are not running any more (insideActiveCall),
+    // this call is outermost, and the depth it puts back when it returns is 0. Left raised, it
+    // made every later call of the thread nested: no stack, no kernel name. Each of them took
+    // its number and wrote no record: counted as dropped, as a handler's lost event is.
     uint16_t depth = s->apiDepth;
-    if (depth != 0 && __builtin_expect(!insideActiveCall(s, reinterpret_cast<uintptr_t>(&token_)), 0)) {
+    if (depth != 0 && __builtin_expect(!insideActiveCall(s, reinterpret_cast<uintptr_t>(&r_)), 0)) {
+      s->apiDepth = 0;
       s->launchDepth = 0;
       s->pending.fetch_add(depth * kPendingDrop, std::memory_order_relaxed);
       depth = 0;
     }
     foundApiDepth_ = depth;
-    if (depth == 0) {
-      token_ = ++s->callToken;
-      s->callTokenAt = &token_;
-    }
-    // A handler that comes before the token is set and finds this call's depth takes its own
-    // call for outermost, and puts back depth 0 when it returns: the calls made inside this one
-    // are then taken as outermost too.
-    s->apiDepth = static_cast<uint16_t>(depth + 1);
     r_.type = RecordType::Api;
     r_.extra = 0;
     r_.hook = static_cast<uint16_t>(id);
@@ -146,7 +142,6 @@ class HookCall {
       launch_ = true;
       foundLaunchDepth_ = s->launchDepth;
       outermostLaunch_ = foundLaunchDepth_ == 0;
-      s->launchDepth = static_cast<uint16_t>(foundLaunchDepth_ + 1);
     }
   }
   __attribute__((always_inline)) ~HookCall() {
@@ -184,6 +179,16 @@ class HookCall {
         if (wantStack_) r_.mem.stack = stacks::capture(s_, shim_);
         r_.seq = takeSeq(s_);
         r_.t0 = Clock::now();
+        // Running from here. The outermost call's token (its sequence number, in its frame) is
+        // set before the depth says a call runs, so that a handler never finds one running
+        // without it; inside the section no handler's call sets its own.
+        if (foundApiDepth_ == 0) {
+          s_->callTokenAt = &r_.seq;
+          s_->callToken = r_.seq;
+          std::atomic_signal_fence(std::memory_order_seq_cst);
+        }
+        s_->apiDepth = static_cast<uint16_t>(foundApiDepth_ + 1);
+        if (launch_) s_->launchDepth = static_cast<uint16_t>(foundLaunchDepth_ + 1);
       }
     }
     *errnoAt_ = errno_;
@@ -259,7 +264,6 @@ class HookCall {
   bool outermostLaunch_ = false;
   uint16_t foundApiDepth_ = 0;  // 0: the outermost recorded call of the thread
   uint16_t foundLaunchDepth_ = 0;
-  uint64_t token_ = 0;  // the outermost call's number (ThreadState::callToken)
   Record r_;
 };
 

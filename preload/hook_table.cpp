@@ -385,6 +385,19 @@ int currentDeviceOrdinal() {
   return reinterpret_cast<CtxGetDevice>(p)(&dev) == CUDA_SUCCESS ? dev : -1;
 }
 
+bool busyLeftBehind(uintptr_t sp) {
+  // A guard runs while the event is deeper on the stack and the guard's frame still holds its
+  // number; a handler on the alternate stack runs inside whatever ran; the drain thread is busy
+  // with no guard.
+  const uint64_t* at = tls::guardAt;
+  if (at == nullptr || onAltStack(sp)) return false;
+  if (sp < reinterpret_cast<uintptr_t>(at) && dwarf::stackWord(reinterpret_cast<uintptr_t>(at)) == tls::guardToken)
+    return false;
+  tls::busy = 0;
+  tls::guardAt = nullptr;
+  return true;
+}
+
 // ---------------------------------------------------------------------------- kernel names
 
 constinit PointerMap g_kernelNames;

@@ -184,7 +184,7 @@ uint32_t attributeCategory(const nvtxEventAttributes_t* a) {
 }
 
 [[gnu::always_inline]] inline ThreadState* nvtxThread() {
-  if (!hookRecording()) return nullptr;
+  if (!hookRecording(reinterpret_cast<uintptr_t>(__builtin_frame_address(0)))) return nullptr;
   return currentThread();
 }
 

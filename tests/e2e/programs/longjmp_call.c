@@ -1,9 +1,10 @@
-/* A call the program never returns from: a SIGALRM handler siglongjmps out of a CUDA call that
+/* Calls the program never returns from: a SIGALRM handler siglongjmps out of a CUDA call that
  * hangs, as a program with a timeout around a hung launch or synchronisation does. The stand-in
- * driver hangs in its call log's write: STANDIN_DRIVER_LOG is a FIFO this program fills. The
- * calls after it are outermost calls again: each takes its stack, a launch names its kernel,
- * and the range around them holds them in every output (before, all of them were taken as
- * nested in the call that never returned).
+ * driver hangs in its call log's write: STANDIN_DRIVER_LOG is a FIFO this program fills. First
+ * in the launch itself: the calls after it are outermost calls again (each takes its stack, a
+ * launch names its kernel, the range around them holds them in every output; before, all were
+ * taken as nested in the call that never returned). Then in the driver call cutrace makes to
+ * name a new kernel, before the launch: the calls after it are recorded (before, none were).
  *   usage: longjmp_call DIR   (DIR: where the FIFO goes) */
 #include <cuda.h>
 #include <errno.h>
@@ -43,6 +44,26 @@ static __attribute__((noinline)) void launch(CUfunction f) {
   cuLaunchKernel(f, 2, 1, 1, 64, 1, 1, 0, NULL, NULL, NULL);
 }
 
+/* Full: the driver's next write of a line waits for room. */
+static int fill(int fd) {
+  char filler[4096];
+  memset(filler, 'x', sizeof(filler));
+  while (write(fd, filler, sizeof(filler)) > 0) {
+  }
+  while (write(fd, filler, 1) > 0) {
+  }
+  return errno == EAGAIN;
+}
+
+/* f launched with the driver hung: the timeout ends the wait. */
+static int timesOut(CUfunction f) {
+  if (sigsetjmp(timedOut, 1) != 0) return 1;
+  const struct itimerval once = {{0, 0}, {0, 100000}};
+  setitimer(ITIMER_REAL, &once, NULL);
+  launch(f); /* never returns */
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc != 2) return 2;
   char fifo[4096];
@@ -56,37 +77,33 @@ int main(int argc, char** argv) {
   CUdevice dev;
   CUcontext ctx;
   CUmodule mod;
-  CUfunction f;
+  CUfunction f, g;
   if (cuInit(0) != CUDA_SUCCESS || cuDeviceGet(&dev, 0) != CUDA_SUCCESS ||
       cuDevicePrimaryCtxRetain(&ctx, dev) != CUDA_SUCCESS || cuCtxSetCurrent(ctx) != CUDA_SUCCESS ||
-      cuModuleLoadData(&mod, kPtx) != CUDA_SUCCESS || cuModuleGetFunction(&f, mod, "noop") != CUDA_SUCCESS)
+      cuModuleLoadData(&mod, kPtx) != CUDA_SUCCESS || cuModuleGetFunction(&f, mod, "noop") != CUDA_SUCCESS ||
+      cuModuleGetFunction(&g, mod, "other") != CUDA_SUCCESS)
     return 3;
-  launch(f);
-  /* Full: the driver's next write of a line waits for room. */
-  char filler[4096];
-  memset(filler, 'x', sizeof(filler));
-  while (write(out, filler, sizeof(filler)) > 0) {
-  }
-  while (write(out, filler, 1) > 0) {
-  }
-  if (errno != EAGAIN) return 4;
   struct sigaction sa;
   memset(&sa, 0, sizeof(sa));
   sa.sa_handler = onAlarm;
   sigaction(SIGALRM, &sa, NULL);
-  if (sigsetjmp(timedOut, 1) == 0) {
-    const struct itimerval once = {{0, 0}, {0, 100000}};
-    setitimer(ITIMER_REAL, &once, NULL);
-    launch(f); /* never returns */
-    return 5;
-  }
+  launch(f);
+  if (!fill(out) || !timesOut(f)) return 4;
   drain(in);
   nvtxRangePushA("after");
   launch(f);
   cuCtxSynchronize();
   nvtxRangePop();
   drain(in);
-  printf("one launch timed out\n");
+  /* g was never launched: its launch first asks the driver for its name. */
+  if (!fill(out) || !timesOut(g)) return 5;
+  drain(in);
+  nvtxRangePushA("after the name");
+  launch(g);
+  cuCtxSynchronize();
+  nvtxRangePop();
+  drain(in);
+  printf("two launches timed out\n");
   unlink(fifo);
   return 0;
 }
