@@ -5,6 +5,7 @@
 
 #include "collector/collector.h"
 #include "collector/loaded_symbols.h"
+#include "preload/hook_support.h"
 
 extern "C" {
 
@@ -83,7 +84,8 @@ extern "C" void* cutraceDlsymHook(void* handle, const char* name, void* caller) 
   // for the redirection (dlopen of loaded objects, dladdr) leave the caller's errno unchanged.
   cutrace::ErrnoKeeper keepErrno;
   // Lookups made by the tracer itself (or by CUPTI on its behalf) get the real functions.
-  if (cutrace::tls::busy != 0) return handle == RTLD_NEXT ? lookupNext(name, caller) : cutrace::realDlsym(handle, name);
+  if (cutrace::tls::busy != 0 && !cutrace::busyLeftBehind(reinterpret_cast<uintptr_t>(__builtin_frame_address(0))))
+    return handle == RTLD_NEXT ? lookupNext(name, caller) : cutrace::realDlsym(handle, name);
   cutrace::ReentrancyGuard guard;
   void* result;
   if (handle == RTLD_NEXT) {

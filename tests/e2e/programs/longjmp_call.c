@@ -4,9 +4,11 @@
  * in the launch itself: the calls after it are outermost calls again (each takes its stack, a
  * launch names its kernel, the range around them holds them in every output; before, all were
  * taken as nested in the call that never returned). Then in the driver call cutrace makes to
- * name a new kernel, before the launch: the calls after it are recorded (before, none were).
+ * name a new kernel, before the launch: the calls after it are recorded, and the driver's
+ * functions looked up with dlsym are the traced ones (before, neither).
  *   usage: longjmp_call DIR   (DIR: where the FIFO goes) */
 #include <cuda.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <nvtx3/nvToolsExt.h>
@@ -98,9 +100,15 @@ int main(int argc, char** argv) {
   /* g was never launched: its launch first asks the driver for its name. */
   if (!fill(out) || !timesOut(g)) return 5;
   drain(in);
+  /* Looked up first, before any other event: the tracer's function, not the driver's. */
+  void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (driver == NULL) return 6;
+  CUresult (*synchronize)(void);
+  *(void**)&synchronize = dlsym(driver, "cuCtxSynchronize");
+  if (synchronize == NULL) return 6;
   nvtxRangePushA("after the name");
   launch(g);
-  cuCtxSynchronize();
+  synchronize();
   nvtxRangePop();
   drain(in);
   printf("two launches timed out\n");
