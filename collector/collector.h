@@ -111,18 +111,20 @@ struct ThreadState {
   uint64_t ringBytes = 0;        // ring bytes this owner holds against the memory cap (0: no ring)
 };
 
-// Whether an event whose frame is at `sp`, while the thread has a recorded call active
-// (apiDepth != 0), comes from inside that call: from what it called or from a signal handler,
-// deeper on the stack than that call's shim frame, which still holds the call's number. A thread
-// that left the call without its return (a handler's siglongjmp out of a call that hung, as a
-// timeout does) is back at or above the call's level, or has since written over its frame (one
-// never written over keeps the event taken as inside). On the alternate signal stack: a
-// handler, inside whatever ran. (The token's place, in a frame since left, may lie in an ASan
-// redzone of the frames there now: stackWord.)
-inline bool insideActiveCall(const ThreadState* s, uintptr_t sp) {
-  const auto at = reinterpret_cast<uintptr_t>(s->callTokenAt);
-  return onAltStack(sp) || (sp < at && dwarf::stackWord(at) == s->callToken);
+// Whether the frame that keeps `token` at `at` still runs for an event whose frame is at `sp`:
+// the event is deeper on the stack and the word is still there, or it is on the alternate
+// signal stack (a handler, inside whatever ran). A thread that left the frame without returning
+// from it (a handler's siglongjmp out of a call that hung, as a timeout does) is back at or
+// above it, or has since written over it (a word never written over keeps it taken as running).
+// The word, in a frame since left, may lie in an ASan redzone of the frames there now.
+inline bool frameRunning(uintptr_t sp, const uint64_t* at, uint64_t token) {
+  const auto word = reinterpret_cast<uintptr_t>(at);
+  return onAltStack(sp) || (sp < word && dwarf::stackWord(word) == token);
 }
+
+// Whether an event whose frame is at `sp`, while the thread has a recorded call active
+// (apiDepth != 0), comes from inside that call (from what it called, or from a signal handler).
+inline bool insideActiveCall(const ThreadState* s, uintptr_t sp) { return frameRunning(sp, s->callTokenAt, s->callToken); }
 
 namespace tls {
 extern __thread ThreadState* state __attribute__((tls_model("initial-exec")));

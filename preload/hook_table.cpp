@@ -386,13 +386,9 @@ int currentDeviceOrdinal() {
 }
 
 bool busyLeftBehind(uintptr_t sp) {
-  // A guard runs while the event is deeper on the stack and the guard's frame still holds its
-  // number; a handler on the alternate stack runs inside whatever ran; the drain thread is busy
-  // with no guard.
+  // No guard: the drain thread, busy for its life.
   const uint64_t* at = tls::guardAt;
-  if (at == nullptr || onAltStack(sp)) return false;
-  if (sp < reinterpret_cast<uintptr_t>(at) && dwarf::stackWord(reinterpret_cast<uintptr_t>(at)) == tls::guardToken)
-    return false;
+  if (at == nullptr || frameRunning(sp, at, tls::guardToken)) return false;
   tls::busy = 0;
   tls::guardAt = nullptr;
   return true;
