@@ -10,14 +10,7 @@
 #include <pthread.h>
 #include <stdio.h>
 
-static const char kPtx[] =
-    ".version 8.0\n"
-    ".target sm_75\n"
-    ".address_size 64\n"
-    ".visible .entry noop()\n"
-    "{\n"
-    "  ret;\n"
-    "}\n";
+#include "noop_ptx.h"
 
 enum { kSentinel = 1234 };
 

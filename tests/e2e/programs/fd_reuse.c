@@ -13,16 +13,9 @@
 #include <unistd.h>
 #include <fcntl.h>
 
-enum { kFiles = 16 };
+#include "noop_ptx.h"
 
-static const char kPtx[] =
-    ".version 8.0\n"
-    ".target sm_75\n"
-    ".address_size 64\n"
-    ".visible .entry noop()\n"
-    "{\n"
-    "  ret;\n"
-    "}\n";
+enum { kFiles = 16 };
 
 static void sleepMs(long ms) {
   struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};

@@ -21,14 +21,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-static const char kPtx[] =
-    ".version 8.0\n"
-    ".target sm_75\n"
-    ".address_size 64\n"
-    ".visible .entry noop()\n"
-    "{\n"
-    "  ret;\n"
-    "}\n";
+#include "noop_ptx.h"
 
 static sigjmp_buf timedOut;
 static void onAlarm(int sig) {
