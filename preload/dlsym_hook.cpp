@@ -84,7 +84,7 @@ extern "C" void* cutraceDlsymHook(void* handle, const char* name, void* caller) 
   // for the redirection (dlopen of loaded objects, dladdr) leave the caller's errno unchanged.
   cutrace::ErrnoKeeper keepErrno;
   // Lookups made by the tracer itself (or by CUPTI on its behalf) get the real functions.
-  if (cutrace::tls::busy != 0 && !cutrace::busyLeftBehind(reinterpret_cast<uintptr_t>(__builtin_frame_address(0))))
+  if (cutrace::insideTracer(reinterpret_cast<uintptr_t>(__builtin_frame_address(0))))
     return handle == RTLD_NEXT ? lookupNext(name, caller) : cutrace::realDlsym(handle, name);
   cutrace::ReentrancyGuard guard;
   void* result;

@@ -62,13 +62,16 @@ inline void* realFunction(HookId id, const void* caller) {
 // ReentrancyGuard without returning from it; then it is not busy any more.
 bool busyLeftBehind(uintptr_t sp);
 
+// Whether an event whose frame is at `sp` comes from inside the tracer (a guard still runs).
+inline bool insideTracer(uintptr_t sp) { return tls::busy != 0 && !busyLeftBehind(sp); }
+
 inline bool hookRecording(uintptr_t sp) {
   Mode m = detail::mode.load(std::memory_order_relaxed);
   if (__builtin_expect(m == Mode::Uninitialized, 0)) {
     initializePreload();
     m = currentMode();
   }
-  return m == Mode::On && (tls::busy == 0 || busyLeftBehind(sp));
+  return m == Mode::On && !insideTracer(sp);
 }
 
 // What a shim returns when the real library is not loaded (only reachable through a lookup
