@@ -40,6 +40,8 @@ __thread int busy __attribute__((tls_model("initial-exec"))) = 0;
 __thread const uint64_t* guardAt __attribute__((tls_model("initial-exec"))) = nullptr;
 __thread uint64_t guardToken __attribute__((tls_model("initial-exec"))) = 0;
 __thread uint64_t guardCount __attribute__((tls_model("initial-exec"))) = 0;
+// Set by the sigaltstack hook (preload/signal_hooks.cpp).
+__thread AltStack altStack __attribute__((tls_model("initial-exec"))) = {0, 0};
 }  // namespace tls
 
 namespace detail {

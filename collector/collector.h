@@ -101,9 +101,10 @@ struct ThreadState {
   static constexpr uint8_t kNoLastPush = 0xff;
   uint8_t lastPushLength = kNoLastPush;
   alignas(16) char lastPushText[kShortText];
-  // Signal handlers (RecordSection): 1 while the owner is inside a section; what handlers
-  // that found it taken dropped, packed (kPending*), for the section to fold in when it closes.
-  std::atomic<uint32_t> section{0};
+  // Signal handlers (RecordSection): while the owner is inside a section, the frame pointer of
+  // the function it is for, else 0; what handlers that found it
+  // taken dropped, packed (kPending*), for the section to fold in when it closes.
+  std::atomic<uintptr_t> section{0};
   std::atomic<uint64_t> pending{0};
   char name[16] = {};          // the thread's name at its first event, then at its exit
   ThreadState* next = nullptr; // registry link, set once before publication
@@ -212,12 +213,23 @@ struct ErrnoKeeper {
 // records like any other code (its records then come whole, between the owner's).
 // Async-signal-safe: same-thread flags ordered by signal fences, single-instruction atomics.
 // Sections do not nest within one context: code inside a section never opens another.
+// A section left without closing it (a handler's siglongjmp out of the code inside it) is taken
+// over by the next one opened from a frame at or above the one that opened it (leftBehind): a
+// program's next CUDA call from where the jump returned to; until then the thread's events are
+// dropped, and counted once the new section closes.
 class RecordSection {
  public:
-  explicit RecordSection(ThreadState* s) : s_(s) {
+  // `frame`: the frame pointer of the function the section is for (the caller's by default; a
+  // hook's shim for its call's sections, wherever they are inlined). Every shim keeps a frame
+  // pointer (preload/meson.build), pushed first: two shims called from the same frame have the
+  // same one, whichever hooks they are.
+  [[gnu::always_inline]] explicit RecordSection(ThreadState* s,
+                                                uintptr_t frame = reinterpret_cast<uintptr_t>(__builtin_frame_address(0)))
+      : s_(s), frame_(frame) {
     // A handler that runs between the load and the store completes its own section first.
-    if (s->section.load(std::memory_order_relaxed) != 0) return;
-    s->section.store(1, std::memory_order_relaxed);
+    const uintptr_t open = s->section.load(std::memory_order_relaxed);
+    if (open != 0 && !leftBehind(open)) return;
+    s->section.store(frame_, std::memory_order_relaxed);
     std::atomic_signal_fence(std::memory_order_seq_cst);
     owned_ = true;
   }
@@ -236,6 +248,11 @@ class RecordSection {
   void dropEnd() { s_->pending.fetch_add(kPendingLostEnd, std::memory_order_relaxed); }
 
  private:
+  // Whether the section opened for the frame `open` was left behind: this one is for a frame at
+  // or above it on the same stack, so that frame is gone. A handler that interrupts an open section runs below it, or on the
+  // alternate signal stack. (A section found taken by a frame above, left behind, stays taken
+  // until one opens at or above it.) Out of line: a section is nearly always found closed.
+  [[gnu::noinline]] bool leftBehind(uintptr_t open) const { return frame_ >= open && !onAltStack(frame_); }
   // Inline up to the check for what handlers dropped while the section was open (nearly always
   // nothing); folding that in is not.
   [[gnu::always_inline]] void close() {
@@ -253,7 +270,7 @@ class RecordSection {
   // close() found drops: open again, fold them in, close, until none came meanwhile.
   [[gnu::noinline]] void foldPending() {
     do {
-      s_->section.store(1, std::memory_order_relaxed);
+      s_->section.store(frame_, std::memory_order_relaxed);
       std::atomic_signal_fence(std::memory_order_seq_cst);
       // One exchange (a single instruction), so no handler's count is lost; inside the section
       // no handler touches nextSeq, dropped or lostEnds.
@@ -266,6 +283,7 @@ class RecordSection {
   }
 
   ThreadState* s_;
+  uintptr_t frame_;  // the frame pointer of the function the section is for
   bool owned_ = false;
 };
 

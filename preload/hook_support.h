@@ -156,7 +156,7 @@ class HookCall {
         // The end is taken inside the section, so no signal handler's record (whose time would
         // be later) can come between it and this record: on a thread, records come in the order
         // of their times but for those made inside a call (flagged), which the drain reorders.
-        RecordSection section(s_);
+        RecordSection section(s_, shim_.bp);
         r_.t1 = Clock::now();
         s_->apiDepth = foundApiDepth_;
         if (foundApiDepth_ != 0) r_.mem.stack |= kNestedCallBit;
@@ -173,7 +173,7 @@ class HookCall {
   bool outermostLaunch() const { return outermostLaunch_; }
   __attribute__((always_inline)) void start() {
     if (s_ != nullptr) {
-      RecordSection section(s_);
+      RecordSection section(s_, shim_.bp);
       if (!section.owned()) {  // a signal handler's call while this thread records another event
         section.dropEvent();
         lost_ = true;

@@ -21,10 +21,6 @@
 #include "collector/alt_stack.h"
 #include "preload/next_symbol.h"
 
-namespace cutrace::tls {
-__thread AltStack altStack __attribute__((tls_model("initial-exec"))) = {0, 0};
-}  // namespace cutrace::tls
-
 extern "C" {
 
 // Set by the collector when it installs its handler (collector.cpp).

@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <memory>
+#include <new>
 #include <thread>
 #include <vector>
 
@@ -148,6 +149,23 @@ void handlerEvent(int) {
   else cutrace::takeSeq(g_signalState);
 }
 
+// Runs `f` as a signal handler that interrupts the caller would: in a frame below the caller's
+// (a section is known by the frame of the function that opens it).
+template <typename F>
+[[gnu::noinline]] void below(F&& f) {
+  f();
+  asm volatile("" ::: "memory");  // not a tail call: f's frame stays below this one
+}
+
+// A section opened and never closed, as code that a handler's siglongjmp left: below the caller.
+[[gnu::noinline]] void leaveSectionOpen(cutrace::ThreadState* s) {
+  alignas(cutrace::RecordSection) static unsigned char storage[sizeof(cutrace::RecordSection)];
+  auto* left = new (storage) cutrace::RecordSection(s);  // never destroyed
+  REQUIRE(left->owned());
+  cutrace::takeSeq(s);
+  asm volatile("" ::: "memory");
+}
+
 }  // namespace
 
 TEST_CASE("RecordSection: a context that interrupts an open section drops its event, counted when the section closes",
@@ -157,21 +175,21 @@ TEST_CASE("RecordSection: a context that interrupts an open section drops its ev
     cutrace::RecordSection outer(s.get());
     REQUIRE(outer.owned());
     CHECK(cutrace::takeSeq(s.get()) == 0);
-    {
+    below([&] {
       cutrace::RecordSection push(s.get());  // as a signal handler's push would
       REQUIRE_FALSE(push.owned());
       push.dropEvent();
-    }
-    {
+    });
+    below([&] {
       cutrace::RecordSection pop(s.get());
       REQUIRE_FALSE(pop.owned());
       pop.dropEnd();
-    }
-    {
+    });
+    below([&] {
       cutrace::RecordSection late(s.get());  // an event whose sequence number was already taken
       REQUIRE_FALSE(late.owned());
       late.dropEvent(true);
-    }
+    });
     // Nothing the outer section reads changes under it.
     CHECK(s->nextSeq == 1);
     CHECK(s->dropped.load() == 0);
@@ -185,6 +203,32 @@ TEST_CASE("RecordSection: a context that interrupts an open section drops its ev
   cutrace::RecordSection next(s.get());
   REQUIRE(next.owned());
   CHECK(cutrace::takeSeq(s.get()) == 2);
+}
+
+TEST_CASE("RecordSection: a section left open is taken over from at or above its frame, not from below it",
+          "[ring][section]") {
+  auto s = std::make_unique<cutrace::ThreadState>();
+  leaveSectionOpen(s.get());
+  CHECK(s->section.load() != 0);
+  CHECK(s->nextSeq == 1);
+  // Below the frame that left it, it may still run (a handler interrupting it): dropped, pending.
+  below([&] { below([&] {
+    cutrace::RecordSection deeper(s.get());
+    REQUIRE_FALSE(deeper.owned());
+    deeper.dropEvent();
+  }); });
+  CHECK(s->dropped.load() == 0);
+  {
+    // From the frame that called the one that left it: that frame is gone.
+    cutrace::RecordSection next(s.get());
+    REQUIRE(next.owned());
+    CHECK(cutrace::takeSeq(s.get()) == 1);
+  }
+  // The drop made while it was left is counted when the section that took over closes.
+  CHECK(s->section.load() == 0);
+  CHECK(s->nextSeq == 3);
+  CHECK(s->dropped.load() == 1);
+  CHECK(s->pending.load() == 0);
 }
 
 TEST_CASE("RecordSection: a real signal handler inside and outside a section", "[ring][section]") {
