@@ -6,7 +6,7 @@
 //               [--expect-dwarf] [--max-dropped-percent P] [--flamegraph flamegraph.pl]
 //               [--max-bytes-per-event B]
 //               [--issued FILE] [--names A,B,...] [--instant NAME]... [--children PARENT=A|B|...]...
-//               [--count NAME=N]... [--uncounted-gaps] [--group-threads]
+//               [--count NAME=N]... [--stacked NAME]... [--uncounted-gaps] [--group-threads]
 //   trace_check --compare A.trace.json B.trace.json
 //
 // --compare: A is a process's own trace, B the one `cutrace export` rebuilt from its stream;
@@ -48,6 +48,7 @@
 // - --names: every host event has one of these names; --instant NAME: events so named are
 //   instants ("i"); --children PARENT=A|B: events named PARENT have only children so named
 //   (unless their end was lost); --count NAME=N: exactly N host events are named NAME.
+// - --stacked NAME: every event so named has its call stack.
 // - --uncounted-gaps: a thread's gaps in seq may outnumber its dropped events (not the reverse):
 //   events a handler's siglongjmp cut short while cutrace recorded them are lost uncounted.
 // --group-threads: threads with the same name and events are summarised once, with their count.
@@ -258,6 +259,7 @@ std::set<std::string> allowedNames;                        // --names
 std::set<std::string> instantNames;                        // --instant
 std::map<std::string, std::set<std::string>> childRules;   // --children
 std::map<std::string, uint64_t> expectedCounts;             // --count
+std::set<std::string> stackedNames;                         // --stacked
 
 std::set<std::string> splitList(const std::string& list, char sep) {
   std::set<std::string> out;
@@ -615,7 +617,8 @@ int main(int argc, char** argv) {
       const std::size_t eq = rule.find('=');
       if (eq == std::string::npos) fail("--count wants NAME=N");
       expectedCounts[rule.substr(0, eq)] = std::stoull(rule.substr(eq + 1));
-    } else if (a == "--group-threads") groupThreads = true;
+    } else if (a == "--stacked" && i + 1 < argc) stackedNames.insert(argv[++i]);
+    else if (a == "--group-threads") groupThreads = true;
     else fail("unknown argument " + a);
   }
 
@@ -700,6 +703,7 @@ int main(int argc, char** argv) {
       fail("NVTX domain '" + ev.domain + "' event " + ev.name + " on track " + std::to_string(tid));
     if (!allowedNames.empty() && !allowedNames.count(ev.name)) fail("unexpected event name '" + printable(ev.name) + "'");
     if (instantNames.count(ev.name) && ph != "i") fail("'" + ev.name + "' is a " + ph + " event, not an instant");
+    if (stackedNames.count(ev.name) && ev.stack.empty()) fail("'" + ev.name + "' (seq " + std::to_string(ev.seq) + ") has no call stack");
     Thread& t = threads[tid];
     t.tid = tid;
     t.events.push_back(std::move(ev));
