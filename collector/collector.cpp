@@ -279,6 +279,7 @@ void resetState(ThreadState* s) {
   s->pthreadLow = static_cast<uint32_t>(pthread_self());
   s->trackId = g().nextTrackId.fetch_add(1, std::memory_order_relaxed);
   s->nextSeq = 0;
+  s->unsettled = 0;
   s->dropped.store(0, std::memory_order_relaxed);
   s->lostEnds.store(0, std::memory_order_relaxed);
   s->section.store(0, std::memory_order_relaxed);

@@ -67,6 +67,12 @@ struct ThreadState {
   uint32_t trackId = 0;        // store track this state currently feeds
   uint32_t pthreadLow = 0;     // low 32 bits of pthread_self(): CUPTI's default thread id
   uint64_t nextSeq = 0;        // owner, inside a RecordSection
+  // Owner, inside a RecordSection: sequence numbers taken whose events are neither in the ring
+  // nor counted as dropped. Between sections that is one per recorded call still running
+  // (apiDepth), none else; more when the thread left an event it was recording (a handler's
+  // siglongjmp out of a section, or out of a call): counted as dropped by the next section that
+  // finds them (countLeftSeqs), so that every number is an event or a drop.
+  uint32_t unsettled = 0;
   std::atomic<uint64_t> dropped{0};    // owner stores (inside a RecordSection), drain reads
   std::atomic<uint64_t> lostEnds{0};
   uint16_t launchDepth = 0;    // owner only: launch hooks active on this thread
@@ -203,6 +209,17 @@ struct ErrnoKeeper {
   ErrnoKeeper& operator=(const ErrnoKeeper&) = delete;
 };
 
+// Counts as dropped the events the thread left while recording them (ThreadState::unsettled):
+// the numbers taken beyond one per recorded call still running. Inside a RecordSection, found
+// with the depth already put right for calls left (HookCall); out of line: rare.
+[[gnu::noinline]] inline void countLeftSeqs(ThreadState* s) {
+  if (s->unsettled <= s->apiDepth) return;
+  const uint32_t left = s->unsettled - s->apiDepth;
+  s->unsettled = s->apiDepth;  // first, as countDrop() does
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  s->dropped.store(s->dropped.load(std::memory_order_relaxed) + left, std::memory_order_relaxed);
+}
+
 // A recording section of the owner thread: taking a sequence number, changing the counters
 // and reserve..commit in the ring happen inside one, so that a signal handler running on the
 // same thread never writes into slots the interrupted code reserved and has not committed, and
@@ -232,6 +249,7 @@ class RecordSection {
     s->section.store(frame_, std::memory_order_relaxed);
     std::atomic_signal_fence(std::memory_order_seq_cst);
     owned_ = true;
+    if (__builtin_expect(open != 0, 0)) countLeftSeqs(s);  // the event the left section recorded
   }
   ~RecordSection() {
     if (owned_) close();
@@ -287,8 +305,18 @@ class RecordSection {
   bool owned_ = false;
 };
 
-// The next sequence number of the thread. Inside a RecordSection.
-inline uint64_t takeSeq(ThreadState* s) { return s->nextSeq++; }
+// The next sequence number of the thread, for an event written or counted as dropped (countDrop)
+// before the section closes, or for a call, when it returns. Inside a RecordSection.
+// (Each of these three orders its two stores so that a handler's siglongjmp between them leaves
+// an event uncounted, never counted twice or counted while in the ring.)
+inline uint64_t takeSeq(ThreadState* s) {
+  const uint64_t seq = s->nextSeq++;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  ++s->unsettled;
+  return seq;
+}
+// The event of a number takeSeq() gave is in the ring. Inside a RecordSection.
+inline void settleSeq(ThreadState* s) { --s->unsettled; }
 
 // Appends one record plus `text` (copied into extra blocks). Never blocks: a full ring drops
 // the record and counts it. Returns false on a drop. Inside a RecordSection.
@@ -323,27 +351,42 @@ inline uint64_t takeSeq(ThreadState* s) { return s->nextSeq++; }
   if (textLen != 0) memcpy(&s->ring.at(at + 1), head, kShortText);
   return dst;
 }
-[[gnu::always_inline]] inline void commitRecord(ThreadState* s, const Record* r) {
+// `settles`: the record is the event of a number takeSeq() gave (ThreadState::unsettled). Settled
+// right before the commit, so that a handler's siglongjmp that leaves the section in between
+// (a store apart) leaves the event lost and uncounted, never counted and in the ring.
+[[gnu::always_inline]] inline void commitRecord(ThreadState* s, const Record* r, bool settles) {
+  if (settles) {
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    settleSeq(s);
+  }
   s->ring.commit(1u + r->extra);
   // A burst would fill the ring before the next timed pass: past half full, the drain is woken
   // (once per pass of the drain over this ring).
   if (__builtin_expect(s->ring.crossedHalf(), 0)) detail::nudgeDrain();
 }
-[[gnu::always_inline]] inline bool appendRecord(ThreadState* s, const Record& r, const char* text, std::size_t textLen, uint32_t keepFree) {
+[[gnu::always_inline]] inline bool appendRecord(ThreadState* s, const Record& r, const char* text, std::size_t textLen, uint32_t keepFree,
+                                                bool settles) {
   Record* dst = newRecord(s, text, textLen, keepFree);
   if (__builtin_expect(dst == nullptr, 0)) return false;
   *dst = r;
   dst->extra = static_cast<uint8_t>((textLen + kRecordSize - 1) / kRecordSize);
-  commitRecord(s, dst);
+  commitRecord(s, dst, settles);
   return true;
 }
 
+// A record that is no event (a thread's name).
 [[gnu::always_inline]] inline bool appendRecord(ThreadState* s, const Record& r, const char* text = nullptr, std::size_t textLen = 0) {
-  return appendRecord(s, r, text, textLen, s->popCredits);
+  return appendRecord(s, r, text, textLen, s->popCredits, false);
+}
+// The record of an event whose number takeSeq() gave; on false, countDrop() it.
+[[gnu::always_inline]] inline bool appendEvent(ThreadState* s, const Record& r) {
+  return appendRecord(s, r, nullptr, 0, s->popCredits, true);
 }
 
-// Inside a RecordSection.
+// The event of a number takeSeq() gave is dropped. Inside a RecordSection.
 inline void countDrop(ThreadState* s) {
+  settleSeq(s);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
   s->dropped.store(s->dropped.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 }
 

@@ -123,12 +123,11 @@ class HookCall {
     // timeout does) left the depth raised: they are not running any more (insideActiveCall),
     // this call is outermost, and the depth it puts back when it returns is 0. Left raised, it
     // made every later call of the thread nested: no stack, no kernel name. Each of them took
-    // its number and wrote no record: counted as dropped, as a handler's lost event is.
+    // its number and wrote no record: counted as dropped in start() (countLeftSeqs).
     uint16_t depth = s->apiDepth;
     if (depth != 0 && __builtin_expect(!insideActiveCall(s, reinterpret_cast<uintptr_t>(&r_)), 0)) {
       s->apiDepth = 0;
       s->launchDepth = 0;
-      s->pending.fetch_add(depth * kPendingDrop, std::memory_order_relaxed);
       depth = 0;
     }
     foundApiDepth_ = depth;
@@ -160,8 +159,9 @@ class HookCall {
         r_.t1 = Clock::now();
         s_->apiDepth = foundApiDepth_;
         if (foundApiDepth_ != 0) r_.mem.stack |= kNestedCallBit;
-        if (!section.owned()) section.dropEvent(true);  // not expected: start() opened one in this context
-        else if (!appendRecord(s_, r_)) countDrop(s_);
+        // Not owned: a section left open above this call's frame (a handler's siglongjmp out of
+        // one) holds it; this call's number stays unsettled, counted where one takes it over.
+        if (section.owned() && !appendEvent(s_, r_)) countDrop(s_);
       }
     }
     *errnoAt_ = errno_;
@@ -178,6 +178,9 @@ class HookCall {
         section.dropEvent();
         lost_ = true;
       } else {
+        // One number unsettled per call running, but for calls and events left (the depth put
+        // right in the constructor).
+        if (__builtin_expect(s_->unsettled != foundApiDepth_, 0)) countLeftSeqs(s_);
         // Inside the section: the unwinder's per-thread memo is the thread's own.
         if (wantStack_) r_.mem.stack = stacks::capture(s_, shim_);
         r_.seq = takeSeq(s_);

@@ -224,7 +224,7 @@ uint32_t attributeCategory(const nvtxEventAttributes_t* a) {
     p.insideCall = s->apiDepth != 0 && insideActiveCall(s, reinterpret_cast<uintptr_t>(__builtin_frame_address(0)));
     p.sameText = same ? 1 : 0;
     r->nvtx = p;
-    commitRecord(s, r);
+    commitRecord(s, r, type == RecordType::NvtxPush || type == RecordType::NvtxMark || type == RecordType::NvtxStart);
     if (push && !same) {
       // In the ring now, in the order the drain decodes: what the next push compares with.
       s->lastPushLength = m.inHead ? static_cast<uint8_t>(m.length) : ThreadState::kNoLastPush;

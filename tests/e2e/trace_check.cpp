@@ -50,7 +50,8 @@
 //   (unless their end was lost); --count NAME=N: exactly N host events are named NAME.
 // - --stacked NAME: every event so named has its call stack.
 // - --uncounted-gaps: a thread's gaps in seq may outnumber its dropped events (not the reverse):
-//   events a handler's siglongjmp cut short while cutrace recorded them are lost uncounted.
+//   an event a handler's siglongjmp cut short between two stores of cutrace's count is lost
+//   uncounted.
 // --group-threads: threads with the same name and events are summarised once, with their count.
 // --view launches renders only NVTX ranges and launches ("launch kernel=..."), which is the
 // same whether a launch went through the shared runtime, a static one or the driver.

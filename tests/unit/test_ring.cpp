@@ -224,10 +224,12 @@ TEST_CASE("RecordSection: a section left open is taken over from at or above its
     REQUIRE(next.owned());
     CHECK(cutrace::takeSeq(s.get()) == 1);
   }
-  // The drop made while it was left is counted when the section that took over closes.
+  // The event it was recording (number 0) is counted as dropped when it is taken over; the
+  // drop made while it was left (number 2), when the section that took over closes.
   CHECK(s->section.load() == 0);
   CHECK(s->nextSeq == 3);
-  CHECK(s->dropped.load() == 1);
+  CHECK(s->dropped.load() == 2);
+  CHECK(s->unsettled == 1);  // number 1, taken above and not settled
   CHECK(s->pending.load() == 0);
 }
 
