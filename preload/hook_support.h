@@ -124,8 +124,12 @@ class HookCall {
     // this call is outermost, and the depth it puts back when it returns is 0. Left raised, it
     // made every later call of the thread nested: no stack, no kernel name. Each of them took
     // its number and wrote no record: counted as dropped in start() (countLeftSeqs).
+    // Asked for the shim's canonical frame address (its caller's rsp; every shim keeps a frame
+    // pointer, pushed first): the mark of a call left by a jump and made again from the same
+    // frame (a loop retrying what timed out) lies inside this shim's own frame, below it,
+    // where this call has not yet written over it; a running call's lies above.
     uint16_t depth = s->apiDepth;
-    if (depth != 0 && __builtin_expect(!insideActiveCall(s, reinterpret_cast<uintptr_t>(&r_)), 0)) {
+    if (depth != 0 && __builtin_expect(!insideActiveCall(s, shim.bp + 16), 0)) {
       s->apiDepth = 0;
       s->launchDepth = 0;
       depth = 0;
