@@ -32,11 +32,10 @@ namespace cutrace {
 
 inline constexpr std::size_t kMaxNvtxDomains = 256;
 
-// ThreadState::pending: three 21-bit counts (a section is never interrupted that often).
-inline constexpr uint64_t kPendingDrop = 1;              // an event dropped: add to dropped
-inline constexpr uint64_t kPendingSeq = uint64_t{1} << 21;  // of those, one that took no sequence number
-inline constexpr uint64_t kPendingLostEnd = uint64_t{1} << 42;  // a pop or end dropped: add to lostEnds
-inline constexpr uint64_t kPendingMask = (uint64_t{1} << 21) - 1;
+// ThreadState::pending: two 32-bit counts (a section is never interrupted that often).
+inline constexpr uint64_t kPendingDrop = 1;                     // an event dropped: its number and a drop
+inline constexpr uint64_t kPendingLostEnd = uint64_t{1} << 32;  // a pop or end dropped: add to lostEnds
+inline constexpr uint64_t kPendingMask = (uint64_t{1} << 32) - 1;
 
 // Compare-exchange that is atomic against signal handlers on the calling thread, which is all
 // an owner-only field needs (see ThreadState): one instruction is never split by a signal. On
@@ -108,8 +107,8 @@ struct ThreadState {
   uint8_t lastPushLength = kNoLastPush;
   alignas(16) char lastPushText[kShortText];
   // Signal handlers (RecordSection): while the owner is inside a section, the frame pointer of
-  // the function it is for, else 0; what handlers that found it
-  // taken dropped, packed (kPending*), for the section to fold in when it closes.
+  // the function it is for, else 0; what handlers that found it taken dropped, packed
+  // (kPending*), for the section to fold in when it closes.
   std::atomic<uintptr_t> section{0};
   std::atomic<uint64_t> pending{0};
   char name[16] = {};          // the thread's name at its first event, then at its exit
@@ -259,17 +258,16 @@ class RecordSection {
 
   bool owned() const { return owned_; }
 
-  // For a context that could not open the section: its event is lost.
-  void dropEvent(bool tookSeq = false) {
-    s_->pending.fetch_add(tookSeq ? kPendingDrop : kPendingDrop + kPendingSeq, std::memory_order_relaxed);
-  }
+  // For a context that could not open the section: its event is lost (it took no number).
+  void dropEvent() { s_->pending.fetch_add(kPendingDrop, std::memory_order_relaxed); }
   void dropEnd() { s_->pending.fetch_add(kPendingLostEnd, std::memory_order_relaxed); }
 
  private:
   // Whether the section opened for the frame `open` was left behind: this one is for a frame at
-  // or above it on the same stack, so that frame is gone. A handler that interrupts an open section runs below it, or on the
-  // alternate signal stack. (A section found taken by a frame above, left behind, stays taken
-  // until one opens at or above it.) Out of line: a section is nearly always found closed.
+  // or above it on the same stack, so that frame is gone. A handler that interrupts an open
+  // section runs below it, or on the alternate signal stack. (A section found taken by a frame
+  // above, left behind, stays taken until one opens at or above it.) Out of line: a section is
+  // nearly always found closed.
   [[gnu::noinline]] bool leftBehind(uintptr_t open) const { return frame_ >= open && !onAltStack(frame_); }
   // Inline up to the check for what handlers dropped while the section was open (nearly always
   // nothing); folding that in is not.
@@ -293,8 +291,8 @@ class RecordSection {
       // One exchange (a single instruction), so no handler's count is lost; inside the section
       // no handler touches nextSeq, dropped or lostEnds.
       const uint64_t p = s_->pending.exchange(0, std::memory_order_relaxed);
-      const uint64_t drops = p & kPendingMask, seqs = (p >> 21) & kPendingMask, ends = (p >> 42) & kPendingMask;
-      s_->nextSeq += seqs;
+      const uint64_t drops = p & kPendingMask, ends = p >> 32;
+      s_->nextSeq += drops;
       if (drops != 0) s_->dropped.store(s_->dropped.load(std::memory_order_relaxed) + drops, std::memory_order_relaxed);
       if (ends != 0) s_->lostEnds.store(s_->lostEnds.load(std::memory_order_relaxed) + ends, std::memory_order_relaxed);
     } while (!leave());
