@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace cutrace {
@@ -92,6 +93,7 @@ uint32_t NameTable::intern(std::string_view text) {
 
 bool PointerMap::init(std::size_t capacityPow2) {
   if (ready()) return true;
+  capacityPow2 = std::max(capacityPow2, kMaxProbes);  // so that no probe comes round again
   auto* fresh = static_cast<Slot*>(reserve(capacityPow2 * sizeof(Slot)));
   if (fresh == nullptr) return false;
   // Every racing initialiser stores its own mask before trying to publish; the slots that win
@@ -104,21 +106,22 @@ bool PointerMap::init(std::size_t capacityPow2) {
   return true;
 }
 
-void PointerMap::put(const void* key, uint32_t value) {
+bool PointerMap::put(const void* key, uint32_t value) {
   Slot* slots = slots_.load(std::memory_order_acquire);
-  if (slots == nullptr || key == nullptr) return;
+  if (slots == nullptr || key == nullptr) return false;
   const std::size_t mask = mask_.load(std::memory_order_relaxed);
   const auto k = reinterpret_cast<uintptr_t>(key);
-  for (std::size_t i = mix(k) & mask, probes = 0; probes <= mask; i = (i + 1) & mask, ++probes) {
+  for (std::size_t i = slotOf(key, mask), probes = 0; probes < kMaxProbes; i = (i + 1) & mask, ++probes) {
     uintptr_t cur = slots[i].key.load(std::memory_order_acquire);
     if (cur == 0) {
       if (slots[i].key.compare_exchange_strong(cur, k, std::memory_order_acq_rel)) cur = k;
     }
     if (cur == k) {
       slots[i].value.store(value, std::memory_order_release);
-      return;
+      return true;
     }
   }
+  return false;
 }
 
 }  // namespace cutrace

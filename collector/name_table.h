@@ -42,14 +42,18 @@ class NameTable {
 };
 
 // Pointer -> 32-bit value cache (kernel handle -> name id). Same rules as NameTable: lock-free,
-// insert or overwrite, never removes; a full table just stops caching. Constant-initialisable
+// insert or overwrite, never removes; a key whose slot is not within kMaxProbes of its hash's
+// is not cached. A table that fills as a long run loads modules again and again (each load
+// makes new handles) so costs a launch of an uncached kernel kMaxProbes loads, not a scan of
+// the whole table (65,536 slots) on every such launch. Constant-initialisable
 // (a process-wide instance needs no guarded static) and initialised by whichever thread comes
 // first: init() may race with itself and with find()/put(), and there is no lock a fork could
 // leave taken.
 class PointerMap {
  public:
   constexpr PointerMap() = default;
-  // Reserves the slots once; later calls (any capacity) return whether that succeeded.
+  // Reserves the slots once (at least kMaxProbes); later calls (any capacity) return whether
+  // that succeeded.
   bool init(std::size_t capacityPow2 = 1u << 16);
   bool ready() const { return slots_.load(std::memory_order_acquire) != nullptr; }
   // Inline: every launch looks up its kernel's name here, on the calling thread.
@@ -58,14 +62,19 @@ class PointerMap {
     if (slots == nullptr || key == nullptr) return 0;
     const std::size_t mask = mask_.load(std::memory_order_relaxed);
     const auto k = reinterpret_cast<uintptr_t>(key);
-    for (std::size_t i = mix(k) & mask, probes = 0; probes <= mask; i = (i + 1) & mask, ++probes) {
+    for (std::size_t i = slotOf(key, mask), probes = 0; probes < kMaxProbes; i = (i + 1) & mask, ++probes) {
       const uintptr_t cur = slots[i].key.load(std::memory_order_acquire);
       if (cur == k) return slots[i].value.load(std::memory_order_acquire);
       if (cur == 0) return 0;
     }
     return 0;
   }
-  void put(const void* key, uint32_t value);
+  // Returns whether `key` is cached now.
+  bool put(const void* key, uint32_t value);
+
+  static constexpr std::size_t kMaxProbes = 64;
+  // The first slot looked at for `key` in a table of mask + 1 slots.
+  static std::size_t slotOf(const void* key, std::size_t mask) { return mix(reinterpret_cast<uintptr_t>(key)) & mask; }
 
  private:
   struct Slot {

@@ -73,3 +73,38 @@ TEST_CASE("pointer map finds, overwrites and misses", "[names]") {
   REQUIRE(m.find(&a) == 8);
   REQUIRE(m.find(nullptr) == 0);
 }
+
+TEST_CASE("pointer map looks at most kMaxProbes slots: a full table misses at that cost", "[names]") {
+  constexpr std::size_t kSlots = 1024;
+  PointerMap m;
+  REQUIRE(m.init(kSlots));
+  // Distinct keys until every slot is taken: the last ones land beyond kMaxProbes of their hash.
+  std::vector<uint64_t> keys(4 * kSlots);
+  std::size_t cached = 0, refused = 0;
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    if (m.put(&keys[i], static_cast<uint32_t>(i + 1))) ++cached;
+    else ++refused;
+  }
+  CHECK(cached <= kSlots);
+  CHECK(refused >= keys.size() - kSlots);
+  // What was cached is found; what was refused is not (found within the same probes).
+  std::size_t found = 0;
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    const uint32_t v = m.find(&keys[i]);
+    CHECK((v == 0 || v == i + 1));
+    found += v != 0;
+  }
+  CHECK(found == cached);
+  // Keys that all hash to one slot: only kMaxProbes of them fit, however empty the table.
+  PointerMap one;
+  REQUIRE(one.init(kSlots));
+  std::vector<uint64_t> pool(128 * kSlots);
+  std::vector<const void*> same;
+  const std::size_t home = PointerMap::slotOf(&pool[0], kSlots - 1);
+  for (auto& p : pool)
+    if (PointerMap::slotOf(&p, kSlots - 1) == home) same.push_back(&p);
+  REQUIRE(same.size() > PointerMap::kMaxProbes);
+  std::size_t fit = 0;
+  for (const void* p : same) fit += one.put(p, 1);
+  CHECK(fit == PointerMap::kMaxProbes);
+}
