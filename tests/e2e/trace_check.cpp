@@ -77,6 +77,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <stdio.h>
@@ -261,6 +262,13 @@ std::set<std::string> instantNames;                        // --instant
 std::map<std::string, std::set<std::string>> childRules;   // --children
 std::map<std::string, uint64_t> expectedCounts;             // --count
 std::set<std::string> stackedNames;                         // --stacked
+
+// "NAME=VALUE" of a rule argument (--children, --count), or one message and exit.
+std::pair<std::string, std::string> splitRule(const std::string& rule, const char* usage) {
+  const std::size_t eq = rule.find('=');
+  if (eq == std::string::npos) fail(usage);
+  return {rule.substr(0, eq), rule.substr(eq + 1)};
+}
 
 std::set<std::string> splitList(const std::string& list, char sep) {
   std::set<std::string> out;
@@ -609,15 +617,11 @@ int main(int argc, char** argv) {
     else if (a == "--names" && i + 1 < argc) allowedNames = splitList(argv[++i], ',');
     else if (a == "--instant" && i + 1 < argc) instantNames.insert(argv[++i]);
     else if (a == "--children" && i + 1 < argc) {
-      const std::string rule = argv[++i];
-      const std::size_t eq = rule.find('=');
-      if (eq == std::string::npos) fail("--children wants PARENT=A|B");
-      childRules[rule.substr(0, eq)] = splitList(rule.substr(eq + 1), '|');
+      const auto [parent, children] = splitRule(argv[++i], "--children wants PARENT=A|B");
+      childRules[parent] = splitList(children, '|');
     } else if (a == "--count" && i + 1 < argc) {
-      const std::string rule = argv[++i];
-      const std::size_t eq = rule.find('=');
-      if (eq == std::string::npos) fail("--count wants NAME=N");
-      expectedCounts[rule.substr(0, eq)] = std::stoull(rule.substr(eq + 1));
+      const auto [name, count] = splitRule(argv[++i], "--count wants NAME=N");
+      expectedCounts[name] = std::stoull(count);
     } else if (a == "--stacked" && i + 1 < argc) stackedNames.insert(argv[++i]);
     else if (a == "--group-threads") groupThreads = true;
     else fail("unknown argument " + a);
