@@ -106,7 +106,7 @@ bool PointerMap::init(std::size_t capacityPow2) {
   return true;
 }
 
-bool PointerMap::put(const void* key, uint32_t value) {
+bool PointerMap::put(const void* key, uint32_t value, uint32_t generation) {
   Slot* slots = slots_.load(std::memory_order_acquire);
   if (slots == nullptr || key == nullptr) return false;
   const std::size_t mask = mask_.load(std::memory_order_relaxed);
@@ -117,11 +117,18 @@ bool PointerMap::put(const void* key, uint32_t value) {
       if (slots[i].key.compare_exchange_strong(cur, k, std::memory_order_acq_rel)) cur = k;
     }
     if (cur == k) {
-      slots[i].value.store(value, std::memory_order_release);
+      slots[i].value.store(value | uint64_t{generation} << 32, std::memory_order_release);
       return true;
     }
   }
   return false;
+}
+
+void PointerMap::forget() {
+  uint64_t word = generationWord_.load(std::memory_order_relaxed);
+  while (word >> 32 < kLasting - 1 &&
+         !generationWord_.compare_exchange_weak(word, word + (uint64_t{1} << 32), std::memory_order_acq_rel)) {
+  }
 }
 
 }  // namespace cutrace

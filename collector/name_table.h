@@ -49,6 +49,12 @@ class NameTable {
 // (a process-wide instance needs no guarded static) and initialised by whichever thread comes
 // first: init() may race with itself and with find()/put(), and there is no lock a fork could
 // leave taken.
+//
+// forget() ends every value but the lasting ones at once (a module unloaded: the driver hands
+// its handles' memory out again, and a new kernel with an old handle must not get the old
+// kernel's name): each value is stored with the generation it was put in, in one word with it,
+// so a reader never pairs a value with another's generation; values of earlier generations are
+// not found (their slots stay taken by their keys, and are found again if those are put again).
 class PointerMap {
  public:
   constexpr PointerMap() = default;
@@ -64,13 +70,25 @@ class PointerMap {
     const auto k = reinterpret_cast<uintptr_t>(key);
     for (std::size_t i = slotOf(key, mask), probes = 0; probes < kMaxProbes; i = (i + 1) & mask, ++probes) {
       const uintptr_t cur = slots[i].key.load(std::memory_order_acquire);
-      if (cur == k) return slots[i].value.load(std::memory_order_acquire);
+      if (cur == k) {
+        // Put in this generation or as lasting (a higher one): one compare of the whole word.
+        const uint64_t word = slots[i].value.load(std::memory_order_acquire);
+        return word >= generationWord_.load(std::memory_order_acquire) ? static_cast<uint32_t>(word) : 0;
+      }
       if (cur == 0) return 0;
     }
     return 0;
   }
+  // The generation values are put in now; kLasting: forget() leaves them. A caller reads it
+  // before it looks up what it puts: a forget() in between leaves the value in the ended
+  // generation (looked up again), so a value from before a forget() is never found after it.
+  static constexpr uint32_t kLasting = UINT32_MAX;
+  uint32_t generation() const { return static_cast<uint32_t>(generationWord_.load(std::memory_order_acquire) >> 32); }
   // Returns whether `key` is cached now.
-  bool put(const void* key, uint32_t value);
+  bool put(const void* key, uint32_t value, uint32_t generation);
+  // Values put in the generations so far, but kLasting, are not found any more (up to 2^32 - 2
+  // times: later calls do nothing).
+  void forget();
 
   static constexpr std::size_t kMaxProbes = 64;
   // The first slot looked at for `key` in a table of mask + 1 slots.
@@ -79,7 +97,7 @@ class PointerMap {
  private:
   struct Slot {
     std::atomic<uintptr_t> key;
-    std::atomic<uint32_t> value;
+    std::atomic<uint64_t> value;  // the value, its generation in the high half
   };
   static std::size_t mix(uintptr_t p) {
     uint64_t x = p;
@@ -90,6 +108,8 @@ class PointerMap {
   }
   std::atomic<Slot*> slots_{nullptr};  // published with release after mask_
   std::atomic<std::size_t> mask_{0};
+  // The current generation in the high half (values put in it and lasting ones are at least this).
+  std::atomic<uint64_t> generationWord_{uint64_t{1} << 32};
 };
 
 uint64_t hashBytes(const void* data, std::size_t length);

@@ -283,6 +283,8 @@ void registerKernelName(const void* hostFun, const char* deviceName);
 void aliasKernelName(const void* alias, const void* hostFun);
 uint32_t runtimeKernelNameSlow(const void* func);
 uint32_t driverKernelNameSlow(CUfunction f);
+// A module or library was unloaded: the names cached for driver handles are looked up again.
+void forgetKernelHandles();
 
 // Handle -> interned name, filled by the registrations and the slow lookups (hook_table.cpp).
 extern PointerMap g_kernelNames;

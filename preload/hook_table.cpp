@@ -424,11 +424,11 @@ void* resolvedOnce(std::atomic<void*>& slot, ApiLayer layer, const char* name) {
   return p == kMissing ? nullptr : p;
 }
 
-uint32_t unknownKernelName(const void* key) {
+uint32_t unknownKernelName(const void* key, uint32_t generation) {
   char text[48];
   snprintf(text, sizeof(text), "kernel@%p", key);
   const uint32_t id = Collector::names().intern(text);
-  kernelNames().put(key, id);
+  kernelNames().put(key, id, generation);
   return id;
 }
 
@@ -439,17 +439,22 @@ void registerKernelName(const void* hostFun, const char* deviceName) {
   if (!Collector::config().enabled || deviceName == nullptr) return;
   ReentrancyGuard guard;
   const uint32_t id = Collector::names().intern(deviceName);
-  if (id != 0) kernelNames().put(hostFun, id);
+  // A host stub's name lasts: its address is the program's (or a library's, registered again
+  // when loaded again), not the driver's.
+  if (id != 0) kernelNames().put(hostFun, id, PointerMap::kLasting);
 }
 
 void aliasKernelName(const void* alias, const void* hostFun) {
   if (!Collector::config().enabled) return;
+  // The alias is the driver's handle (its module is unloaded with the stubs' fat binary).
+  const uint32_t generation = g_kernelNames.generation();
   const uint32_t id = cachedKernelName(hostFun);
-  if (id != 0) kernelNames().put(alias, id);
+  if (id != 0) kernelNames().put(alias, id, generation);
 }
 
 uint32_t runtimeKernelNameSlow(const void* func) {
   ReentrancyGuard guard;
+  const uint32_t generation = kernelNames().generation();
   using FuncGetName = cudaError_t (*)(const char**, const void*);
   static std::atomic<void*> getNameSlot{nullptr};
   void* getName = resolvedOnce(getNameSlot, ApiLayer::Runtime, "cudaFuncGetName");
@@ -457,15 +462,16 @@ uint32_t runtimeKernelNameSlow(const void* func) {
   if (getName != nullptr && reinterpret_cast<FuncGetName>(getName)(&name, func) == cudaSuccess && name != nullptr) {
     const uint32_t id = Collector::names().intern(name);
     if (id != 0) {
-      kernelNames().put(func, id);
+      kernelNames().put(func, id, generation);
       return id;
     }
   }
-  return unknownKernelName(func);
+  return unknownKernelName(func, generation);
 }
 
 uint32_t driverKernelNameSlow(CUfunction f) {
   ReentrancyGuard guard;
+  const uint32_t generation = kernelNames().generation();
   using FuncGetName = CUresult (*)(const char**, CUfunction);
   using KernelGetName = CUresult (*)(const char**, CUkernel);
   static std::atomic<void*> funcGetNameSlot{nullptr}, kernelGetNameSlot{nullptr};
@@ -480,11 +486,13 @@ uint32_t driverKernelNameSlow(CUfunction f) {
   if (name != nullptr) {
     const uint32_t id = Collector::names().intern(name);
     if (id != 0) {
-      kernelNames().put(f, id);
+      kernelNames().put(f, id, generation);
       return id;
     }
   }
-  return unknownKernelName(f);
+  return unknownKernelName(f, generation);
 }
+
+void forgetKernelHandles() { g_kernelNames.forget(); }
 
 }  // namespace cutrace

@@ -27,6 +27,7 @@
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 namespace {
 
@@ -56,9 +57,11 @@ void logCall(const char* name) {
 
 // ------------------------------------------------------------------ handles
 // Handles are pointers to these structs. They are never freed, only retired: a destroyed handle
-// then fails cleanly with CUDA_ERROR_INVALID_HANDLE instead of touching freed memory, no address
-// is ever handed out twice (a tracer caches names per handle), and retired handles stay
-// reachable, so leak checkers see nothing lost.
+// then fails cleanly with CUDA_ERROR_INVALID_HANDLE instead of touching freed memory, and retired
+// handles stay reachable, so leak checkers see nothing lost. As in the real driver, whose
+// allocator reuses the memory, the functions and kernels of an unloaded module or library are
+// handed out again (newest first) to the next ones made: a tracer that caches names per handle
+// must forget them at the unload.
 struct Function {
   std::string name;
 };
@@ -122,6 +125,35 @@ class Registry {
 Registry& handles() {
   static Registry* registry = new Registry();
   return *registry;
+}
+
+// Retired functions and kernels, for the next cuModuleGetFunction / cuLibraryGetKernel.
+template <typename T>
+class Recycled {
+ public:
+  void put(T* p) {
+    std::lock_guard lock(mutex_);
+    free_.push_back(p);
+  }
+  T* take() {
+    std::lock_guard lock(mutex_);
+    if (free_.empty()) return nullptr;
+    T* p = free_.back();
+    free_.pop_back();
+    return p;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<T*> free_;
+};
+Recycled<Function>& recycledFunctions() {
+  static auto* r = new Recycled<Function>();
+  return *r;
+}
+Recycled<Kernel>& recycledKernels() {
+  static auto* r = new Recycled<Kernel>();
+  return *r;
 }
 
 template <typename T>
@@ -693,7 +725,9 @@ CUresult cuModuleGetFunction(CUfunction* function, CUmodule module, const char* 
   std::lock_guard lock(m->mutex);
   Function*& fn = m->functions[name];  // the image is opaque: every name resolves
   if (fn == nullptr) {
-    fn = new Function{name};
+    fn = recycledFunctions().take();
+    if (fn != nullptr) *fn = Function{name};
+    else fn = new Function{name};
     handles().add(fn, HandleKind::Function);
   }
   *function = reinterpret_cast<CUfunction>(fn);
@@ -705,7 +739,9 @@ CUresult cuModuleUnload(CUmodule module) {
   auto* m = lookup<Module>(module, HandleKind::Module);
   if (m == nullptr || !handles().retire(m, HandleKind::Module)) return CUDA_ERROR_INVALID_HANDLE;
   std::lock_guard lock(m->mutex);
-  for (auto& [name, fn] : m->functions) handles().retire(fn, HandleKind::Function);
+  for (auto& [name, fn] : m->functions)
+    if (handles().retire(fn, HandleKind::Function)) recycledFunctions().put(fn);
+  m->functions.clear();
   return CUDA_SUCCESS;
 }
 CUresult cuLibraryLoadData(CUlibrary* library, const void* code, CUjit_option* jitOptions, void** jitOptionsValues,
@@ -732,7 +768,9 @@ CUresult cuLibraryGetKernel(CUkernel* kernel, CUlibrary library, const char* nam
   std::lock_guard lock(l->mutex);
   Kernel*& k = l->kernels[name];
   if (k == nullptr) {
-    k = new Kernel{name, Function{name}};
+    k = recycledKernels().take();
+    if (k != nullptr) *k = Kernel{name, Function{name}};
+    else k = new Kernel{name, Function{name}};
     handles().add(k, HandleKind::Kernel);
     handles().add(&k->function, HandleKind::Function);
   }
@@ -746,9 +784,10 @@ CUresult cuLibraryUnload(CUlibrary library) {
   if (l == nullptr || !handles().retire(l, HandleKind::Library)) return CUDA_ERROR_INVALID_HANDLE;
   std::lock_guard lock(l->mutex);
   for (auto& [name, k] : l->kernels) {
-    handles().retire(k, HandleKind::Kernel);
     handles().retire(&k->function, HandleKind::Function);
+    if (handles().retire(k, HandleKind::Kernel)) recycledKernels().put(k);
   }
+  l->kernels.clear();
   return CUDA_SUCCESS;
 }
 CUresult cuKernelGetFunction(CUfunction* function, CUkernel kernel) {

@@ -65,11 +65,11 @@ TEST_CASE("pointer map finds, overwrites and misses", "[names]") {
   REQUIRE(m.init(64));
   int a = 0, b = 0;
   REQUIRE(m.find(&a) == 0);
-  m.put(&a, 7);
-  m.put(&b, 9);
+  m.put(&a, 7, m.generation());
+  m.put(&b, 9, m.generation());
   REQUIRE(m.find(&a) == 7);
   REQUIRE(m.find(&b) == 9);
-  m.put(&a, 8);
+  m.put(&a, 8, m.generation());
   REQUIRE(m.find(&a) == 8);
   REQUIRE(m.find(nullptr) == 0);
 }
@@ -82,7 +82,7 @@ TEST_CASE("pointer map looks at most kMaxProbes slots: a full table misses at th
   std::vector<uint64_t> keys(4 * kSlots);
   std::size_t cached = 0, refused = 0;
   for (std::size_t i = 0; i < keys.size(); ++i) {
-    if (m.put(&keys[i], static_cast<uint32_t>(i + 1))) ++cached;
+    if (m.put(&keys[i], static_cast<uint32_t>(i + 1), m.generation())) ++cached;
     else ++refused;
   }
   CHECK(cached <= kSlots);
@@ -105,6 +105,27 @@ TEST_CASE("pointer map looks at most kMaxProbes slots: a full table misses at th
     if (PointerMap::slotOf(&p, kSlots - 1) == home) same.push_back(&p);
   REQUIRE(same.size() > PointerMap::kMaxProbes);
   std::size_t fit = 0;
-  for (const void* p : same) fit += one.put(p, 1);
+  for (const void* p : same) fit += one.put(p, 1, one.generation());
   CHECK(fit == PointerMap::kMaxProbes);
+}
+
+TEST_CASE("pointer map forgets all but lasting values, and nothing put after", "[names]") {
+  PointerMap m;
+  REQUIRE(m.init(64));
+  int stub = 0, handle = 0, other = 0;
+  REQUIRE(m.put(&stub, 1, PointerMap::kLasting));
+  REQUIRE(m.put(&handle, 2, m.generation()));
+  // Looked up before the forget(), put after it: the value belongs to the ended generation.
+  const uint32_t before = m.generation();
+  m.forget();
+  REQUIRE(m.put(&other, 3, before));
+  CHECK(m.find(&stub) == 1);
+  CHECK(m.find(&handle) == 0);
+  CHECK(m.find(&other) == 0);
+  // The same handle, a new owner: put again, found again (in the slot it had).
+  REQUIRE(m.put(&handle, 4, m.generation()));
+  CHECK(m.find(&handle) == 4);
+  m.forget();
+  CHECK(m.find(&handle) == 0);
+  CHECK(m.find(&stub) == 1);
 }

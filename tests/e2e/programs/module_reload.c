@@ -1,0 +1,77 @@
+/* Modules and libraries unloaded and loaded again, as JIT compilers and autotuners do: the real
+ * driver hands the memory of an unloaded module's functions (and a library's kernels) out again,
+ * so a new kernel can have the handle of one gone. Each launch must carry the name of the kernel
+ * it launched, never the name cached for the handle's previous owner.
+ *
+ *   usage: module_reload */
+#include <cuda.h>
+#include <stdio.h>
+
+static const char kPtx[] =
+    ".version 8.0\n"
+    ".target sm_75\n"
+    ".address_size 64\n"
+    ".visible .entry k(.param .u64 out, .param .u32 n)\n"
+    "{\n"
+    "  ret;\n"
+    "}\n";
+
+static int failures = 0;
+
+static void check(CUresult rc, const char* what) {
+  if (rc != CUDA_SUCCESS) {
+    const char* name = "?";
+    cuGetErrorName(rc, &name);
+    fprintf(stderr, "%s failed: %s\n", what, name);
+    ++failures;
+  }
+}
+
+int main(void) {
+  CUdevice dev;
+  CUcontext ctx;
+  CUdeviceptr out;
+  unsigned n = 64;
+  check(cuInit(0), "cuInit");
+  check(cuDeviceGet(&dev, 0), "cuDeviceGet");
+  check(cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
+  check(cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+  check(cuMemAlloc(&out, n * sizeof(float)), "cuMemAlloc");
+  void* params[] = {&out, &n};
+
+  static const char* const kModuleKernels[] = {"first_module_kernel", "second_module_kernel", "third_module_kernel"};
+  CUfunction previous = NULL;
+  int reused = 0;
+  for (int i = 0; i < 3; ++i) {
+    CUmodule mod;
+    CUfunction f;
+    check(cuModuleLoadData(&mod, kPtx), "cuModuleLoadData");
+    check(cuModuleGetFunction(&f, mod, kModuleKernels[i]), "cuModuleGetFunction");
+    reused += f == previous;
+    previous = f;
+    /* Twice: the second launch finds the name cached for this kernel. */
+    for (int twice = 0; twice < 2; ++twice)
+      check(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL), "cuLaunchKernel");
+    check(cuModuleUnload(mod), "cuModuleUnload");
+  }
+
+  static const char* const kLibraryKernels[] = {"first_library_kernel", "second_library_kernel"};
+  CUkernel previousKernel = NULL;
+  for (int i = 0; i < 2; ++i) {
+    CUlibrary lib;
+    CUkernel k;
+    check(cuLibraryLoadData(&lib, kPtx, NULL, NULL, 0, NULL, NULL, 0), "cuLibraryLoadData");
+    check(cuLibraryGetKernel(&k, lib, kLibraryKernels[i]), "cuLibraryGetKernel");
+    reused += k == previousKernel;
+    previousKernel = k;
+    /* As the CUDA 13 runtime launches: the CUkernel cast to a CUfunction. */
+    for (int twice = 0; twice < 2; ++twice)
+      check(cuLaunchKernel((CUfunction)k, 2, 1, 1, 32, 1, 1, 0, NULL, params, NULL), "cuLaunchKernel(CUkernel)");
+    check(cuLibraryUnload(lib), "cuLibraryUnload");
+  }
+  check(cuCtxSynchronize(), "cuCtxSynchronize");
+  check(cuMemFree(out), "cuMemFree");
+  /* The stand-in driver reuses every handle here; the real one may or may not. */
+  printf("handles reused: %d\n", reused);
+  return failures == 0 ? 0 : 1;
+}
