@@ -649,13 +649,24 @@ void makeOutputDirAbsolute(Config& config) {
   char joined[PATH_MAX];
   const int n = snprintf(joined, sizeof(joined), "%s/%s", cwd, config.outputDir);
   if (n <= 0 || static_cast<std::size_t>(n) >= sizeof(joined)) return;
-  // A relative CUTRACE_OUTPUT is resolved again by each image the process execs, from its working
-  // directory then: the exec hooks hand the new image this directory instead.
+  // A relative CUTRACE_OUTPUT would be resolved again by each image the process starts, from its
+  // working directory then: the process's own entry names this directory instead from now on, so
+  // that every child gets it however it is started (system() and popen() hand glibc's spawn
+  // `environ` internally, past any hook), and the exec hooks swap it into environments copied
+  // before (Python's os.environ is made after this, in main). The entry's pointer is replaced in
+  // place, one aligned store: a thread reading the environment sees the old or the new string,
+  // both kept for the process's life.
   Globals& gl = g();
   const char* set = getenv("CUTRACE_OUTPUT");
   if (set != nullptr && strcmp(set, config.outputDir) == 0) {
     snprintf(gl.outputEnvRelative, sizeof(gl.outputEnvRelative), "CUTRACE_OUTPUT=%s", set);
     snprintf(gl.outputEnvAbsolute, sizeof(gl.outputEnvAbsolute), "CUTRACE_OUTPUT=%s", joined);
+    for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+      if (strncmp(*entry, "CUTRACE_OUTPUT=", sizeof("CUTRACE_OUTPUT=") - 1) != 0) continue;
+      if (strcmp(*entry, gl.outputEnvRelative) == 0)
+        __atomic_store_n(entry, static_cast<char*>(gl.outputEnvAbsolute), __ATOMIC_RELEASE);
+      break;  // getenv() reads the first one
+    }
   }
   memcpy(config.outputDir, joined, static_cast<std::size_t>(n) + 1);
 }

@@ -16,7 +16,8 @@
 //
 // posix_spawn/posix_spawnp start a new image in a child while this one goes on: only the
 // child's environment is looked at, as an exec's is (a relative CUTRACE_OUTPUT). system() and
-// popen() reach glibc's spawn internally and hand the child `environ` as it is.
+// popen() reach glibc's spawn internally and hand the child `environ` as it is, whose entry the
+// collector made absolute at start (makeOutputDirAbsolute).
 
 #include <alloca.h>
 #include <errno.h>

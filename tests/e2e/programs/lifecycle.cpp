@@ -13,6 +13,8 @@
 //                 image's trace goes where this one's does (a relative CUTRACE_OUTPUT)
 //   spawn-chdir   as exec-chdir, but the new image is a child started with posix_spawn, which
 //                 this one waits for
+//   system-chdir, popen-chdir   as spawn-chdir, the new image started by system() / popen() (a
+//                 shell that starts it), which this one waits for (popen: copying its output)
 //   exec-fails    execs of a file that does not exist, of one that is not executable and of a
 //                 command found nowhere on PATH, each between calls: every call is traced
 //   quick-exit    ends in quick_exit after calls made since the last drain pass
@@ -313,6 +315,30 @@ int main(int argc, char** argv) {
     execv(self, args);
     perror("execv");
     return 1;
+  }
+  if (what == "system-chdir" || what == "popen-chdir") {
+    // This program by its full path (the shell's /proc/self/exe is the shell).
+    char self[4096];
+    const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (n <= 0) return 1;
+    self[n] = '\0';
+    if ((mkdir("elsewhere", 0755) != 0 && errno != EEXIST) || chdir("elsewhere") != 0) {
+      perror("elsewhere");
+      return 1;
+    }
+    calls(1);
+    fflush(stdout);
+    const std::string command = "'" + std::string(self) + "' capture";
+    if (what == "system-chdir") {
+      const int status = system(command.c_str());
+      return status != -1 && WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+    }
+    FILE* child = popen(command.c_str(), "r");
+    if (child == nullptr) return 1;
+    char buffer[4096];
+    for (std::size_t got; (got = fread(buffer, 1, sizeof(buffer), child)) > 0;) fwrite(buffer, 1, got, stdout);
+    const int status = pclose(child);
+    return status != -1 && WIFEXITED(status) ? WEXITSTATUS(status) : 1;
   }
   if (what == "exec-fails") {
     char arg[] = "capture";
