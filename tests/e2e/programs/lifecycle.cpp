@@ -181,14 +181,27 @@ int timed() {
   return 0;
 }
 
-// Under CUTRACE_CAPTURE=time:0.02,0.2 only the middle calls are kept: the first come before the
-// window, the last after it. The middle ones come before the drain's first timed pass would: the
-// window opens when it says, not at the pass after.
+// Under CUTRACE_CAPTURE=time:0.3,0.4 only the middle calls are kept: the first come before the
+// window, the last after it. With CUTRACE_DRAIN_MS=2000 the middle ones come before the drain's
+// first timed pass would: the window opens when it says, not at the pass after. The calls are
+// placed by the time since main began (cutrace started before it), with 300 ms for the first
+// ones, which start everything (slow under ThreadSanitizer: a window opening 20 ms after start,
+// as this test had, caught them there once).
 int timedWindow() {
+  timespec begun{};
+  clock_gettime(CLOCK_MONOTONIC, &begun);
+  const auto sleepUntilMs = [&](long ms) {
+    timespec at = begun;
+    at.tv_sec += ms / 1000;
+    at.tv_nsec += (ms % 1000) * 1000000;
+    if (at.tv_nsec >= 1000000000) at.tv_sec += 1, at.tv_nsec -= 1000000000;
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &at, nullptr) == EINTR) {
+    }
+  };
   calls(1);
-  usleep(70 * 1000);
+  sleepUntilMs(450);
   calls(2);
-  usleep(250 * 1000);
+  sleepUntilMs(1000);
   calls(3);
   printf("timed window done\n");
   return 0;
