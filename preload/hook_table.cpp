@@ -446,10 +446,12 @@ void registerKernelName(const void* hostFun, const char* deviceName) {
 
 void aliasKernelName(const void* alias, const void* hostFun) {
   if (!Collector::config().enabled) return;
-  // The alias is the driver's handle (its module is unloaded with the stubs' fat binary).
-  const uint32_t generation = g_kernelNames.generation();
+  // Lasting, as the stub's name: the runtime's launches of a stub come after it maps the stub to
+  // its handle here, each time a handle's memory has a new owner too, and the runtime may not be
+  // able to name the handle itself (cudaFuncGetName takes an entry function), so an unload of
+  // another module must not make every launch of the program ask for it.
   const uint32_t id = cachedKernelName(hostFun);
-  if (id != 0) kernelNames().put(alias, id, generation);
+  if (id != 0) kernelNames().put(alias, id, PointerMap::kLasting);
 }
 
 uint32_t runtimeKernelNameSlow(const void* func) {
