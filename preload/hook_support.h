@@ -249,6 +249,14 @@ class HookCall {
   void allocated(P ptr) {
     if (s_ != nullptr) r_.mem.ptr = (uint64_t)(ptr);
   }
+  // After a cuMemCreate that succeeded (the driver read `prop`): its handle stands for the
+  // pointer where the memory is a device's, which the counters take it to be; host memory made
+  // so names none (its release then changes nothing either).
+  void createdPhysical(CUmemGenericAllocationHandle handle, const CUmemAllocationProp* prop) {
+    if (s_ == nullptr || prop == nullptr || prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE) return;
+    r_.mem.ptr = handle;
+    r_.mem.device = static_cast<int8_t>(prop->location.id);
+  }
   void allocatedBytes(std::size_t bytes) {
     if (s_ != nullptr) r_.mem.bytes = bytes;
   }

@@ -7,6 +7,7 @@
 //               [--max-bytes-per-event B]
 //               [--issued FILE] [--names A,B,...] [--instant NAME]... [--children PARENT=A|B|...]...
 //               [--count NAME=N]... [--stacked NAME]... [--uncounted-gaps] [--group-threads]
+//               [--counter-values]
 //   trace_check --compare A.trace.json B.trace.json
 //
 // --compare: A is a process's own trace, B the one `cutrace export` rebuilt from its stream;
@@ -53,6 +54,7 @@
 //   an event a handler's siglongjmp cut short between two stores of cutrace's count is lost
 //   uncounted.
 // --group-threads: threads with the same name and events are summarised once, with their count.
+// --counter-values: the summary lists each counter's values in time order ("counter NAME: A B ...").
 // --view launches renders only NVTX ranges and launches ("launch kernel=..."), which is the
 // same whether a launch went through the shared runtime, a static one or the driver.
 // --view shape renders, for traces too deep to list, per thread the X events and the deepest
@@ -173,6 +175,7 @@ bool machineSpecificFrame(const std::string& f) {
 }
 
 bool listStacks = false;
+bool counterValues = false;
 // Every frame name some args.stack holds: without --stacks the folded listing leaves them out,
 // so summaries of tests about something else do not depend on the unwinder or the compiler.
 std::set<std::string> stackFrameNames;
@@ -624,6 +627,7 @@ int main(int argc, char** argv) {
       expectedCounts[name] = std::stoull(count);
     } else if (a == "--stacked" && i + 1 < argc) stackedNames.insert(argv[++i]);
     else if (a == "--group-threads") groupThreads = true;
+    else if (a == "--counter-values") counterValues = true;
     else fail("unknown argument " + a);
   }
 
@@ -643,6 +647,7 @@ int main(int argc, char** argv) {
   std::map<uint64_t, std::pair<int, int>> flows;
   std::map<uint64_t, std::pair<std::pair<int64_t, int64_t>, std::pair<int64_t, int64_t>>> hostFlows;  // id -> (starts, finishes)
   std::size_t counterEvents = 0;
+  std::map<std::string, std::vector<std::pair<double, std::string>>> counterSeries;  // name -> (ts, values)
   std::map<int64_t, std::string> threadNames;
   std::string processName;
   for (simdjson::dom::object e : events) {
@@ -662,6 +667,17 @@ int main(int argc, char** argv) {
       double ts;
       if (e["ts"].get(ts) || e["args"].error()) fail("counter event without ts/args");
       ++counterEvents;
+      if (counterValues) {
+        simdjson::dom::object args;
+        if (e["args"].get(args)) fail("counter event whose args are not an object");
+        std::string values;
+        for (auto field : args) {
+          uint64_t v;
+          if (field.value.get(v)) fail("counter value that is not an unsigned integer");
+          values += (values.empty() ? "" : ",") + std::string(field.key) + "=" + std::to_string(v);
+        }
+        counterSeries[str(e["name"])].emplace_back(ts, values);
+      }
       continue;
     }
     if (ph == "s" || ph == "f") {
@@ -941,6 +957,12 @@ int main(int argc, char** argv) {
     summary << "device";
     for (const auto& [cat, n] : deviceCounts) summary << " " << cat << " " << n;
     summary << " flows " << flows.size() << " counters " << (counterEvents > 0 ? "yes" : "no") << "\n";
+  }
+  for (auto& [name, series] : counterSeries) {
+    std::stable_sort(series.begin(), series.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    summary << "counter " << name << ":";
+    for (const auto& [ts, values] : series) summary << " " << values;
+    summary << "\n";
   }
   for (std::size_t i = 0; i < ordered.size();) {
     const Thread* t = ordered[i];

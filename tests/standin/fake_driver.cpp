@@ -89,8 +89,11 @@ struct Event {
 struct Context {
   CUdevice device;
 };
+struct Physical {  // cuMemCreate: physical memory, never mapped here (no cuMemMap)
+  size_t bytes;
+};
 
-enum class HandleKind { Module, Function, Library, Kernel, Stream, Event };
+enum class HandleKind { Module, Function, Library, Kernel, Stream, Event, Physical };
 
 class Registry {
  public:
@@ -891,6 +894,37 @@ CUresult cuMemFreeHost(void* p) {
   ENTRY();
   return release(addr(p), true);
 }
+// Virtual memory management (PyTorch's expandable segments): physical allocations by handle.
+constexpr size_t kGranularity = size_t{2} << 20;
+CUresult cuMemGetAllocationGranularity(size_t* granularity, const CUmemAllocationProp* prop,
+                                       CUmemAllocationGranularity_flags option) {
+  ENTRY();
+  if (CUresult r = needInit()) return r;
+  if (granularity == nullptr || prop == nullptr || option > CU_MEM_ALLOC_GRANULARITY_RECOMMENDED)
+    return CUDA_ERROR_INVALID_VALUE;
+  *granularity = kGranularity;
+  return CUDA_SUCCESS;
+}
+CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size, const CUmemAllocationProp* prop,
+                     unsigned long long flags) {
+  ENTRY();
+  if (CUresult r = needInit()) return r;
+  if (handle == nullptr || prop == nullptr || size == 0 || size % kGranularity != 0 || flags != 0 ||
+      prop->type != CU_MEM_ALLOCATION_TYPE_PINNED || prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (prop->location.id != 0) return CUDA_ERROR_INVALID_DEVICE;
+  auto* p = new Physical{size};
+  handles().add(p, HandleKind::Physical);
+  *handle = reinterpret_cast<uintptr_t>(p);
+  return CUDA_SUCCESS;
+}
+CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
+  ENTRY();
+  if (CUresult r = needInit()) return r;
+  if (!handles().retire(reinterpret_cast<const void*>(handle), HandleKind::Physical)) return CUDA_ERROR_INVALID_VALUE;
+  return CUDA_SUCCESS;
+}
+
 // Stream-ordered allocation completes at once: there is no queue to order it in.
 #define STANDIN_ALLOC_ASYNC(name)                                   \
   CUresult name(CUdeviceptr* p, size_t n, CUstream s) {             \
@@ -1212,6 +1246,9 @@ const ProcEntry kProcTable[] = {
     E(cuMemHostAlloc, 2020, cuMemHostAlloc),
     E(cuMemFree, 3020, cuMemFree_v2),
     E(cuMemFreeHost, 2000, cuMemFreeHost),
+    E(cuMemGetAllocationGranularity, 10020, cuMemGetAllocationGranularity),
+    E(cuMemCreate, 10020, cuMemCreate),
+    E(cuMemRelease, 10020, cuMemRelease),
     E(cuMemAllocAsync, 11020, cuMemAllocAsync),
     PT(cuMemAllocAsync, 11020, cuMemAllocAsync_ptsz),
     E(cuMemAllocFromPoolAsync, 11020, cuMemAllocFromPoolAsync),
