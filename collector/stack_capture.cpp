@@ -152,7 +152,8 @@ void initialize(const Config& config) {
   const bool calls = config.stacks == StackMode::Calls;
   for (ApiKind k : {ApiKind::Launch, ApiKind::Graph}) detail::g_wanted[static_cast<unsigned>(k)] = true;
   for (ApiKind k : {ApiKind::Memcpy, ApiKind::Memset, ApiKind::Alloc, ApiKind::Free, ApiKind::HostAlloc,
-                    ApiKind::HostFree, ApiKind::Sync, ApiKind::Profiler, ApiKind::Teardown, ApiKind::Init})
+                    ApiKind::HostFree, ApiKind::Sync, ApiKind::Profiler, ApiKind::Teardown, ApiKind::Init,
+                    ApiKind::Order})
     detail::g_wanted[static_cast<unsigned>(k)] = calls;
 }
 

@@ -481,6 +481,7 @@ class ChromeWriter {
         break;
       case ApiKind::Graph:
       case ApiKind::Sync:
+      case ApiKind::Order:
       case ApiKind::Teardown:
         if (e.handle.handle != 0) {
           out_.put(",\"handle\":\"");

@@ -524,6 +524,12 @@ CUresult recordEvent(CUevent e, CUstream s) {
   event->recorded.store(true, std::memory_order_release);
   return CUDA_SUCCESS;
 }
+// Work completes when it is issued: a wait has nothing to wait for once its arguments are good.
+CUresult waitEvent(CUstream s, CUevent e, unsigned flags) {
+  if (CUresult r = needStream(s)) return r;
+  if ((flags & ~unsigned{CU_EVENT_WAIT_EXTERNAL}) != 0) return CUDA_ERROR_INVALID_VALUE;
+  return handles().contains(e, HandleKind::Event) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
 CUresult checkEvent(CUevent e) {
   if (CUresult r = needInit()) return r;
   return handles().contains(e, HandleKind::Event) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
@@ -1150,6 +1156,14 @@ CUresult cuEventQuery(CUevent e) {
   ENTRY();
   return checkEvent(e);
 }
+CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned flags) {
+  ENTRY();
+  return waitEvent(s, e, flags);
+}
+CUresult cuStreamWaitEvent_ptsz(CUstream s, CUevent e, unsigned flags) {
+  ENTRY();
+  return waitEvent(s, e, flags);
+}
 CUresult cuEventSynchronize(CUevent e) {
   ENTRY();
   return checkEvent(e);
@@ -1321,6 +1335,8 @@ const ProcEntry kProcTable[] = {
     E(cuEventRecord, 2000, cuEventRecord),
     PT(cuEventRecord, 7000, cuEventRecord_ptsz),
     E(cuEventQuery, 2000, cuEventQuery),
+    E(cuStreamWaitEvent, 2000, cuStreamWaitEvent),
+    PT(cuStreamWaitEvent, 7000, cuStreamWaitEvent_ptsz),
     E(cuEventSynchronize, 2000, cuEventSynchronize),
     E(cuEventElapsedTime, 2000, cuEventElapsedTime),
     E(cuEventElapsedTime, 12080, cuEventElapsedTime_v2),

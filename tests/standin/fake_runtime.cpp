@@ -116,6 +116,7 @@ constexpr int kRuntimeVersion = CUDART_VERSION;
   X(cuEventCreate, cuEventCreate, kRuntimeVersion)                                                            \
   X(cuEventRecord, cuEventRecord, kRuntimeVersion)                                                            \
   X(cuEventQuery, cuEventQuery, kRuntimeVersion)                                                              \
+  X(cuStreamWaitEvent, cuStreamWaitEvent, kRuntimeVersion)                                                    \
   X(cuEventSynchronize, cuEventSynchronize, kRuntimeVersion)                                                  \
   X(cuEventElapsedTime, cuEventElapsedTime_v2, kRuntimeVersion)                                               \
   X(cuEventDestroy, cuEventDestroy_v2, kRuntimeVersion)                                                       \
@@ -930,6 +931,14 @@ cudaError_t cudaEventRecord_ptsz(cudaEvent_t e, cudaStream_t s) {
 cudaError_t cudaEventQuery(cudaEvent_t e) {
   STANDIN_DRIVER(false);
   return call(D->cuEventQuery(e));
+}
+cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned flags) {
+  STANDIN_DRIVER(false);
+  return call(D->cuStreamWaitEvent(s, e, flags));
+}
+cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t s, cudaEvent_t e, unsigned flags) {
+  STANDIN_DRIVER(true);
+  return call(D->cuStreamWaitEvent(s, e, flags));
 }
 cudaError_t cudaEventSynchronize(cudaEvent_t e) {
   STANDIN_DRIVER(false);

@@ -521,6 +521,8 @@ static const struct Lookup kLookups[] = {
     {"cuEventRecord", 2000, 0, "cuEventRecord"},
     {"cuEventRecord", 7000, 1, "cuEventRecord_ptsz"},
     {"cuEventQuery", 2000, 0, "cuEventQuery"},
+    {"cuStreamWaitEvent", 2000, 0, "cuStreamWaitEvent"},
+    {"cuStreamWaitEvent", 7000, 1, "cuStreamWaitEvent_ptsz"},
     {"cuEventSynchronize", 2000, 0, "cuEventSynchronize"},
     {"cuEventElapsedTime", 2000, 0, "cuEventElapsedTime"},
     {"cuEventElapsedTime", 12080, 0, "cuEventElapsedTime_v2"},
