@@ -36,9 +36,9 @@ enum class ApiKind : uint8_t {
   Alloc, Free,          // device memory (feeds the per-device memory counters)
   HostAlloc, HostFree,  // page-locked host memory
   Sync, Profiler, Teardown, Init,
-  // Stream and event ordering that never blocks: event records, stream waits, queries. After the
-  // others: files store a hook's kind by number.
-  Order,
+  // After the others: files store a hook's kind by number.
+  Order,       // stream and event ordering that never blocks: event records, stream waits, queries
+  GraphSetup,  // stream capture and graph instantiation: host work that makes graphs, no device work
   Lookup, Register,     // bookkeeping only, never recorded
 };
 // The calls that can make device work (a launch, graph launch, copy or set): CUPTI's records of

@@ -482,6 +482,7 @@ class ChromeWriter {
       case ApiKind::Graph:
       case ApiKind::Sync:
       case ApiKind::Order:
+      case ApiKind::GraphSetup:
       case ApiKind::Teardown:
         if (e.handle.handle != 0) {
           out_.put(",\"handle\":\"");

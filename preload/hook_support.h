@@ -269,6 +269,10 @@ class HookCall {
     r_.handle.handle = reinterpret_cast<uintptr_t>(h);
     r_.handle.stream = reinterpret_cast<uintptr_t>(stream);
   }
+  // After a call that made a handle (a graph from a capture): the handle, where recording.
+  void madeHandle(const void* h) {
+    if (s_ != nullptr) r_.handle.handle = reinterpret_cast<uintptr_t>(h);
+  }
 
  private:
   ThreadState* s_ = nullptr;

@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
@@ -92,8 +93,16 @@ struct Context {
 struct Physical {  // cuMemCreate: physical memory, never mapped here (no cuMemMap)
   size_t bytes;
 };
+// Graphs from stream capture hold nothing: the work captured ran when it was issued (as all
+// work does here), and a graph launch accepts any handle.
+struct Graph {
+  CUstream stream;
+};
+struct GraphExec {
+  const Graph* graph;
+};
 
-enum class HandleKind { Module, Function, Library, Kernel, Stream, Event, Physical };
+enum class HandleKind { Module, Function, Library, Kernel, Stream, Event, Physical, Graph, GraphExec };
 
 class Registry {
  public:
@@ -374,6 +383,38 @@ CUresult checkLaunchEx(const CUlaunchConfig* c, CUfunction f, void** params, voi
   if (c == nullptr || (c->numAttrs != 0 && c->attrs == nullptr)) return CUDA_ERROR_INVALID_VALUE;
   return checkLaunch(f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY, c->blockDimZ,
                      c->sharedMemBytes, c->hStream, params, extra);
+}
+
+// Streams in capture (cuStreamBeginCapture until cuStreamEndCapture).
+std::mutex capturingMutex;
+std::vector<CUstream>& capturing() {
+  static auto* streams = new std::vector<CUstream>();
+  return *streams;
+}
+CUresult beginCapture(CUstream s, CUstreamCaptureMode mode) {
+  if (CUresult r = needStream(s)) return r;
+  if (mode > CU_STREAM_CAPTURE_MODE_RELAXED) return CUDA_ERROR_INVALID_VALUE;
+  if (s == nullptr || s == CU_STREAM_LEGACY) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  std::lock_guard lock(capturingMutex);
+  auto& streams = capturing();
+  if (std::find(streams.begin(), streams.end(), s) != streams.end()) return CUDA_ERROR_ILLEGAL_STATE;
+  streams.push_back(s);
+  return CUDA_SUCCESS;
+}
+CUresult endCapture(CUstream s, CUgraph* graph) {
+  if (CUresult r = needStream(s)) return r;
+  if (graph == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  {
+    std::lock_guard lock(capturingMutex);
+    auto& streams = capturing();
+    const auto it = std::find(streams.begin(), streams.end(), s);
+    if (it == streams.end()) return CUDA_ERROR_ILLEGAL_STATE;
+    streams.erase(it);
+  }
+  auto* g = new Graph{s};
+  handles().add(g, HandleKind::Graph);
+  *graph = reinterpret_cast<CUgraph>(g);
+  return CUDA_SUCCESS;
 }
 
 CUresult checkGraphLaunch(CUgraphExec g, CUstream s) {
@@ -854,6 +895,32 @@ CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig* config, CUfunction f, void*
   ENTRY();
   return checkLaunchEx(config, f, params, extra);
 }
+CUresult cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode mode) {
+  ENTRY();
+  return beginCapture(s, mode);
+}
+CUresult cuStreamBeginCapture_v2_ptsz(CUstream s, CUstreamCaptureMode mode) {
+  ENTRY();
+  return beginCapture(s, mode);
+}
+CUresult cuStreamEndCapture(CUstream s, CUgraph* graph) {
+  ENTRY();
+  return endCapture(s, graph);
+}
+CUresult cuStreamEndCapture_ptsz(CUstream s, CUgraph* graph) {
+  ENTRY();
+  return endCapture(s, graph);
+}
+CUresult cuGraphInstantiateWithFlags(CUgraphExec* exec, CUgraph graph, unsigned long long flags) {
+  ENTRY();
+  if (CUresult r = needContext()) return r;
+  const auto* g = lookup<Graph>(graph, HandleKind::Graph);
+  if (exec == nullptr || g == nullptr || (flags & ~0xfull) != 0) return CUDA_ERROR_INVALID_VALUE;
+  auto* e = new GraphExec{g};
+  handles().add(e, HandleKind::GraphExec);
+  *exec = reinterpret_cast<CUgraphExec>(e);
+  return CUDA_SUCCESS;
+}
 CUresult cuGraphLaunch(CUgraphExec graph, CUstream s) {
   ENTRY();
   return checkGraphLaunch(graph, s);
@@ -1251,6 +1318,12 @@ const ProcEntry kProcTable[] = {
     PT(cuLaunchKernelEx, 11060, cuLaunchKernelEx_ptsz),
     E(cuLaunchCooperativeKernel, 9000, cuLaunchCooperativeKernel),
     PT(cuLaunchCooperativeKernel, 9000, cuLaunchCooperativeKernel_ptsz),
+    E(cuStreamBeginCapture, 10010, cuStreamBeginCapture_v2),
+    PT(cuStreamBeginCapture, 10010, cuStreamBeginCapture_v2_ptsz),
+    E(cuStreamEndCapture, 10000, cuStreamEndCapture),
+    PT(cuStreamEndCapture, 10000, cuStreamEndCapture_ptsz),
+    E(cuGraphInstantiate, 12000, cuGraphInstantiateWithFlags),
+    E(cuGraphInstantiateWithFlags, 11040, cuGraphInstantiateWithFlags),
     E(cuGraphLaunch, 10000, cuGraphLaunch),
     PT(cuGraphLaunch, 10000, cuGraphLaunch_ptsz),
     E(cuMemAlloc, 3020, cuMemAlloc_v2),

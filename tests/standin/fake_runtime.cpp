@@ -80,6 +80,9 @@ constexpr int kRuntimeVersion = CUDART_VERSION;
   X(cuLaunchKernelEx, cuLaunchKernelEx, kRuntimeVersion)                                                      \
   X(cuLaunchCooperativeKernel, cuLaunchCooperativeKernel, kRuntimeVersion)                                    \
   X(cuGraphLaunch, cuGraphLaunch, kRuntimeVersion)                                                            \
+  X(cuStreamBeginCapture, cuStreamBeginCapture_v2, kRuntimeVersion)                                          \
+  X(cuStreamEndCapture, cuStreamEndCapture, kRuntimeVersion)                                                  \
+  X(cuGraphInstantiateWithFlags, cuGraphInstantiateWithFlags, kRuntimeVersion)                                \
   X(cuMemAlloc, cuMemAlloc_v2, kRuntimeVersion)                                                               \
   X(cuMemAllocPitch, cuMemAllocPitch_v2, kRuntimeVersion)                                                     \
   X(cuMemAllocManaged, cuMemAllocManaged, kRuntimeVersion)                                                    \
@@ -251,6 +254,8 @@ cudaError_t fromDriver(CUresult r) {
     case CUDA_ERROR_NOT_READY: return cudaErrorNotReady;
     case CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES: return cudaErrorLaunchOutOfResources;
     case CUDA_ERROR_NOT_SUPPORTED: return cudaErrorNotSupported;
+    case CUDA_ERROR_ILLEGAL_STATE: return cudaErrorIllegalState;
+    case CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED: return cudaErrorStreamCaptureUnsupported;
     default: return cudaErrorUnknown;
   }
 }
@@ -641,6 +646,30 @@ cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* fu
 }
 cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t* config, const void* func, void** args) {
   return launchEx(true, config, func, args);
+}
+cudaError_t cudaStreamBeginCapture(cudaStream_t s, cudaStreamCaptureMode mode) {
+  STANDIN_DRIVER(false);
+  return call(D->cuStreamBeginCapture(s, static_cast<CUstreamCaptureMode>(mode)));
+}
+cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t s, cudaStreamCaptureMode mode) {
+  STANDIN_DRIVER(true);
+  return call(D->cuStreamBeginCapture(s, static_cast<CUstreamCaptureMode>(mode)));
+}
+cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t* graph) {
+  STANDIN_DRIVER(false);
+  return call(D->cuStreamEndCapture(s, reinterpret_cast<CUgraph*>(graph)));
+}
+cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t s, cudaGraph_t* graph) {
+  STANDIN_DRIVER(true);
+  return call(D->cuStreamEndCapture(s, reinterpret_cast<CUgraph*>(graph)));
+}
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph, unsigned long long flags) {
+  STANDIN_DRIVER(false);
+  return call(D->cuGraphInstantiateWithFlags(reinterpret_cast<CUgraphExec*>(exec), reinterpret_cast<CUgraph>(graph), flags));
+}
+cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t* exec, cudaGraph_t graph, unsigned long long flags) {
+  STANDIN_DRIVER(false);
+  return call(D->cuGraphInstantiateWithFlags(reinterpret_cast<CUgraphExec*>(exec), reinterpret_cast<CUgraph>(graph), flags));
 }
 cudaError_t cudaGraphLaunch(cudaGraphExec_t graph, cudaStream_t s) {
   STANDIN_DRIVER(false);
