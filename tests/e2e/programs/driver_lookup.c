@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cuda_check.h"
+
 static const char kPtx[] =
     ".version 8.0\n"
     ".target sm_75\n"
@@ -23,17 +25,6 @@ typedef CUresult (*GetProcV2)(const char*, void**, int, cuuint64_t, CUdriverProc
 typedef CUresult (*LaunchFn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                              CUstream, void**, void**);
 typedef CUresult (*LaunchExFn)(const CUlaunchConfig*, CUfunction, void**, void**);
-
-static int failures = 0;
-
-static void check(CUresult rc, const char* what) {
-  if (rc != CUDA_SUCCESS) {
-    const char* name = "?";
-    cuGetErrorName(rc, &name);
-    fprintf(stderr, "%s failed: %s\n", what, name);
-    ++failures;
-  }
-}
 
 static void launchVia(const char* path, LaunchFn launch, CUfunction f, void** params) {
   nvtxRangePushA(path);

@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cuda_check.h"
+
 /* A module of one kernel named `name` (a real driver finds only the kernels an image has). */
 static const char* ptxOf(const char* name) {
   static char ptx[512];
@@ -25,17 +27,6 @@ static const char* ptxOf(const char* name) {
            "}\n",
            name);
   return ptx;
-}
-
-static int failures = 0;
-
-static void check(CUresult rc, const char* what) {
-  if (rc != CUDA_SUCCESS) {
-    const char* name = "?";
-    cuGetErrorName(rc, &name);
-    fprintf(stderr, "%s failed: %s\n", what, name);
-    ++failures;
-  }
 }
 
 int main(int argc, char** argv) {

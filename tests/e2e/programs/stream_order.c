@@ -7,23 +7,7 @@
 #include <cuda_runtime_api.h>
 #include <stdio.h>
 
-static int failures = 0;
-
-static void checkRuntime(cudaError_t rc, const char* what) {
-  if (rc != cudaSuccess) {
-    fprintf(stderr, "%s failed: %s\n", what, cudaGetErrorName(rc));
-    ++failures;
-  }
-}
-
-static void checkDriver(CUresult rc, const char* what) {
-  if (rc != CUDA_SUCCESS) {
-    const char* name = "?";
-    cuGetErrorName(rc, &name);
-    fprintf(stderr, "%s failed: %s\n", what, name);
-    ++failures;
-  }
-}
+#include "cuda_check.h"
 
 int main(void) {
   cudaStream_t producer, consumer;
@@ -37,10 +21,10 @@ int main(void) {
   checkRuntime(cudaEventQuery(done), "cudaEventQuery");
   checkRuntime(cudaStreamQuery(consumer), "cudaStreamQuery");
 
-  checkDriver(cuEventRecord((CUevent)done, (CUstream)consumer), "cuEventRecord");
-  checkDriver(cuStreamWaitEvent((CUstream)producer, (CUevent)done, 0), "cuStreamWaitEvent");
-  checkDriver(cuEventQuery((CUevent)done), "cuEventQuery");
-  checkDriver(cuStreamQuery((CUstream)producer), "cuStreamQuery");
+  check(cuEventRecord((CUevent)done, (CUstream)consumer), "cuEventRecord");
+  check(cuStreamWaitEvent((CUstream)producer, (CUevent)done, 0), "cuStreamWaitEvent");
+  check(cuEventQuery((CUevent)done), "cuEventQuery");
+  check(cuStreamQuery((CUstream)producer), "cuStreamQuery");
   /* Refused: no such flag. */
   if (cudaStreamWaitEvent(consumer, done, 0x80) == cudaSuccess) ++failures;
 

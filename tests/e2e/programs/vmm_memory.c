@@ -7,16 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static int failures = 0;
-
-static void check(CUresult rc, const char* what) {
-  if (rc != CUDA_SUCCESS) {
-    const char* name = "?";
-    cuGetErrorName(rc, &name);
-    fprintf(stderr, "%s failed: %s\n", what, name);
-    ++failures;
-  }
-}
+#include "cuda_check.h"
 
 int main(void) {
   CUdevice dev;
