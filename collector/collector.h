@@ -208,6 +208,12 @@ struct ErrnoKeeper {
   ErrnoKeeper& operator=(const ErrnoKeeper&) = delete;
 };
 
+// Adds to one of the owner's counts the drain reads (ThreadState::dropped, lostEnds): only the
+// owner stores, inside a RecordSection, so a load and a store (no locked instruction) are whole.
+inline void ownerAdd(std::atomic<uint64_t>& count, uint64_t n) {
+  count.store(count.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+}
+
 // Counts as dropped the events the thread left while recording them (ThreadState::unsettled):
 // the numbers taken beyond one per recorded call still running. Inside a RecordSection, found
 // with the depth already put right for calls left (HookCall); out of line: rare.
@@ -216,7 +222,7 @@ struct ErrnoKeeper {
   const uint32_t left = s->unsettled - s->apiDepth;
   s->unsettled = s->apiDepth;  // first, as countDrop() does
   std::atomic_signal_fence(std::memory_order_seq_cst);
-  s->dropped.store(s->dropped.load(std::memory_order_relaxed) + left, std::memory_order_relaxed);
+  ownerAdd(s->dropped, left);
 }
 
 // A recording section of the owner thread: taking a sequence number, changing the counters
@@ -293,8 +299,8 @@ class RecordSection {
       const uint64_t p = s_->pending.exchange(0, std::memory_order_relaxed);
       const uint64_t drops = p & kPendingMask, ends = p >> 32;
       s_->nextSeq += drops;
-      if (drops != 0) s_->dropped.store(s_->dropped.load(std::memory_order_relaxed) + drops, std::memory_order_relaxed);
-      if (ends != 0) s_->lostEnds.store(s_->lostEnds.load(std::memory_order_relaxed) + ends, std::memory_order_relaxed);
+      if (drops != 0) ownerAdd(s_->dropped, drops);
+      if (ends != 0) ownerAdd(s_->lostEnds, ends);
     } while (!leave());
   }
 
@@ -385,7 +391,7 @@ inline void settleSeq(ThreadState* s) { --s->unsettled; }
 inline void countDrop(ThreadState* s) {
   settleSeq(s);
   std::atomic_signal_fence(std::memory_order_seq_cst);
-  s->dropped.store(s->dropped.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  ownerAdd(s->dropped, 1);
 }
 
 class Collector {

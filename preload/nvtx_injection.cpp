@@ -188,6 +188,12 @@ uint32_t attributeCategory(const nvtxEventAttributes_t* a) {
   return currentThread();
 }
 
+// The records that are events of their own, each with a number takeSeq() gave: a pop or an end
+// closes its push's or start's event, a category's name is none.
+constexpr bool isEvent(RecordType type) {
+  return type == RecordType::NvtxPush || type == RecordType::NvtxMark || type == RecordType::NvtxStart;
+}
+
 // Inside a RecordSection. Returns false when the ring had no room (the loss is counted).
 [[gnu::always_inline]] inline bool appendNvtx(ThreadState* s, RecordType type, uint64_t seq, uint32_t domain, uint32_t category, uint16_t depth,
                 uint64_t rangeId, const Message& m) {
@@ -224,7 +230,7 @@ uint32_t attributeCategory(const nvtxEventAttributes_t* a) {
     p.insideCall = s->apiDepth != 0 && insideActiveCall(s, reinterpret_cast<uintptr_t>(__builtin_frame_address(0)));
     p.sameText = same ? 1 : 0;
     r->nvtx = p;
-    commitRecord(s, r, type == RecordType::NvtxPush || type == RecordType::NvtxMark || type == RecordType::NvtxStart);
+    commitRecord(s, r, isEvent(type));
     if (push && !same) {
       // In the ring now, in the order the drain decodes: what the next push compares with.
       s->lastPushLength = m.inHead ? static_cast<uint8_t>(m.length) : ThreadState::kNoLastPush;
@@ -236,10 +242,8 @@ uint32_t attributeCategory(const nvtxEventAttributes_t* a) {
     }
     return true;
   }
-  if (type == RecordType::NvtxPop || type == RecordType::NvtxEnd)
-    s->lostEnds.store(s->lostEnds.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-  else if (type != RecordType::CategoryName)
-    countDrop(s);
+  if (isEvent(type)) countDrop(s);
+  else if (type == RecordType::NvtxPop || type == RecordType::NvtxEnd) ownerAdd(s->lostEnds, 1);
   return false;
 }
 
