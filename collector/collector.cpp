@@ -661,12 +661,13 @@ void makeOutputDirAbsolute(Config& config) {
   if (set != nullptr && strcmp(set, config.outputDir) == 0) {
     snprintf(gl.outputEnvRelative, sizeof(gl.outputEnvRelative), "CUTRACE_OUTPUT=%s", set);
     snprintf(gl.outputEnvAbsolute, sizeof(gl.outputEnvAbsolute), "CUTRACE_OUTPUT=%s", joined);
-    for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
-      if (strncmp(*entry, "CUTRACE_OUTPUT=", sizeof("CUTRACE_OUTPUT=") - 1) != 0) continue;
-      if (strcmp(*entry, gl.outputEnvRelative) == 0)
+    // The entry getenv() read: `set` is its value.
+    const char* const entryOfSet = set - (sizeof("CUTRACE_OUTPUT=") - 1);
+    for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry)
+      if (*entry == entryOfSet) {
         __atomic_store_n(entry, static_cast<char*>(gl.outputEnvAbsolute), __ATOMIC_RELEASE);
-      break;  // getenv() reads the first one
-    }
+        break;
+      }
   }
   memcpy(config.outputDir, joined, static_cast<std::size_t>(n) + 1);
 }
