@@ -1,5 +1,5 @@
 /* The test programs' check of a CUDA call: a failure is printed with its error's name and
- * counted in `failures`, which the program's exit status reports. */
+ * counted in `failures`, which the program's exit status reports; and their device set-up. */
 #pragma once
 
 #include <cuda.h>
@@ -7,7 +7,7 @@
 
 static int failures = 0;
 
-static void check(CUresult rc, const char* what) {
+static inline void check(CUresult rc, const char* what) {
   if (rc != CUDA_SUCCESS) {
     const char* name = "?";
     cuGetErrorName(rc, &name);
@@ -16,8 +16,19 @@ static void check(CUresult rc, const char* what) {
   }
 }
 
+/* The driver initialised, device 0's primary context current on this thread: device 0. */
+static inline CUdevice useFirstDevice(void) {
+  CUdevice dev = 0;
+  CUcontext ctx;
+  check(cuInit(0), "cuInit");
+  check(cuDeviceGet(&dev, 0), "cuDeviceGet");
+  check(cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
+  check(cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+  return dev;
+}
+
 #ifdef CUDART_VERSION
-static void checkRuntime(cudaError_t rc, const char* what) {
+static inline void checkRuntime(cudaError_t rc, const char* what) {
   if (rc != cudaSuccess) {
     fprintf(stderr, "%s failed: %s\n", what, cudaGetErrorName(rc));
     ++failures;

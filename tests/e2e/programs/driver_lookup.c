@@ -38,16 +38,11 @@ static void launchVia(const char* path, LaunchFn launch, CUfunction f, void** pa
 }
 
 int main(void) {
-  CUdevice dev;
-  CUcontext ctx;
   CUmodule mod;
   CUfunction f;
   CUdeviceptr out;
   unsigned n = 128;
-  check(cuInit(0), "cuInit");
-  check(cuDeviceGet(&dev, 0), "cuDeviceGet");
-  check(cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
-  check(cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+  useFirstDevice();
   check(cuModuleLoadData(&mod, kPtx), "cuModuleLoadData");
   check(cuModuleGetFunction(&f, mod, "vecAdd"), "cuModuleGetFunction");
   check(cuMemAlloc(&out, n * sizeof(float)), "cuMemAlloc");

@@ -4,6 +4,8 @@
 //   usage: graph_capture
 #include <cstdio>
 
+#include "cuda_check.h"
+
 __global__ void captured_fill(float* p, float v, int n) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) p[i] = v;
@@ -13,34 +15,25 @@ __global__ void captured_scale(float* p, float f, int n) {
   if (i < n) p[i] *= f;
 }
 
-#define CHECK(call)                                                              \
-  do {                                                                           \
-    const cudaError_t e_ = (call);                                               \
-    if (e_ != cudaSuccess) {                                                     \
-      fprintf(stderr, "%s: %s\n", #call, cudaGetErrorString(e_));                \
-      return 1;                                                                  \
-    }                                                                            \
-  } while (0)
-
 int main() {
   const int n = 1 << 12;
   float* p = nullptr;
-  CHECK(cudaMalloc(&p, n * sizeof(float)));
+  checkRuntime(cudaMalloc(&p, n * sizeof(float)), "cudaMalloc");
   cudaStream_t s;
-  CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  checkRuntime(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
   cudaGraph_t graph;
-  CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  checkRuntime(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), "cudaStreamBeginCapture");
   captured_fill<<<n / 256, 256, 0, s>>>(p, 1.0f, n);
   captured_scale<<<n / 256, 256, 0, s>>>(p, 2.0f, n);
-  CHECK(cudaStreamEndCapture(s, &graph));
+  checkRuntime(cudaStreamEndCapture(s, &graph), "cudaStreamEndCapture");
   // Ending a capture that is not running is refused (and recorded with its result).
   cudaGraph_t none;
-  if (cudaStreamEndCapture(s, &none) == cudaSuccess) return 1;
+  if (cudaStreamEndCapture(s, &none) == cudaSuccess) ++failures;
   cudaGraphExec_t exec;
-  CHECK(cudaGraphInstantiate(&exec, graph, 0));
-  for (int i = 0; i < 2; ++i) CHECK(cudaGraphLaunch(exec, s));
-  CHECK(cudaStreamSynchronize(s));
-  CHECK(cudaFree(p));
+  checkRuntime(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
+  for (int i = 0; i < 2; ++i) checkRuntime(cudaGraphLaunch(exec, s), "cudaGraphLaunch");
+  checkRuntime(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+  checkRuntime(cudaFree(p), "cudaFree");
   printf("graph replayed\n");
-  return 0;
+  return failures == 0 ? 0 : 1;
 }

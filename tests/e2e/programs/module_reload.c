@@ -31,14 +31,9 @@ static const char* ptxOf(const char* name) {
 
 int main(int argc, char** argv) {
   const int expectReuse = argc > 1 && strcmp(argv[1], "--expect-reuse") == 0;
-  CUdevice dev;
-  CUcontext ctx;
   CUdeviceptr out;
   unsigned n = 64;
-  check(cuInit(0), "cuInit");
-  check(cuDeviceGet(&dev, 0), "cuDeviceGet");
-  check(cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
-  check(cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+  useFirstDevice();
   check(cuMemAlloc(&out, n * sizeof(float)), "cuMemAlloc");
   void* params[] = {&out, &n};
 

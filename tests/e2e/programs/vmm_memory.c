@@ -10,12 +10,7 @@
 #include "cuda_check.h"
 
 int main(void) {
-  CUdevice dev;
-  CUcontext ctx;
-  check(cuInit(0), "cuInit");
-  check(cuDeviceGet(&dev, 0), "cuDeviceGet");
-  check(cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
-  check(cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+  const CUdevice dev = useFirstDevice();
 
   CUmemAllocationProp prop;
   memset(&prop, 0, sizeof(prop));
