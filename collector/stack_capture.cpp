@@ -153,7 +153,7 @@ void initialize(const Config& config) {
   for (ApiKind k : {ApiKind::Launch, ApiKind::Graph}) detail::g_wanted[static_cast<unsigned>(k)] = true;
   for (ApiKind k : {ApiKind::Memcpy, ApiKind::Memset, ApiKind::Alloc, ApiKind::Free, ApiKind::HostAlloc,
                     ApiKind::HostFree, ApiKind::Sync, ApiKind::Profiler, ApiKind::Teardown, ApiKind::Init,
-                    ApiKind::Order, ApiKind::GraphSetup})
+                    ApiKind::Order, ApiKind::GraphSetup, ApiKind::Map})
     detail::g_wanted[static_cast<unsigned>(k)] = calls;
 }
 

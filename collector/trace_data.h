@@ -39,11 +39,15 @@ enum class ApiKind : uint8_t {
   // After the others: files store a hook's kind by number.
   Order,       // stream and event ordering that never blocks: event records, stream waits, queries
   GraphSetup,  // stream capture and graph instantiation: host work that makes graphs, no device work
+  Map,         // virtual address ranges reserved, mapped, given access, unmapped, freed: no memory made
   Lookup, Register,     // bookkeeping only, never recorded
 };
 // The calls that can make device work (a launch, graph launch, copy or set): CUPTI's records of
 // that work name them.
 constexpr bool makesDeviceWork(ApiKind k) { return k <= ApiKind::Memset; }
+// The calls whose record carries a MemPayload (bytes, direction, address, stream, device); the
+// others but launches carry a HandlePayload.
+constexpr bool carriesMemory(ApiKind k) { return (k >= ApiKind::Memcpy && k <= ApiKind::HostFree) || k == ApiKind::Map; }
 
 struct HookDescriptor {
   const char* displayName;  // as users know it: runtime names without __ and _ptsz/_ptds

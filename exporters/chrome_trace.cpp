@@ -450,52 +450,42 @@ class ChromeWriter {
           }
         }
         break;
-      case ApiKind::Memcpy:
-      case ApiKind::Memset:
-      case ApiKind::Alloc:
-      case ApiKind::Free:
-      case ApiKind::HostAlloc:
-      case ApiKind::HostFree:
-        if (hook.kind != ApiKind::Free && hook.kind != ApiKind::HostFree) {
-          out_.put(",\"bytes\":");
-          out_.putUint(e.mem.bytes);
-        }
-        if (hook.kind == ApiKind::Memcpy && e.mem.copyKind != static_cast<uint8_t>(CopyKind::Unknown)) {
-          out_.put(",\"kind\":\"");
-          out_.put(copyKindName(e.mem.copyKind));
-          out_.put('"');
-        }
-        // The address is on the driver-level call only: a runtime allocation shows the driver
-        // call it made nested inside, with the same address (kept compact: ~20 bytes an event).
-        if (hook.kind != ApiKind::Memcpy && hook.kind != ApiKind::Memset && e.mem.ptr != 0 &&
-            hook.layer == ApiLayer::Driver) {
-          out_.put(",\"ptr\":\"");
-          out_.putHex(e.mem.ptr);
-          out_.put('"');
-        }
-        if (e.mem.stream != 0) {
-          out_.put(",\"stream\":\"");
-          out_.putHex(e.mem.stream);
-          out_.put('"');
-        }
-        break;
-      case ApiKind::Graph:
-      case ApiKind::Sync:
-      case ApiKind::Order:
-      case ApiKind::GraphSetup:
-      case ApiKind::Teardown:
-        if (e.handle.handle != 0) {
-          out_.put(",\"handle\":\"");
-          out_.putHex(e.handle.handle);
-          out_.put('"');
-        }
-        if (e.handle.stream != 0) {
-          out_.put(",\"stream\":\"");
-          out_.putHex(e.handle.stream);
-          out_.put('"');
-        }
-        break;
       default:
+        if (carriesMemory(hook.kind)) {
+          if (hook.kind != ApiKind::Free && hook.kind != ApiKind::HostFree) {
+            out_.put(",\"bytes\":");
+            out_.putUint(e.mem.bytes);
+          }
+          if (hook.kind == ApiKind::Memcpy && e.mem.copyKind != static_cast<uint8_t>(CopyKind::Unknown)) {
+            out_.put(",\"kind\":\"");
+            out_.put(copyKindName(e.mem.copyKind));
+            out_.put('"');
+          }
+          // The address is on the driver-level call only: a runtime allocation shows the driver
+          // call it made nested inside, with the same address (kept compact: ~20 bytes an event).
+          if (hook.kind != ApiKind::Memcpy && hook.kind != ApiKind::Memset && e.mem.ptr != 0 &&
+              hook.layer == ApiLayer::Driver) {
+            out_.put(",\"ptr\":\"");
+            out_.putHex(e.mem.ptr);
+            out_.put('"');
+          }
+          if (e.mem.stream != 0) {
+            out_.put(",\"stream\":\"");
+            out_.putHex(e.mem.stream);
+            out_.put('"');
+          }
+        } else {
+          if (e.handle.handle != 0) {
+            out_.put(",\"handle\":\"");
+            out_.putHex(e.handle.handle);
+            out_.put('"');
+          }
+          if (e.handle.stream != 0) {
+            out_.put(",\"stream\":\"");
+            out_.putHex(e.handle.stream);
+            out_.put('"');
+          }
+        }
         break;
     }
     if (e.result != 0) {

@@ -1330,20 +1330,19 @@ class Rebuild : public PerfettoVisitor {
         e.launch.stream = value(Ann::Stream);
         break;
       }
-      case ApiKind::Memcpy: case ApiKind::Memset: case ApiKind::Alloc: case ApiKind::Free:
-      case ApiKind::HostAlloc: case ApiKind::HostFree: {
-        e.mem.bytes = value(Ann::Bytes);
-        const PfAnnotation* k = s.find(Ann::Kind);
-        e.mem.copyKind = k != nullptr ? copyKindOf(k->text) : static_cast<uint8_t>(CopyKind::Unknown);
-        e.mem.ptr = value(Ann::Ptr);
-        e.mem.stream = value(Ann::Stream);
-        const PfAnnotation* dev = s.find(Ann::Device);
-        e.mem.device = dev != nullptr ? static_cast<int8_t>(dev->asInt()) : int8_t{-1};
-        break;
-      }
       default:
-        e.handle.handle = value(Ann::Handle);
-        e.handle.stream = value(Ann::Stream);
+        if (carriesMemory(kind)) {
+          e.mem.bytes = value(Ann::Bytes);
+          const PfAnnotation* k = s.find(Ann::Kind);
+          e.mem.copyKind = k != nullptr ? copyKindOf(k->text) : static_cast<uint8_t>(CopyKind::Unknown);
+          e.mem.ptr = value(Ann::Ptr);
+          e.mem.stream = value(Ann::Stream);
+          const PfAnnotation* dev = s.find(Ann::Device);
+          e.mem.device = dev != nullptr ? static_cast<int8_t>(dev->asInt()) : int8_t{-1};
+        } else {
+          e.handle.handle = value(Ann::Handle);
+          e.handle.stream = value(Ann::Stream);
+        }
         break;
     }
   }

@@ -489,24 +489,19 @@ uint64_t PerfettoWriter::beginEvent(const TraceData& data, std::size_t thread, c
   }
   uint64_t launchIid = 0, domainIid = 0, categoryNameIid = 0, stream = 0, streamIid = 0;
   if (hook != nullptr) {
-    switch (hook->kind) {
-      case ApiKind::Launch:
-        if (e.launch.kernelName != 0) {
-          needAnnotation(seq, Ann::Launch);
-          launchIid = needLaunch(data, seq, e.launch);
-        } else {
-          stream = e.launch.stream;
-        }
-        break;
-      case ApiKind::Memcpy: case ApiKind::Memset: case ApiKind::Alloc: case ApiKind::Free:
-      case ApiKind::HostAlloc: case ApiKind::HostFree:
-        for (Ann a : {Ann::Bytes, Ann::Kind, Ann::Ptr, Ann::Device}) needAnnotation(seq, a);
-        stream = e.mem.stream;
-        break;
-      default:
-        needAnnotation(seq, Ann::Handle);
-        stream = e.handle.stream;
-        break;
+    if (hook->kind == ApiKind::Launch) {
+      if (e.launch.kernelName != 0) {
+        needAnnotation(seq, Ann::Launch);
+        launchIid = needLaunch(data, seq, e.launch);
+      } else {
+        stream = e.launch.stream;
+      }
+    } else if (carriesMemory(hook->kind)) {
+      for (Ann a : {Ann::Bytes, Ann::Kind, Ann::Ptr, Ann::Device}) needAnnotation(seq, a);
+      stream = e.mem.stream;
+    } else {
+      needAnnotation(seq, Ann::Handle);
+      stream = e.handle.stream;
     }
     if (stream != 0) {
       needAnnotation(seq, Ann::Stream);
@@ -539,20 +534,15 @@ uint64_t PerfettoWriter::beginEvent(const TraceData& data, std::size_t thread, c
   if (nameIid != 0) w_.varint(pf::TrackEvent::kNameIid, nameIid);
   else utf8(w_, pf::TrackEvent::kName, nameText);
   if (hook != nullptr) {
-    switch (hook->kind) {
-      case ApiKind::Launch:
-        if (launchIid != 0) annotationInterned(Ann::Launch, launchIid);
-        break;
-      case ApiKind::Memcpy: case ApiKind::Memset: case ApiKind::Alloc: case ApiKind::Free:
-      case ApiKind::HostAlloc: case ApiKind::HostFree:
-        annotationUint(Ann::Bytes, e.mem.bytes);
-        if (e.mem.copyKind != static_cast<uint8_t>(CopyKind::Unknown)) annotationString(Ann::Kind, copyKindName(e.mem.copyKind));
-        if (e.mem.ptr != 0) annotationPointer(Ann::Ptr, e.mem.ptr);
-        if (e.mem.device >= 0) annotationInt(Ann::Device, e.mem.device);
-        break;
-      default:
-        if (e.handle.handle != 0) annotationPointer(Ann::Handle, e.handle.handle);
-        break;
+    if (hook->kind == ApiKind::Launch) {
+      if (launchIid != 0) annotationInterned(Ann::Launch, launchIid);
+    } else if (carriesMemory(hook->kind)) {
+      annotationUint(Ann::Bytes, e.mem.bytes);
+      if (e.mem.copyKind != static_cast<uint8_t>(CopyKind::Unknown)) annotationString(Ann::Kind, copyKindName(e.mem.copyKind));
+      if (e.mem.ptr != 0) annotationPointer(Ann::Ptr, e.mem.ptr);
+      if (e.mem.device >= 0) annotationInt(Ann::Device, e.mem.device);
+    } else if (e.handle.handle != 0) {
+      annotationPointer(Ann::Handle, e.handle.handle);
     }
     if (streamIid != 0) annotationInterned(Ann::Stream, streamIid);
     if (e.result != 0) annotationInt(Ann::Result, e.result);

@@ -257,6 +257,13 @@ class HookCall {
     r_.mem.ptr = handle;
     r_.mem.device = static_cast<int8_t>(prop->location.id);
   }
+  // A virtual address range (reserved, mapped, unmapped, ...): its start and length; no device
+  // named, so that no memory counter takes it.
+  void range(uint64_t ptr, std::size_t bytes) {
+    set(bytes, nullptr);
+    r_.mem.ptr = ptr;
+    r_.mem.device = -1;
+  }
   void allocatedBytes(std::size_t bytes) {
     if (s_ != nullptr) r_.mem.bytes = bytes;
   }

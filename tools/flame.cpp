@@ -181,9 +181,10 @@ uint64_t fnv1a(std::string_view s) {
 bool startsWith(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
 
 // cudaLaunchKernel, cuLaunchKernelEx, cudaGraphLaunch, ...: the folded exporter puts the
-// launched kernel's name directly under such a frame.
+// launched kernel's name directly under such a frame (not under cudaLaunchHostFunc: no kernel).
 bool isLaunch(std::string_view name) {
-  return startsWith(name, "cu") && name.find("Launch") != std::string_view::npos;
+  return startsWith(name, "cu") && name.find("Launch") != std::string_view::npos &&
+         name.find("LaunchHostFunc") == std::string_view::npos;
 }
 
 // A CUDA API call (cudaMalloc, cuLaunchKernel), as opposed to a kernel name under a launch.

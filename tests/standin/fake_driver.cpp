@@ -14,6 +14,7 @@
 #pragma GCC visibility pop
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -90,10 +91,10 @@ struct Event {
 struct Context {
   CUdevice device;
 };
-struct Physical {  // cuMemCreate: physical memory, never mapped here (no cuMemMap)
+struct Physical {  // cuMemCreate: physical memory (mapping it only notes where: cuMemMap)
   size_t bytes;
 };
-// Graphs from stream capture hold nothing: the work captured ran when it was issued (as all
+// Graphs hold nothing: the work captured ran when it was issued (as all
 // work does here), and a graph launch accepts any handle.
 struct Graph {
   CUstream stream;
@@ -387,34 +388,69 @@ CUresult checkLaunchEx(const CUlaunchConfig* c, CUfunction f, void** params, voi
 
 // Streams in capture (cuStreamBeginCapture until cuStreamEndCapture).
 std::mutex capturingMutex;
-std::vector<CUstream>& capturing() {
-  static auto* streams = new std::vector<CUstream>();
-  return *streams;
+// Each with the graph it captures into: one the program made (cuStreamBeginCaptureToGraph), or
+// none, for a new graph made when the capture ends.
+struct Capture {
+  CUstream stream;
+  Graph* into;
+};
+std::vector<Capture>& capturing() {
+  static auto* captures = new std::vector<Capture>();
+  return *captures;
 }
-CUresult beginCapture(CUstream s, CUstreamCaptureMode mode) {
+CUresult beginCapture(CUstream s, CUstreamCaptureMode mode, Graph* into = nullptr) {
   if (CUresult r = needStream(s)) return r;
   if (mode > CU_STREAM_CAPTURE_MODE_RELAXED) return CUDA_ERROR_INVALID_VALUE;
   if (s == nullptr || s == CU_STREAM_LEGACY) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   std::lock_guard lock(capturingMutex);
-  auto& streams = capturing();
-  if (std::find(streams.begin(), streams.end(), s) != streams.end()) return CUDA_ERROR_ILLEGAL_STATE;
-  streams.push_back(s);
+  auto& captures = capturing();
+  for (const Capture& c : captures)
+    if (c.stream == s) return CUDA_ERROR_ILLEGAL_STATE;
+  captures.push_back(Capture{s, into});
   return CUDA_SUCCESS;
+}
+CUresult beginCaptureToGraph(CUstream s, CUgraph graph, const CUgraphNode* dependencies, const CUgraphEdgeData* edges,
+                             size_t count, CUstreamCaptureMode mode) {
+  if (CUresult r = needContext()) return r;
+  auto* g = lookup<Graph>(graph, HandleKind::Graph);
+  if (g == nullptr || (count != 0 && dependencies == nullptr)) return CUDA_ERROR_INVALID_VALUE;
+  (void)edges;  // optional, as the dependencies' edge data
+  return beginCapture(s, mode, g);
 }
 CUresult endCapture(CUstream s, CUgraph* graph) {
   if (CUresult r = needStream(s)) return r;
   if (graph == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  Graph* g = nullptr;
   {
     std::lock_guard lock(capturingMutex);
-    auto& streams = capturing();
-    const auto it = std::find(streams.begin(), streams.end(), s);
-    if (it == streams.end()) return CUDA_ERROR_ILLEGAL_STATE;
-    streams.erase(it);
+    auto& captures = capturing();
+    const auto it = std::find_if(captures.begin(), captures.end(), [&](const Capture& c) { return c.stream == s; });
+    if (it == captures.end()) return CUDA_ERROR_ILLEGAL_STATE;
+    g = it->into;
+    captures.erase(it);
   }
-  auto* g = new Graph{s};
-  handles().add(g, HandleKind::Graph);
+  if (g == nullptr) {
+    g = new Graph{s};
+    handles().add(g, HandleKind::Graph);
+  }
   *graph = reinterpret_cast<CUgraph>(g);
   return CUDA_SUCCESS;
+}
+CUresult instantiate(CUgraphExec* exec, CUgraph graph, unsigned long long flags) {
+  if (CUresult r = needContext()) return r;
+  const auto* g = lookup<Graph>(graph, HandleKind::Graph);
+  if (exec == nullptr || g == nullptr || (flags & ~0xfull) != 0) return CUDA_ERROR_INVALID_VALUE;
+  auto* e = new GraphExec{g};
+  handles().add(e, HandleKind::GraphExec);
+  *exec = reinterpret_cast<CUgraphExec>(e);
+  return CUDA_SUCCESS;
+}
+CUresult instantiateWithParams(CUgraphExec* exec, CUgraph graph, CUDA_GRAPH_INSTANTIATE_PARAMS* params) {
+  if (params == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  const CUresult r = instantiate(exec, graph, params->flags);
+  params->hErrNode_out = nullptr;
+  params->result_out = r == CUDA_SUCCESS ? CUDA_GRAPH_INSTANTIATE_SUCCESS : CUDA_GRAPH_INSTANTIATE_ERROR;
+  return r;
 }
 
 CUresult checkGraphLaunch(CUgraphExec g, CUstream s) {
@@ -570,6 +606,13 @@ CUresult waitEvent(CUstream s, CUevent e, unsigned flags) {
   if (CUresult r = needStream(s)) return r;
   if ((flags & ~unsigned{CU_EVENT_WAIT_EXTERNAL}) != 0) return CUDA_ERROR_INVALID_VALUE;
   return handles().contains(e, HandleKind::Event) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+// The stream's work is done when it is issued: the host function runs now, on the caller's thread.
+CUresult runHostFunction(CUstream s, CUhostFn fn, void* userData) {
+  if (CUresult r = needStream(s)) return r;
+  if (fn == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  fn(userData);
+  return CUDA_SUCCESS;
 }
 CUresult checkEvent(CUevent e) {
   if (CUresult r = needInit()) return r;
@@ -911,15 +954,36 @@ CUresult cuStreamEndCapture_ptsz(CUstream s, CUgraph* graph) {
   ENTRY();
   return endCapture(s, graph);
 }
-CUresult cuGraphInstantiateWithFlags(CUgraphExec* exec, CUgraph graph, unsigned long long flags) {
+CUresult cuStreamBeginCaptureToGraph(CUstream s, CUgraph graph, const CUgraphNode* dependencies,
+                                     const CUgraphEdgeData* edges, size_t count, CUstreamCaptureMode mode) {
+  ENTRY();
+  return beginCaptureToGraph(s, graph, dependencies, edges, count, mode);
+}
+CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream s, CUgraph graph, const CUgraphNode* dependencies,
+                                          const CUgraphEdgeData* edges, size_t count, CUstreamCaptureMode mode) {
+  ENTRY();
+  return beginCaptureToGraph(s, graph, dependencies, edges, count, mode);
+}
+CUresult cuGraphCreate(CUgraph* graph, unsigned flags) {
   ENTRY();
   if (CUresult r = needContext()) return r;
-  const auto* g = lookup<Graph>(graph, HandleKind::Graph);
-  if (exec == nullptr || g == nullptr || (flags & ~0xfull) != 0) return CUDA_ERROR_INVALID_VALUE;
-  auto* e = new GraphExec{g};
-  handles().add(e, HandleKind::GraphExec);
-  *exec = reinterpret_cast<CUgraphExec>(e);
+  if (graph == nullptr || flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  auto* g = new Graph{nullptr};
+  handles().add(g, HandleKind::Graph);
+  *graph = reinterpret_cast<CUgraph>(g);
   return CUDA_SUCCESS;
+}
+CUresult cuGraphInstantiateWithFlags(CUgraphExec* exec, CUgraph graph, unsigned long long flags) {
+  ENTRY();
+  return instantiate(exec, graph, flags);
+}
+CUresult cuGraphInstantiateWithParams(CUgraphExec* exec, CUgraph graph, CUDA_GRAPH_INSTANTIATE_PARAMS* params) {
+  ENTRY();
+  return instantiateWithParams(exec, graph, params);
+}
+CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec* exec, CUgraph graph, CUDA_GRAPH_INSTANTIATE_PARAMS* params) {
+  ENTRY();
+  return instantiateWithParams(exec, graph, params);
 }
 CUresult cuGraphLaunch(CUgraphExec graph, CUstream s) {
   ENTRY();
@@ -995,6 +1059,109 @@ CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
   ENTRY();
   if (CUresult r = needInit()) return r;
   if (!handles().retire(reinterpret_cast<const void*>(handle), HandleKind::Physical)) return CUDA_ERROR_INVALID_VALUE;
+  return CUDA_SUCCESS;
+}
+namespace {
+// Reserved address ranges are address space of the process's own (PROT_NONE), so no other
+// pointer can fall in one; what is mapped into them is only noted, never made readable.
+struct Reservation {
+  size_t bytes;
+  std::vector<std::pair<uintptr_t, size_t>> mapped;  // [start, start + bytes) of each mapping
+};
+std::mutex reservationsMutex;
+std::map<uintptr_t, Reservation>& reservations() {
+  static auto* r = new std::map<uintptr_t, Reservation>();
+  return *r;
+}
+// The reservation [ptr, ptr + size) lies in, with reservationsMutex held; nullptr if none, or if
+// the range is empty or not on the granularity.
+Reservation* reservationOf(uintptr_t ptr, size_t size) {
+  if (size == 0 || ptr % kGranularity != 0 || size % kGranularity != 0) return nullptr;
+  auto& all = reservations();
+  auto it = all.upper_bound(ptr);
+  if (it == all.begin()) return nullptr;
+  --it;
+  return ptr + size <= it->first + it->second.bytes ? &it->second : nullptr;
+}
+bool overlaps(const std::pair<uintptr_t, size_t>& m, uintptr_t ptr, size_t size) {
+  return m.first < ptr + size && ptr < m.first + m.second;
+}
+}  // namespace
+CUresult cuMemAddressReserve(CUdeviceptr* ptr, size_t size, size_t alignment, CUdeviceptr addr, unsigned long long flags) {
+  ENTRY();
+  if (CUresult r = needContext()) return r;
+  if (ptr == nullptr || size == 0 || size % kGranularity != 0 || (alignment & (alignment - 1)) != 0 || flags != 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  (void)addr;  // a hint, as on a GPU
+  // On the granularity: over-reserve by one granule and give back the ends.
+  const size_t span = size + kGranularity;
+  void* p = mmap(nullptr, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
+  const uintptr_t raw = reinterpret_cast<uintptr_t>(p);
+  const uintptr_t base = (raw + kGranularity - 1) & ~(kGranularity - 1);
+  if (base != raw) munmap(p, base - raw);
+  if (raw + span != base + size) munmap(reinterpret_cast<void*>(base + size), raw + span - (base + size));
+  std::lock_guard lock(reservationsMutex);
+  reservations()[base] = Reservation{size, {}};
+  *ptr = base;
+  return CUDA_SUCCESS;
+}
+CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size) {
+  ENTRY();
+  if (CUresult r = needContext()) return r;
+  std::lock_guard lock(reservationsMutex);
+  auto it = reservations().find(ptr);
+  if (it == reservations().end() || it->second.bytes != size || !it->second.mapped.empty()) return CUDA_ERROR_INVALID_VALUE;
+  munmap(reinterpret_cast<void*>(ptr), size);
+  reservations().erase(it);
+  return CUDA_SUCCESS;
+}
+CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
+                  unsigned long long flags) {
+  ENTRY();
+  if (CUresult r = needContext()) return r;
+  const auto* physical = lookup<Physical>(reinterpret_cast<const void*>(handle), HandleKind::Physical);
+  if (physical == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  if (flags != 0 || offset % kGranularity != 0 || offset + size > physical->bytes) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(reservationsMutex);
+  Reservation* r = reservationOf(ptr, size);
+  if (r == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  for (const auto& m : r->mapped)
+    if (overlaps(m, ptr, size)) return CUDA_ERROR_ALREADY_MAPPED;
+  r->mapped.emplace_back(ptr, size);
+  return CUDA_SUCCESS;
+}
+// Every byte of [ptr, ptr + size) mapped: access is set on mappings only.
+CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc* desc, size_t count) {
+  ENTRY();
+  if (CUresult r = needContext()) return r;
+  if (desc == nullptr || count == 0) return CUDA_ERROR_INVALID_VALUE;
+  for (size_t i = 0; i < count; ++i)
+    if (desc[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE || desc[i].location.id != 0) return CUDA_ERROR_INVALID_DEVICE;
+  std::lock_guard lock(reservationsMutex);
+  Reservation* r = reservationOf(ptr, size);
+  if (r == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  const uintptr_t start = ptr, end = ptr + size;
+  size_t covered = 0;
+  for (const auto& m : r->mapped)
+    if (overlaps(m, start, size)) covered += std::min(m.first + m.second, end) - std::max(m.first, start);
+  return covered == size ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+// Unmaps whole mappings: the range must cover each one it touches.
+CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
+  ENTRY();
+  if (CUresult r = needContext()) return r;
+  std::lock_guard lock(reservationsMutex);
+  Reservation* r = reservationOf(ptr, size);
+  if (r == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  size_t removed = 0;
+  for (const auto& m : r->mapped) {
+    if (!overlaps(m, ptr, size)) continue;
+    if (m.first < ptr || m.first + m.second > ptr + size) return CUDA_ERROR_INVALID_VALUE;
+    ++removed;
+  }
+  if (removed == 0) return CUDA_ERROR_INVALID_VALUE;
+  std::erase_if(r->mapped, [&](const auto& m) { return overlaps(m, ptr, size); });
   return CUDA_SUCCESS;
 }
 
@@ -1219,6 +1386,24 @@ CUresult cuEventRecord_ptsz(CUevent e, CUstream s) {
   ENTRY();
   return recordEvent(e, s);
 }
+CUresult cuEventRecordWithFlags(CUevent e, CUstream s, unsigned flags) {
+  ENTRY();
+  if ((flags & ~unsigned{CU_EVENT_RECORD_EXTERNAL}) != 0) return CUDA_ERROR_INVALID_VALUE;
+  return recordEvent(e, s);
+}
+CUresult cuEventRecordWithFlags_ptsz(CUevent e, CUstream s, unsigned flags) {
+  ENTRY();
+  if ((flags & ~unsigned{CU_EVENT_RECORD_EXTERNAL}) != 0) return CUDA_ERROR_INVALID_VALUE;
+  return recordEvent(e, s);
+}
+CUresult cuLaunchHostFunc(CUstream s, CUhostFn fn, void* userData) {
+  ENTRY();
+  return runHostFunction(s, fn, userData);
+}
+CUresult cuLaunchHostFunc_ptsz(CUstream s, CUhostFn fn, void* userData) {
+  ENTRY();
+  return runHostFunction(s, fn, userData);
+}
 CUresult cuEventQuery(CUevent e) {
   ENTRY();
   return checkEvent(e);
@@ -1324,6 +1509,11 @@ const ProcEntry kProcTable[] = {
     PT(cuStreamEndCapture, 10000, cuStreamEndCapture_ptsz),
     E(cuGraphInstantiate, 12000, cuGraphInstantiateWithFlags),
     E(cuGraphInstantiateWithFlags, 11040, cuGraphInstantiateWithFlags),
+    E(cuGraphInstantiateWithParams, 12000, cuGraphInstantiateWithParams),
+    PT(cuGraphInstantiateWithParams, 12000, cuGraphInstantiateWithParams_ptsz),
+    E(cuStreamBeginCaptureToGraph, 12030, cuStreamBeginCaptureToGraph),
+    PT(cuStreamBeginCaptureToGraph, 12030, cuStreamBeginCaptureToGraph_ptsz),
+    E(cuGraphCreate, 10000, cuGraphCreate),
     E(cuGraphLaunch, 10000, cuGraphLaunch),
     PT(cuGraphLaunch, 10000, cuGraphLaunch_ptsz),
     E(cuMemAlloc, 3020, cuMemAlloc_v2),
@@ -1336,6 +1526,11 @@ const ProcEntry kProcTable[] = {
     E(cuMemGetAllocationGranularity, 10020, cuMemGetAllocationGranularity),
     E(cuMemCreate, 10020, cuMemCreate),
     E(cuMemRelease, 10020, cuMemRelease),
+    E(cuMemAddressReserve, 10020, cuMemAddressReserve),
+    E(cuMemAddressFree, 10020, cuMemAddressFree),
+    E(cuMemMap, 10020, cuMemMap),
+    E(cuMemSetAccess, 10020, cuMemSetAccess),
+    E(cuMemUnmap, 10020, cuMemUnmap),
     E(cuMemAllocAsync, 11020, cuMemAllocAsync),
     PT(cuMemAllocAsync, 11020, cuMemAllocAsync_ptsz),
     E(cuMemAllocFromPoolAsync, 11020, cuMemAllocFromPoolAsync),
@@ -1407,6 +1602,10 @@ const ProcEntry kProcTable[] = {
     E(cuEventCreate, 2000, cuEventCreate),
     E(cuEventRecord, 2000, cuEventRecord),
     PT(cuEventRecord, 7000, cuEventRecord_ptsz),
+    E(cuEventRecordWithFlags, 11010, cuEventRecordWithFlags),
+    PT(cuEventRecordWithFlags, 11010, cuEventRecordWithFlags_ptsz),
+    E(cuLaunchHostFunc, 10000, cuLaunchHostFunc),
+    PT(cuLaunchHostFunc, 10000, cuLaunchHostFunc_ptsz),
     E(cuEventQuery, 2000, cuEventQuery),
     E(cuStreamWaitEvent, 2000, cuStreamWaitEvent),
     PT(cuStreamWaitEvent, 7000, cuStreamWaitEvent_ptsz),

@@ -83,6 +83,9 @@ constexpr int kRuntimeVersion = CUDART_VERSION;
   X(cuStreamBeginCapture, cuStreamBeginCapture_v2, kRuntimeVersion)                                          \
   X(cuStreamEndCapture, cuStreamEndCapture, kRuntimeVersion)                                                  \
   X(cuGraphInstantiateWithFlags, cuGraphInstantiateWithFlags, kRuntimeVersion)                                \
+  X(cuGraphInstantiateWithParams, cuGraphInstantiateWithParams, kRuntimeVersion)                              \
+  X(cuStreamBeginCaptureToGraph, cuStreamBeginCaptureToGraph, kRuntimeVersion)                                \
+  X(cuGraphCreate, cuGraphCreate, kRuntimeVersion)                                                            \
   X(cuMemAlloc, cuMemAlloc_v2, kRuntimeVersion)                                                               \
   X(cuMemAllocPitch, cuMemAllocPitch_v2, kRuntimeVersion)                                                     \
   X(cuMemAllocManaged, cuMemAllocManaged, kRuntimeVersion)                                                    \
@@ -118,6 +121,8 @@ constexpr int kRuntimeVersion = CUDART_VERSION;
   X(cuStreamQuery, cuStreamQuery, kRuntimeVersion)                                                            \
   X(cuEventCreate, cuEventCreate, kRuntimeVersion)                                                            \
   X(cuEventRecord, cuEventRecord, kRuntimeVersion)                                                            \
+  X(cuEventRecordWithFlags, cuEventRecordWithFlags, kRuntimeVersion)                                          \
+  X(cuLaunchHostFunc, cuLaunchHostFunc, kRuntimeVersion)                                                      \
   X(cuEventQuery, cuEventQuery, kRuntimeVersion)                                                              \
   X(cuStreamWaitEvent, cuStreamWaitEvent, kRuntimeVersion)                                                    \
   X(cuEventSynchronize, cuEventSynchronize, kRuntimeVersion)                                                  \
@@ -671,6 +676,34 @@ cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t* exec, cudaGraph_t gra
   STANDIN_DRIVER(false);
   return call(D->cuGraphInstantiateWithFlags(reinterpret_cast<CUgraphExec*>(exec), reinterpret_cast<CUgraph>(graph), flags));
 }
+cudaError_t cudaStreamBeginCaptureToGraph(cudaStream_t s, cudaGraph_t graph, const cudaGraphNode_t* dependencies,
+                                          const cudaGraphEdgeData* edges, size_t count, cudaStreamCaptureMode mode) {
+  STANDIN_DRIVER(false);
+  return call(D->cuStreamBeginCaptureToGraph(s, graph, dependencies, reinterpret_cast<const CUgraphEdgeData*>(edges), count,
+                                             static_cast<CUstreamCaptureMode>(mode)));
+}
+cudaError_t cudaStreamBeginCaptureToGraph_ptsz(cudaStream_t s, cudaGraph_t graph, const cudaGraphNode_t* dependencies,
+                                               const cudaGraphEdgeData* edges, size_t count, cudaStreamCaptureMode mode) {
+  STANDIN_DRIVER(true);
+  return call(D->cuStreamBeginCaptureToGraph(s, graph, dependencies, reinterpret_cast<const CUgraphEdgeData*>(edges), count,
+                                             static_cast<CUstreamCaptureMode>(mode)));
+}
+cudaError_t cudaGraphCreate(cudaGraph_t* graph, unsigned flags) {
+  STANDIN_DRIVER(false);
+  return call(D->cuGraphCreate(reinterpret_cast<CUgraph*>(graph), flags));
+}
+// The runtime's parameters are the driver's, field for field.
+static_assert(sizeof(cudaGraphInstantiateParams) == sizeof(CUDA_GRAPH_INSTANTIATE_PARAMS));
+cudaError_t cudaGraphInstantiateWithParams(cudaGraphExec_t* exec, cudaGraph_t graph, cudaGraphInstantiateParams* params) {
+  STANDIN_DRIVER(false);
+  return call(D->cuGraphInstantiateWithParams(reinterpret_cast<CUgraphExec*>(exec), reinterpret_cast<CUgraph>(graph),
+                                              reinterpret_cast<CUDA_GRAPH_INSTANTIATE_PARAMS*>(params)));
+}
+cudaError_t cudaGraphInstantiateWithParams_ptsz(cudaGraphExec_t* exec, cudaGraph_t graph, cudaGraphInstantiateParams* params) {
+  STANDIN_DRIVER(true);
+  return call(D->cuGraphInstantiateWithParams(reinterpret_cast<CUgraphExec*>(exec), reinterpret_cast<CUgraph>(graph),
+                                              reinterpret_cast<CUDA_GRAPH_INSTANTIATE_PARAMS*>(params)));
+}
 cudaError_t cudaGraphLaunch(cudaGraphExec_t graph, cudaStream_t s) {
   STANDIN_DRIVER(false);
   return call(D->cuGraphLaunch(reinterpret_cast<CUgraphExec>(graph), s));
@@ -956,6 +989,22 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
 cudaError_t cudaEventRecord_ptsz(cudaEvent_t e, cudaStream_t s) {
   STANDIN_DRIVER(true);
   return call(D->cuEventRecord(e, s));
+}
+cudaError_t cudaEventRecordWithFlags(cudaEvent_t e, cudaStream_t s, unsigned flags) {
+  STANDIN_DRIVER(false);
+  return call(D->cuEventRecordWithFlags(e, s, flags));
+}
+cudaError_t cudaEventRecordWithFlags_ptsz(cudaEvent_t e, cudaStream_t s, unsigned flags) {
+  STANDIN_DRIVER(true);
+  return call(D->cuEventRecordWithFlags(e, s, flags));
+}
+cudaError_t cudaLaunchHostFunc(cudaStream_t s, cudaHostFn_t fn, void* userData) {
+  STANDIN_DRIVER(false);
+  return call(D->cuLaunchHostFunc(s, fn, userData));
+}
+cudaError_t cudaLaunchHostFunc_ptsz(cudaStream_t s, cudaHostFn_t fn, void* userData) {
+  STANDIN_DRIVER(true);
+  return call(D->cuLaunchHostFunc(s, fn, userData));
 }
 cudaError_t cudaEventQuery(cudaEvent_t e) {
   STANDIN_DRIVER(false);

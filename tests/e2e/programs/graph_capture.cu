@@ -1,6 +1,7 @@
 // A CUDA graph as torch.compile's CUDA graphs make one: kernels captured from a stream, the graph
-// instantiated, then replayed. The capture and the instantiation are host work a user pays for
-// once per graph; both are recorded, with the stream and the graph.
+// instantiated, then replayed; and one captured into a graph the program made, instantiated with
+// parameters. The capture and the instantiation are host work a user pays for once per graph;
+// both are recorded, with the stream and the graph.
 //   usage: graph_capture
 #include <cstdio>
 
@@ -32,6 +33,18 @@ int main() {
   cudaGraphExec_t exec;
   checkRuntime(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
   for (int i = 0; i < 2; ++i) checkRuntime(cudaGraphLaunch(exec, s), "cudaGraphLaunch");
+  cudaGraph_t made, captured = nullptr;
+  checkRuntime(cudaGraphCreate(&made, 0), "cudaGraphCreate");
+  checkRuntime(cudaStreamBeginCaptureToGraph(s, made, nullptr, nullptr, 0, cudaStreamCaptureModeGlobal),
+               "cudaStreamBeginCaptureToGraph");
+  captured_scale<<<n / 256, 256, 0, s>>>(p, 0.5f, n);
+  checkRuntime(cudaStreamEndCapture(s, &captured), "cudaStreamEndCapture");
+  if (captured != made) ++failures;
+  cudaGraphInstantiateParams params = {};
+  cudaGraphExec_t madeExec;
+  checkRuntime(cudaGraphInstantiateWithParams(&madeExec, made, &params), "cudaGraphInstantiateWithParams");
+  if (params.result_out != cudaGraphInstantiateSuccess) ++failures;
+  checkRuntime(cudaGraphLaunch(madeExec, s), "cudaGraphLaunch");
   checkRuntime(cudaStreamSynchronize(s), "cudaStreamSynchronize");
   checkRuntime(cudaFree(p), "cudaFree");
   printf("graph replayed\n");

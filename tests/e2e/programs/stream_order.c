@@ -1,6 +1,7 @@
 /* The calls that order work across streams without blocking, as PyTorch makes them around its
- * streams and collectives: event records, stream waits on events, event and stream queries,
- * through the runtime (each with the driver call it makes) and through the driver.
+ * streams and collectives: event records (with flags too), stream waits on events, event and
+ * stream queries, host functions queued on streams, through the runtime (each with the driver
+ * call it makes) and through the driver.
  *
  *   usage: stream_order */
 #include <cuda.h>
@@ -8,6 +9,9 @@
 #include <stdio.h>
 
 #include "cuda_check.h"
+
+static int hostCalls;
+static void CUDA_CB hostFunction(void* counter) { ++*(int*)counter; }
 
 int main(void) {
   cudaStream_t producer, consumer;
@@ -25,9 +29,15 @@ int main(void) {
   check(cuStreamWaitEvent((CUstream)producer, (CUevent)done, 0), "cuStreamWaitEvent");
   check(cuEventQuery((CUevent)done), "cuEventQuery");
   check(cuStreamQuery((CUstream)producer), "cuStreamQuery");
+  checkRuntime(cudaEventRecordWithFlags(done, producer, cudaEventRecordDefault), "cudaEventRecordWithFlags");
+  check(cuEventRecordWithFlags((CUevent)done, (CUstream)consumer, CU_EVENT_RECORD_DEFAULT), "cuEventRecordWithFlags");
+  checkRuntime(cudaLaunchHostFunc(consumer, hostFunction, &hostCalls), "cudaLaunchHostFunc");
+  check(cuLaunchHostFunc((CUstream)producer, hostFunction, &hostCalls), "cuLaunchHostFunc");
   /* Refused: no such flag. */
   if (cudaStreamWaitEvent(consumer, done, 0x80) == cudaSuccess) ++failures;
 
+  checkRuntime(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  if (hostCalls != 2) ++failures;
   checkRuntime(cudaEventDestroy(done), "cudaEventDestroy");
   checkRuntime(cudaStreamDestroy(consumer), "cudaStreamDestroy");
   checkRuntime(cudaStreamDestroy(producer), "cudaStreamDestroy");

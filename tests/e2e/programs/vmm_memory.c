@@ -1,6 +1,7 @@
 /* Device memory made as PyTorch's expandable segments make it: physical allocations by handle
  * (cuMemCreate / cuMemRelease, the driver's virtual memory management), around and among plain
- * allocations. The memory counter must follow both: every value it takes, in order.
+ * allocations, mapped into a reserved address range, made accessible, unmapped. The memory
+ * counter must follow the allocations, every value it takes in order, and not the mappings.
  *
  *   usage: vmm_memory */
 #include <cuda.h>
@@ -31,6 +32,19 @@ int main(void) {
   /* Refused: not a multiple of the granularity. The counter does not move. */
   CUmemGenericAllocationHandle refused;
   if (cuMemCreate(&refused, granularity + 1, &prop, 0) == CUDA_SUCCESS) ++failures;
+  CUdeviceptr va;
+  check(cuMemAddressReserve(&va, 8 * granularity, 0, 0, 0), "cuMemAddressReserve");
+  check(cuMemMap(va, 3 * granularity, 0, b, 0), "cuMemMap b");
+  check(cuMemMap(va + 3 * granularity, granularity, 0, c, 0), "cuMemMap c");
+  CUmemAccessDesc access;
+  memset(&access, 0, sizeof(access));
+  access.location = prop.location;
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  check(cuMemSetAccess(va, 4 * granularity, &access, 1), "cuMemSetAccess");
+  /* Refused: that part of the range is mapped already. */
+  if (cuMemMap(va, granularity, 0, c, 0) == CUDA_SUCCESS) ++failures;
+  check(cuMemUnmap(va, 4 * granularity), "cuMemUnmap");
+  check(cuMemAddressFree(va, 8 * granularity), "cuMemAddressFree");
   check(cuMemRelease(b), "cuMemRelease b");
   check(cuMemFree(plain), "cuMemFree");
   check(cuMemRelease(c), "cuMemRelease c");
