@@ -175,7 +175,7 @@ T* lookup(const void* p, HandleKind kind) {
 }
 
 // ------------------------------------------------------------------ memory
-enum class MemoryKind { Device, Managed, Host };
+enum class MemoryKind { Device, Managed, Host, Registered };  // Registered: the program's, page-locked
 
 struct Allocation {
   size_t size;
@@ -197,6 +197,24 @@ class MemoryMap {
     if (it == allocations_.end() || (it->second.kind == MemoryKind::Host) != host) return false;
     allocations_.erase(it);
     return true;
+  }
+  // Host memory of the program's own page-locked (cuMemHostRegister): none of [p, p + n) may be
+  // known already.
+  CUresult registerHost(uintptr_t p, size_t n) {
+    std::unique_lock lock(mutex_);
+    auto it = allocations_.lower_bound(p);
+    if (it != allocations_.end() && it->first < p + n) return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+    if (it != allocations_.begin() && std::prev(it)->first + std::prev(it)->second.size > p)
+      return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+    allocations_[p] = Allocation{n, MemoryKind::Registered};
+    return CUDA_SUCCESS;
+  }
+  CUresult unregisterHost(uintptr_t p) {
+    std::unique_lock lock(mutex_);
+    auto it = allocations_.find(p);
+    if (it == allocations_.end() || it->second.kind != MemoryKind::Registered) return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+    allocations_.erase(it);
+    return CUDA_SUCCESS;
   }
   bool fits(uintptr_t p, size_t n) const {
     std::shared_lock lock(mutex_);
@@ -985,6 +1003,14 @@ CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec* exec, CUgraph graph, CUD
   ENTRY();
   return instantiateWithParams(exec, graph, params);
 }
+CUresult cuGraphUpload(CUgraphExec graph, CUstream s) {
+  ENTRY();
+  return checkGraphLaunch(graph, s);
+}
+CUresult cuGraphUpload_ptsz(CUgraphExec graph, CUstream s) {
+  ENTRY();
+  return checkGraphLaunch(graph, s);
+}
 CUresult cuGraphLaunch(CUgraphExec graph, CUstream s) {
   ENTRY();
   return checkGraphLaunch(graph, s);
@@ -1030,6 +1056,20 @@ CUresult cuMemFree_v2(CUdeviceptr p) {
 CUresult cuMemFreeHost(void* p) {
   ENTRY();
   return release(addr(p), true);
+}
+CUresult cuMemHostRegister_v2(void* p, size_t n, unsigned flags) {
+  ENTRY();
+  if (CUresult r = needContext()) return r;
+  constexpr unsigned kKnown = CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP | CU_MEMHOSTREGISTER_IOMEMORY |
+                              CU_MEMHOSTREGISTER_READ_ONLY;
+  if (p == nullptr || n == 0 || (flags & ~kKnown) != 0) return CUDA_ERROR_INVALID_VALUE;
+  return memory().registerHost(addr(p), n);
+}
+CUresult cuMemHostUnregister(void* p) {
+  ENTRY();
+  if (CUresult r = needContext()) return r;
+  if (p == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  return memory().unregisterHost(addr(p));
 }
 // Virtual memory management (PyTorch's expandable segments): physical allocations by handle.
 constexpr size_t kGranularity = size_t{2} << 20;
@@ -1514,6 +1554,8 @@ const ProcEntry kProcTable[] = {
     E(cuStreamBeginCaptureToGraph, 12030, cuStreamBeginCaptureToGraph),
     PT(cuStreamBeginCaptureToGraph, 12030, cuStreamBeginCaptureToGraph_ptsz),
     E(cuGraphCreate, 10000, cuGraphCreate),
+    E(cuGraphUpload, 11010, cuGraphUpload),
+    PT(cuGraphUpload, 11010, cuGraphUpload_ptsz),
     E(cuGraphLaunch, 10000, cuGraphLaunch),
     PT(cuGraphLaunch, 10000, cuGraphLaunch_ptsz),
     E(cuMemAlloc, 3020, cuMemAlloc_v2),
@@ -1523,6 +1565,8 @@ const ProcEntry kProcTable[] = {
     E(cuMemHostAlloc, 2020, cuMemHostAlloc),
     E(cuMemFree, 3020, cuMemFree_v2),
     E(cuMemFreeHost, 2000, cuMemFreeHost),
+    E(cuMemHostRegister, 6050, cuMemHostRegister_v2),
+    E(cuMemHostUnregister, 4000, cuMemHostUnregister),
     E(cuMemGetAllocationGranularity, 10020, cuMemGetAllocationGranularity),
     E(cuMemCreate, 10020, cuMemCreate),
     E(cuMemRelease, 10020, cuMemRelease),

@@ -80,6 +80,7 @@ constexpr int kRuntimeVersion = CUDART_VERSION;
   X(cuLaunchKernelEx, cuLaunchKernelEx, kRuntimeVersion)                                                      \
   X(cuLaunchCooperativeKernel, cuLaunchCooperativeKernel, kRuntimeVersion)                                    \
   X(cuGraphLaunch, cuGraphLaunch, kRuntimeVersion)                                                            \
+  X(cuGraphUpload, cuGraphUpload, kRuntimeVersion)                                                            \
   X(cuStreamBeginCapture, cuStreamBeginCapture_v2, kRuntimeVersion)                                          \
   X(cuStreamEndCapture, cuStreamEndCapture, kRuntimeVersion)                                                  \
   X(cuGraphInstantiateWithFlags, cuGraphInstantiateWithFlags, kRuntimeVersion)                                \
@@ -93,6 +94,8 @@ constexpr int kRuntimeVersion = CUDART_VERSION;
   X(cuMemHostAlloc, cuMemHostAlloc, kRuntimeVersion)                                                          \
   X(cuMemFree, cuMemFree_v2, kRuntimeVersion)                                                                 \
   X(cuMemFreeHost, cuMemFreeHost, kRuntimeVersion)                                                            \
+  X(cuMemHostRegister, cuMemHostRegister_v2, kRuntimeVersion)                                                \
+  X(cuMemHostUnregister, cuMemHostUnregister, kRuntimeVersion)                                                \
   X(cuMemAllocAsync, cuMemAllocAsync, kRuntimeVersion)                                                        \
   X(cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync, kRuntimeVersion)                                        \
   X(cuMemFreeAsync, cuMemFreeAsync, kRuntimeVersion)                                                          \
@@ -205,6 +208,9 @@ struct ErrorText {
 constexpr ErrorText kErrors[] = {
     {cudaSuccess, "cudaSuccess", "no error"},
     {cudaErrorInvalidValue, "cudaErrorInvalidValue", "invalid argument"},
+    {cudaErrorHostMemoryAlreadyRegistered, "cudaErrorHostMemoryAlreadyRegistered",
+     "part or all of the requested memory range is already mapped"},
+    {cudaErrorHostMemoryNotRegistered, "cudaErrorHostMemoryNotRegistered", "pointer does not correspond to a registered memory region"},
     {cudaErrorMemoryAllocation, "cudaErrorMemoryAllocation", "out of memory"},
     {cudaErrorInitializationError, "cudaErrorInitializationError", "initialization error"},
     {cudaErrorCudartUnloading, "cudaErrorCudartUnloading", "driver shutting down"},
@@ -261,6 +267,8 @@ cudaError_t fromDriver(CUresult r) {
     case CUDA_ERROR_NOT_SUPPORTED: return cudaErrorNotSupported;
     case CUDA_ERROR_ILLEGAL_STATE: return cudaErrorIllegalState;
     case CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED: return cudaErrorStreamCaptureUnsupported;
+    case CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED: return cudaErrorHostMemoryAlreadyRegistered;
+    case CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED: return cudaErrorHostMemoryNotRegistered;
     default: return cudaErrorUnknown;
   }
 }
@@ -704,6 +712,14 @@ cudaError_t cudaGraphInstantiateWithParams_ptsz(cudaGraphExec_t* exec, cudaGraph
   return call(D->cuGraphInstantiateWithParams(reinterpret_cast<CUgraphExec*>(exec), reinterpret_cast<CUgraph>(graph),
                                               reinterpret_cast<CUDA_GRAPH_INSTANTIATE_PARAMS*>(params)));
 }
+cudaError_t cudaGraphUpload(cudaGraphExec_t graph, cudaStream_t s) {
+  STANDIN_DRIVER(false);
+  return call(D->cuGraphUpload(reinterpret_cast<CUgraphExec>(graph), s));
+}
+cudaError_t cudaGraphUpload_ptsz(cudaGraphExec_t graph, cudaStream_t s) {
+  STANDIN_DRIVER(true);
+  return call(D->cuGraphUpload(reinterpret_cast<CUgraphExec>(graph), s));
+}
 cudaError_t cudaGraphLaunch(cudaGraphExec_t graph, cudaStream_t s) {
   STANDIN_DRIVER(false);
   return call(D->cuGraphLaunch(reinterpret_cast<CUgraphExec>(graph), s));
@@ -804,6 +820,14 @@ cudaError_t cudaFree(void* p) {
 cudaError_t cudaFreeHost(void* p) {
   STANDIN_DRIVER(false);
   return p == nullptr ? cudaSuccess : call(D->cuMemFreeHost(p));
+}
+cudaError_t cudaHostRegister(void* p, size_t n, unsigned flags) {
+  STANDIN_DRIVER(false);
+  return call(D->cuMemHostRegister(p, n, flags));
+}
+cudaError_t cudaHostUnregister(void* p) {
+  STANDIN_DRIVER(false);
+  return call(D->cuMemHostUnregister(p));
 }
 cudaError_t cudaMallocAsync(void** p, size_t n, cudaStream_t s) {
   STANDIN_DRIVER(false);

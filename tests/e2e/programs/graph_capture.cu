@@ -1,6 +1,6 @@
 // A CUDA graph as torch.compile's CUDA graphs make one: kernels captured from a stream, the graph
-// instantiated, then replayed; and one captured into a graph the program made, instantiated with
-// parameters. The capture and the instantiation are host work a user pays for once per graph;
+// instantiated, uploaded, then replayed; and one captured into a graph the program made,
+// instantiated with parameters. The capture and the instantiation are host work a user pays for once per graph;
 // both are recorded, with the stream and the graph.
 //   usage: graph_capture
 #include <cstdio>
@@ -32,6 +32,7 @@ int main() {
   if (cudaStreamEndCapture(s, &none) == cudaSuccess) ++failures;
   cudaGraphExec_t exec;
   checkRuntime(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
+  checkRuntime(cudaGraphUpload(exec, s), "cudaGraphUpload");
   for (int i = 0; i < 2; ++i) checkRuntime(cudaGraphLaunch(exec, s), "cudaGraphLaunch");
   cudaGraph_t made, captured = nullptr;
   checkRuntime(cudaGraphCreate(&made, 0), "cudaGraphCreate");
