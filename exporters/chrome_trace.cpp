@@ -421,6 +421,13 @@ class ChromeWriter {
     if (op.backward) out_.put(",\"backward\":true");
   }
 
+  // `key` (`,"name":"`), then the value in hex and the closing quote: pointers and handles.
+  void hexArg(const char* key, uint64_t value) {
+    out_.put(key);
+    out_.putHex(value);
+    out_.put('"');
+  }
+
   void dims(const char* key, uint32_t x, uint32_t y, uint32_t z) {
     out_.put(key);
     out_.putUint(x);
@@ -432,61 +439,36 @@ class ChromeWriter {
   }
 
   void apiArgs(const Event& e, const HookDescriptor& hook) {
-    switch (hook.kind) {
-      case ApiKind::Launch:
-        if (e.launch.kernelName != 0) {
-          out_.put(",\"kernel\":");
-          putJsonString(out_, demangle_(data_, e.launch.kernelName));
-          dims(",\"grid\":[", e.launch.gridX, e.launch.gridY, e.launch.gridZ);
-          dims(",\"block\":[", e.launch.blockX(), e.launch.blockY(), e.launch.blockZ());
-          if (e.launch.sharedMem != 0) {
-            out_.put(",\"shared\":");
-            out_.putUint(e.launch.sharedMem);
-          }
-          if (e.launch.stream != 0) {
-            out_.put(",\"stream\":\"");
-            out_.putHex(e.launch.stream);
-            out_.put('"');
-          }
+    if (hook.kind == ApiKind::Launch) {
+      if (e.launch.kernelName != 0) {
+        out_.put(",\"kernel\":");
+        putJsonString(out_, demangle_(data_, e.launch.kernelName));
+        dims(",\"grid\":[", e.launch.gridX, e.launch.gridY, e.launch.gridZ);
+        dims(",\"block\":[", e.launch.blockX(), e.launch.blockY(), e.launch.blockZ());
+        if (e.launch.sharedMem != 0) {
+          out_.put(",\"shared\":");
+          out_.putUint(e.launch.sharedMem);
         }
-        break;
-      default:
-        if (carriesMemory(hook.kind)) {
-          if (hook.kind != ApiKind::Free && hook.kind != ApiKind::HostFree) {
-            out_.put(",\"bytes\":");
-            out_.putUint(e.mem.bytes);
-          }
-          if (hook.kind == ApiKind::Memcpy && e.mem.copyKind != static_cast<uint8_t>(CopyKind::Unknown)) {
-            out_.put(",\"kind\":\"");
-            out_.put(copyKindName(e.mem.copyKind));
-            out_.put('"');
-          }
-          // The address is on the driver-level call only: a runtime allocation shows the driver
-          // call it made nested inside, with the same address (kept compact: ~20 bytes an event).
-          if (hook.kind != ApiKind::Memcpy && hook.kind != ApiKind::Memset && e.mem.ptr != 0 &&
-              hook.layer == ApiLayer::Driver) {
-            out_.put(",\"ptr\":\"");
-            out_.putHex(e.mem.ptr);
-            out_.put('"');
-          }
-          if (e.mem.stream != 0) {
-            out_.put(",\"stream\":\"");
-            out_.putHex(e.mem.stream);
-            out_.put('"');
-          }
-        } else {
-          if (e.handle.handle != 0) {
-            out_.put(",\"handle\":\"");
-            out_.putHex(e.handle.handle);
-            out_.put('"');
-          }
-          if (e.handle.stream != 0) {
-            out_.put(",\"stream\":\"");
-            out_.putHex(e.handle.stream);
-            out_.put('"');
-          }
-        }
-        break;
+        if (e.launch.stream != 0) hexArg(",\"stream\":\"", e.launch.stream);
+      }
+    } else if (carriesMemory(hook.kind)) {
+      if (hook.kind != ApiKind::Free && hook.kind != ApiKind::HostFree) {
+        out_.put(",\"bytes\":");
+        out_.putUint(e.mem.bytes);
+      }
+      if (hook.kind == ApiKind::Memcpy && e.mem.copyKind != static_cast<uint8_t>(CopyKind::Unknown)) {
+        out_.put(",\"kind\":\"");
+        out_.put(copyKindName(e.mem.copyKind));
+        out_.put('"');
+      }
+      // The address is on the driver-level call only: a runtime allocation shows the driver
+      // call it made nested inside, with the same address (kept compact: ~20 bytes an event).
+      if (hook.kind != ApiKind::Memcpy && hook.kind != ApiKind::Memset && e.mem.ptr != 0 && hook.layer == ApiLayer::Driver)
+        hexArg(",\"ptr\":\"", e.mem.ptr);
+      if (e.mem.stream != 0) hexArg(",\"stream\":\"", e.mem.stream);
+    } else {
+      if (e.handle.handle != 0) hexArg(",\"handle\":\"", e.handle.handle);
+      if (e.handle.stream != 0) hexArg(",\"stream\":\"", e.handle.stream);
     }
     if (e.result != 0) {
       out_.put(",\"result\":");
@@ -552,9 +534,7 @@ class ChromeWriter {
       case EventKind::NvtxSpan: {
         // Start/end ranges may cross threads, so they are async events, not X slices.
         head("b", "nvtx", data_.strings.get(e.name), tid);
-        out_.put(",\"id\":\"");
-        out_.putHex(e.rangeId);
-        out_.put('"');
+        hexArg(",\"id\":\"", e.rangeId);
         times(e, false);
         argsOpen(e);
         nvtxArgs(e);
