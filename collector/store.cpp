@@ -248,8 +248,13 @@ void Store::decodeRun(Track& t, const Record* records, std::size_t count) {
     if (r.hook < data_.hooks.size()) {
       const ApiKind kind = data_.hooks[r.hook].kind;
       if (kind == ApiKind::Launch) e->launch.kernelName = nameFromTable(r.launch.kernelName);
-      // A thread that never pushed a range has no stacks: nothing more for most programs' calls.
-      if (makesDeviceWork(kind) && e->flags == 0 && !t.stacks.empty()) noteLaunchOp(t, *e);
+      if (makesDeviceWork(kind)) {
+        // A thread that never pushed a range has no stacks: nothing more for most programs' calls.
+        if (e->flags == 0 && !t.stacks.empty()) noteLaunchOp(t, *e);
+        if (__builtin_expect(!t.capturing.empty(), 0)) noteCapture(t, *e, kind);
+      } else if (__builtin_expect(kind == ApiKind::GraphSetup, 0)) {
+        noteCapture(t, *e, kind);
+      }
     }
   }
   if (t.defaultStack != nullptr) noteInside(*t.defaultStack, r.t0, r.t1);
@@ -278,6 +283,31 @@ void Store::noteLaunchOp(Track& t, const Event& call) {
   const bool loose = op->torch.fields == 0;
   data_.threads[t.index].launchOps.push_back(ThreadTrack::LaunchOp{
       call.seq, op->torch.opId, op->name, loose ? 0 : op->torch.sizes, (op->torch.fields & kTorchOpId) != 0, loose});
+}
+
+void Store::noteCapture(Track& t, Event& e, ApiKind kind) {
+  if (kind == ApiKind::GraphSetup) {
+    if (captureRoles_.size() != data_.hooks.size()) {
+      captureRoles_.assign(data_.hooks.size(), 0);
+      for (std::size_t i = 0; i < data_.hooks.size(); ++i) {
+        const std::string_view name = data_.hooks[i].displayName;
+        captureRoles_[i] = name.find("BeginCapture") != std::string_view::npos ? 1
+                           : name.find("EndCapture") != std::string_view::npos ? 2
+                                                                                : 0;
+      }
+    }
+    const uint8_t role = captureRoles_[e.hook];
+    auto& streams = t.capturing;
+    const auto at = std::find(streams.begin(), streams.end(), e.handle.stream);
+    // A begin that failed starts nothing; an end ends the capture whatever it returns (one that
+    // an error invalidated ends too). The driver call a runtime call made repeats it.
+    if (role == 1 && e.result == 0 && at == streams.end()) streams.push_back(e.handle.stream);
+    else if (role == 2 && at != streams.end()) streams.erase(at);
+    return;
+  }
+  if (!makesDeviceWork(kind) || kind == ApiKind::Graph) return;
+  const uint64_t stream = kind == ApiKind::Launch ? e.launch.stream : e.mem.stream;
+  if (std::find(t.capturing.begin(), t.capturing.end(), stream) != t.capturing.end()) e.flags |= kEventCaptured;
 }
 
 bool Store::consume(ThreadState& s, bool retired, uint64_t maxTicks, uint64_t maxRecords, uint64_t upTo) {

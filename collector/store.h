@@ -116,6 +116,8 @@ class Store {
     bool hasLastPush = false;
     bool lastPushPlain = false;
     uint32_t lastPushName = 0;
+    // Streams the thread is capturing into graphs (a capture's begin decoded, its end not yet).
+    std::vector<uint64_t> capturing;
   };
   void decodeRun(Track& t, const Record* records, std::size_t count);
   // A start/end range until its end: its event but for `end` (`start` already in ns).
@@ -138,6 +140,11 @@ class Store {
   void decodeApi(Track& t, const Record& r);
   // ThreadTrack::launchOps: the op range open around `call`, a call that can make device work.
   [[gnu::noinline]] void noteLaunchOp(Track& t, const Event& call);
+  // A stream capture's begin or end (GraphSetup), or work made while the thread captures: the
+  // thread's capturing streams follow the first, the work on them is flagged kEventCaptured.
+  [[gnu::noinline]] void noteCapture(Track& t, Event& e, ApiKind kind);
+  // Per hook: 1 a capture's begin, 2 its end, 0 neither (by name, from data_.hooks).
+  std::vector<uint8_t> captureRoles_;
   // A push and the pop right after it in the ring (same domain and depth): the range as push
   // and pop would store it, without its open state (nothing was recorded inside it).
   void decodeRange(Track& t, const Record& push, const Record& pop, const char* text, std::size_t textLen);

@@ -76,6 +76,9 @@ enum EventFlags : uint8_t {
   // Recorded while a CUDA call of its thread ran (before that call's own record): for folding
   // as the run goes only; not written to the outputs.
   kEventInsideCall = 8,
+  // A launch, copy or set made into a stream its thread was capturing into a CUDA graph (from a
+  // stream capture's begin to its end): its work runs in the graph's replays, not at this call.
+  kEventCaptured = 16,
 };
 
 struct Event {

@@ -474,6 +474,7 @@ class ChromeWriter {
       out_.put(",\"result\":");
       out_.putInt(e.result);
     }
+    if (e.flags & kEventCaptured) out_.put(",\"captured\":true");
     // The calling code, innermost frame first; only the outermost call of a nest carries it.
     const uint32_t stack = stackIdOf(e);
     if (stack != 0 && stack < data_.stacks.size() && !data_.stacks[stack].empty()) out_.put(stackJson(stack));

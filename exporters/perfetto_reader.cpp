@@ -1077,6 +1077,7 @@ class Rebuild : public PerfettoVisitor {
         return;
       }
       apiEvent(s, e);
+      if (s.find(Ann::Captured)) e.flags |= kEventCaptured;
       if (s.callstackIid != 0) {
         const auto id = static_cast<uint32_t>(s.callstackIid);
         if (d_.stacks.size() <= id) d_.stacks.resize(id + 1);

@@ -508,6 +508,7 @@ uint64_t PerfettoWriter::beginEvent(const TraceData& data, std::size_t thread, c
       streamIid = needStream(seq, stream);
     }
     if (e.result != 0) needAnnotation(seq, Ann::Result);
+    if (e.flags & kEventCaptured) needAnnotation(seq, Ann::Captured);
   } else {
     if (e.domain != 0) {
       needAnnotation(seq, Ann::Domain);
@@ -546,6 +547,7 @@ uint64_t PerfettoWriter::beginEvent(const TraceData& data, std::size_t thread, c
     }
     if (streamIid != 0) annotationInterned(Ann::Stream, streamIid);
     if (e.result != 0) annotationInt(Ann::Result, e.result);
+    if (e.flags & kEventCaptured) annotationBool(Ann::Captured);
   } else {
     if (e.domain != 0) annotationInterned(Ann::Domain, domainIid);
     if (e.category != 0) annotationUint(Ann::Category, e.category);

@@ -56,7 +56,8 @@
 //   `launch`, an interned string "KERNEL<<<[gx,gy,gz], [bx,by,bz], SHARED, STREAM>>>" (KERNEL
 //   demangled; STREAM "0" or "0x" + hex; the reader splits at the last "<<<"); by hook kind
 //   bytes, kind, ptr, device, handle (pointer values); stream where non-zero and not in
-//   `launch`, an interned string "0x" + hex (a program has few streams); result when non-zero; for NVTX domain, category (its number) and category_name
+//   `launch`, an interned string "0x" + hex (a program has few streams); result when non-zero;
+//   captured (true) on work made into a stream being captured; for NVTX domain, category (its number) and category_name
 //   (when named), unclosed, end_lost, truncated, range_id (start/end ranges). An API call's
 //   stack is callstack_iid.
 //   Flows, while CUPTI records the device timeline (cupti.state "on"): an outermost CUDA call
@@ -108,14 +109,16 @@ enum class Ann : uint8_t {
   // A PyTorch op range's fields (collector/torch_text.h), named as the Chrome trace's args.
   OpSeq, StashedSeq, OpId, Sizes, InputOpIds,
   // Device work: the op range around its CUDA call (its name; its sizes and op_id as above).
-  Op, Count
+  Op,
+  // A CUDA call's work made into a stream being captured (kEventCaptured).
+  Captured, Count
 };
 inline constexpr const char* kAnnotationNames[] = {
     "seq",       "result",   "kernel",    "grid",        "block",     "shared",        "stream",         "bytes",
     "kind",      "ptr",      "device",    "handle",      "domain",    "category",      "unclosed",       "end_lost",
     "truncated", "correlation", "registers", "shared_static", "shared_dynamic", "range_id",
     "category_name", "host_tid", "host_start", "host_end", "launch",
-    "op_seq",    "stashed_seq", "op_id", "sizes", "input_op_ids", "op"};
+    "op_seq",    "stashed_seq", "op_id", "sizes", "input_op_ids", "op", "captured"};
 static_assert(sizeof(kAnnotationNames) / sizeof(kAnnotationNames[0]) == static_cast<std::size_t>(Ann::Count));
 // CUPTI memcpy kinds by number, as a device copy's slice is named ("Memcpy HtoD").
 inline constexpr const char* kCuptiCopyKinds[] = {"unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",

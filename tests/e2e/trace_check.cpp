@@ -256,7 +256,7 @@ std::string renderArgs(simdjson::dom::object args, bool& hasKernel) {
     if (v.is_string()) out << " category=" << str(v);
     else out << " category=" << int64_t(v);
   }
-  for (const char* flag : {"unclosed", "end_lost", "truncated"})
+  for (const char* flag : {"unclosed", "end_lost", "truncated", "captured"})
     if (args[flag].get(v) == simdjson::SUCCESS) out << " " << flag;
   return out.str();
 }

@@ -1,7 +1,8 @@
 // A CUDA graph as torch.compile's CUDA graphs make one: kernels captured from a stream, the graph
 // instantiated, uploaded, then replayed; and one captured into a graph the program made,
-// instantiated with parameters. The capture and the instantiation are host work a user pays for once per graph;
-// both are recorded, with the stream and the graph.
+// instantiated with parameters. The capture and the instantiation are host work a user pays for
+// once per graph; both are recorded, with the stream and the graph. The work made while a stream
+// is captured is flagged as captured (it runs in the replays), and only that work.
 //   usage: graph_capture
 #include <cstdio>
 
@@ -24,6 +25,7 @@ int main() {
   checkRuntime(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
   cudaGraph_t graph;
   checkRuntime(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), "cudaStreamBeginCapture");
+  checkRuntime(cudaMemsetAsync(p, 0, n * sizeof(float), s), "cudaMemsetAsync");
   captured_fill<<<n / 256, 256, 0, s>>>(p, 1.0f, n);
   captured_scale<<<n / 256, 256, 0, s>>>(p, 2.0f, n);
   checkRuntime(cudaStreamEndCapture(s, &graph), "cudaStreamEndCapture");
@@ -46,6 +48,8 @@ int main() {
   checkRuntime(cudaGraphInstantiateWithParams(&madeExec, made, &params), "cudaGraphInstantiateWithParams");
   if (params.result_out != cudaGraphInstantiateSuccess) ++failures;
   checkRuntime(cudaGraphLaunch(madeExec, s), "cudaGraphLaunch");
+  // Launched, not captured: the capture ended.
+  captured_fill<<<n / 256, 256, 0, s>>>(p, 3.0f, n);
   checkRuntime(cudaStreamSynchronize(s), "cudaStreamSynchronize");
   checkRuntime(cudaFree(p), "cudaFree");
   printf("graph replayed\n");
