@@ -1,0 +1,23 @@
+/* A CUDA 11 runtime's cudaGraphInstantiate, as old binaries call it: five parameters, the last
+ * two a buffer for the instantiation's log and its size (CUDA 12 took them out and kept the
+ * name). Reports what arrived, so that a shim that forwards only the newer three is caught: the
+ * real runtime writes its log through whatever pointer arrives. Also what cutrace looks a runtime
+ * up by (cudaGetDeviceCount).
+ *
+ *   built as a library; old_runtime links it */
+#include <stddef.h>
+#include <string.h>
+
+int cudaGetDeviceCount(int* count) {
+  if (count != NULL) *count = 0;
+  return 0;
+}
+
+int cudaGraphInstantiate(void** exec, void* graph, void* errorNode, char* logBuffer, size_t bufferSize) {
+  static const char kLog[] = "instantiated";
+  if (exec == NULL || graph == NULL || errorNode != NULL) return 1; /* cudaErrorInvalidValue */
+  if (logBuffer == NULL || bufferSize != 64) return 1;
+  memcpy(logBuffer, kLog, sizeof(kLog));
+  *exec = graph;
+  return 0;
+}
