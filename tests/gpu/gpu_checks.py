@@ -202,6 +202,12 @@ def check_graph(c):
         c.fail(f"{len(t.kernels)} device kernels, expected {want} ({replays} replays of {per_replay} and {eager} eager)")
     if len(outer_graph) != replays:
         c.fail(f"{len(outer_graph)} graph launch calls, expected {replays}")
+    # The launches made during the capture, and only they, are flagged: their kernels run in the replays.
+    captured = sorted(e["args"]["kernel"].split("(")[0] for e in t.launches if e["args"].get("captured"))
+    eager_seen = [e for e in t.launches if not e["args"].get("captured")]
+    c.figures.update(captured_launches=len(captured))
+    if captured != ["graph_add", "graph_fill", "graph_scale"] or len(eager_seen) != eager:
+        c.fail(f"captured launches {captured}, {len(eager_seen)} others; expected graph_add/fill/scale and {eager}")
     by_call = {}
     unlinked = 0
     for k, s in t.kernels_with_flow_start():

@@ -995,6 +995,16 @@ CUresult cuGraphInstantiateWithFlags(CUgraphExec* exec, CUgraph graph, unsigned 
   ENTRY();
   return instantiate(exec, graph, flags);
 }
+CUresult cuGraphDestroy(CUgraph graph) {
+  ENTRY();
+  if (CUresult r = needInit()) return r;
+  return handles().retire(graph, HandleKind::Graph) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+CUresult cuGraphExecDestroy(CUgraphExec exec) {
+  ENTRY();
+  if (CUresult r = needInit()) return r;
+  return handles().retire(exec, HandleKind::GraphExec) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
 CUresult cuGraphInstantiateWithParams(CUgraphExec* exec, CUgraph graph, CUDA_GRAPH_INSTANTIATE_PARAMS* params) {
   ENTRY();
   return instantiateWithParams(exec, graph, params);
@@ -1554,6 +1564,8 @@ const ProcEntry kProcTable[] = {
     E(cuStreamBeginCaptureToGraph, 12030, cuStreamBeginCaptureToGraph),
     PT(cuStreamBeginCaptureToGraph, 12030, cuStreamBeginCaptureToGraph_ptsz),
     E(cuGraphCreate, 10000, cuGraphCreate),
+    E(cuGraphDestroy, 10000, cuGraphDestroy),
+    E(cuGraphExecDestroy, 10000, cuGraphExecDestroy),
     E(cuGraphUpload, 11010, cuGraphUpload),
     PT(cuGraphUpload, 11010, cuGraphUpload_ptsz),
     E(cuGraphLaunch, 10000, cuGraphLaunch),

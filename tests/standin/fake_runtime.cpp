@@ -87,6 +87,8 @@ constexpr int kRuntimeVersion = CUDART_VERSION;
   X(cuGraphInstantiateWithParams, cuGraphInstantiateWithParams, kRuntimeVersion)                              \
   X(cuStreamBeginCaptureToGraph, cuStreamBeginCaptureToGraph, kRuntimeVersion)                                \
   X(cuGraphCreate, cuGraphCreate, kRuntimeVersion)                                                            \
+  X(cuGraphDestroy, cuGraphDestroy, kRuntimeVersion)                                                          \
+  X(cuGraphExecDestroy, cuGraphExecDestroy, kRuntimeVersion)                                                  \
   X(cuMemAlloc, cuMemAlloc_v2, kRuntimeVersion)                                                               \
   X(cuMemAllocPitch, cuMemAllocPitch_v2, kRuntimeVersion)                                                     \
   X(cuMemAllocManaged, cuMemAllocManaged, kRuntimeVersion)                                                    \
@@ -695,6 +697,14 @@ cudaError_t cudaStreamBeginCaptureToGraph_ptsz(cudaStream_t s, cudaGraph_t graph
   STANDIN_DRIVER(true);
   return call(D->cuStreamBeginCaptureToGraph(s, graph, dependencies, reinterpret_cast<const CUgraphEdgeData*>(edges), count,
                                              static_cast<CUstreamCaptureMode>(mode)));
+}
+cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
+  STANDIN_DRIVER(false);
+  return call(D->cuGraphDestroy(reinterpret_cast<CUgraph>(graph)));
+}
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
+  STANDIN_DRIVER(false);
+  return call(D->cuGraphExecDestroy(reinterpret_cast<CUgraphExec>(exec)));
 }
 cudaError_t cudaGraphCreate(cudaGraph_t* graph, unsigned flags) {
   STANDIN_DRIVER(false);

@@ -448,6 +448,8 @@ static const struct Lookup kLookups[] = {
     {"cuStreamBeginCaptureToGraph", 12030, 0, "cuStreamBeginCaptureToGraph"},
     {"cuStreamBeginCaptureToGraph", 12030, 1, "cuStreamBeginCaptureToGraph_ptsz"},
     {"cuGraphCreate", 10000, 0, "cuGraphCreate"},
+    {"cuGraphDestroy", 10000, 0, "cuGraphDestroy"},
+    {"cuGraphExecDestroy", 10000, 0, "cuGraphExecDestroy"},
     {"cuGraphUpload", 11010, 0, "cuGraphUpload"},
     {"cuGraphUpload", 11010, 1, "cuGraphUpload_ptsz"},
     {"cuGraphLaunch", 10000, 0, "cuGraphLaunch"},
