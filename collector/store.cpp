@@ -288,21 +288,20 @@ void Store::noteLaunchOp(Track& t, const Event& call) {
 void Store::noteCapture(Track& t, Event& e, ApiKind kind) {
   if (kind == ApiKind::GraphSetup) {
     if (captureRoles_.size() != data_.hooks.size()) {
-      captureRoles_.assign(data_.hooks.size(), 0);
+      captureRoles_.assign(data_.hooks.size(), CaptureRole::None);
       for (std::size_t i = 0; i < data_.hooks.size(); ++i) {
         const std::string_view name = data_.hooks[i].displayName;
-        captureRoles_[i] = name.find("BeginCapture") != std::string_view::npos ? 1
-                           : name.find("EndCapture") != std::string_view::npos ? 2
-                                                                                : 0;
+        if (name.find("BeginCapture") != std::string_view::npos) captureRoles_[i] = CaptureRole::Begin;
+        else if (name.find("EndCapture") != std::string_view::npos) captureRoles_[i] = CaptureRole::End;
       }
     }
-    const uint8_t role = captureRoles_[e.hook];
+    const CaptureRole role = captureRoles_[e.hook];
     auto& streams = t.capturing;
     const auto at = std::find(streams.begin(), streams.end(), e.handle.stream);
     // A begin that failed starts nothing; an end ends the capture whatever it returns (one that
     // an error invalidated ends too). The driver call a runtime call made repeats it.
-    if (role == 1 && e.result == 0 && at == streams.end()) streams.push_back(e.handle.stream);
-    else if (role == 2 && at != streams.end()) streams.erase(at);
+    if (role == CaptureRole::Begin && e.result == 0 && at == streams.end()) streams.push_back(e.handle.stream);
+    else if (role == CaptureRole::End && at != streams.end()) streams.erase(at);
     return;
   }
   if (!makesDeviceWork(kind) || kind == ApiKind::Graph) return;
