@@ -625,6 +625,48 @@ CUresult waitEvent(CUstream s, CUevent e, unsigned flags) {
   if ((flags & ~unsigned{CU_EVENT_WAIT_EXTERNAL}) != 0) return CUDA_ERROR_INVALID_VALUE;
   return handles().contains(e, HandleKind::Event) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
+// Stream memory operations, done when issued: a write stores its value now; a wait has nothing
+// to wait for (no other work is pending), its arguments checked.
+CUresult valueAt(uintptr_t addr, size_t bytes) {
+  if (addr == 0 || addr % bytes != 0 || lowAddress(addr) || !memory().fits(addr, bytes)) return CUDA_ERROR_INVALID_VALUE;
+  return CUDA_SUCCESS;
+}
+CUresult waitValue(CUstream s, CUdeviceptr addr, size_t bytes, unsigned flags) {
+  if (CUresult r = needStream(s)) return r;
+  if ((flags & ~unsigned{CU_STREAM_WAIT_VALUE_FLUSH}) > CU_STREAM_WAIT_VALUE_NOR) return CUDA_ERROR_INVALID_VALUE;
+  return valueAt(addr, bytes);
+}
+template <typename T>
+CUresult writeValue(CUstream s, CUdeviceptr addr, T value, unsigned flags) {
+  if (CUresult r = needStream(s)) return r;
+  if ((flags & ~unsigned{CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER}) != 0) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult r = valueAt(addr, sizeof(T))) return r;
+  memcpy(reinterpret_cast<void*>(addr), &value, sizeof(T));
+  return CUDA_SUCCESS;
+}
+CUresult batchMemOp(CUstream s, unsigned count, CUstreamBatchMemOpParams* ops, unsigned flags) {
+  if (CUresult r = needStream(s)) return r;
+  if (flags != 0 || count == 0 || ops == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  for (unsigned i = 0; i < count; ++i) {
+    const CUstreamBatchMemOpParams& op = ops[i];
+    CUresult r = CUDA_SUCCESS;
+    switch (op.operation) {
+      case CU_STREAM_MEM_OP_WAIT_VALUE_32: r = waitValue(s, op.waitValue.address, 4, op.waitValue.flags); break;
+      case CU_STREAM_MEM_OP_WAIT_VALUE_64: r = waitValue(s, op.waitValue.address, 8, op.waitValue.flags); break;
+      case CU_STREAM_MEM_OP_WRITE_VALUE_32:
+        r = writeValue<cuuint32_t>(s, op.writeValue.address, op.writeValue.value, op.writeValue.flags);
+        break;
+      case CU_STREAM_MEM_OP_WRITE_VALUE_64:
+        r = writeValue<cuuint64_t>(s, op.writeValue.address, op.writeValue.value64, op.writeValue.flags);
+        break;
+      case CU_STREAM_MEM_OP_FLUSH_REMOTE_WRITES: case CU_STREAM_MEM_OP_BARRIER: break;
+      default: r = CUDA_ERROR_INVALID_VALUE;
+    }
+    if (r != CUDA_SUCCESS) return r;
+  }
+  return CUDA_SUCCESS;
+}
+
 // The stream's work is done when it is issued: the host function runs now, on the caller's thread.
 CUresult runHostFunction(CUstream s, CUhostFn fn, void* userData) {
   if (CUresult r = needStream(s)) return r;
@@ -1454,6 +1496,86 @@ CUresult cuLaunchHostFunc_ptsz(CUstream s, CUhostFn fn, void* userData) {
   ENTRY();
   return runHostFunction(s, fn, userData);
 }
+CUresult cuStreamWaitValue32(CUstream s, CUdeviceptr addr, cuuint32_t, unsigned flags) {
+  ENTRY();
+  return waitValue(s, addr, sizeof(cuuint32_t), flags);
+}
+CUresult cuStreamWriteValue32(CUstream s, CUdeviceptr addr, cuuint32_t value, unsigned flags) {
+  ENTRY();
+  return writeValue<cuuint32_t>(s, addr, value, flags);
+}
+CUresult cuStreamWaitValue64(CUstream s, CUdeviceptr addr, cuuint64_t, unsigned flags) {
+  ENTRY();
+  return waitValue(s, addr, sizeof(cuuint64_t), flags);
+}
+CUresult cuStreamWriteValue64(CUstream s, CUdeviceptr addr, cuuint64_t value, unsigned flags) {
+  ENTRY();
+  return writeValue<cuuint64_t>(s, addr, value, flags);
+}
+CUresult cuStreamBatchMemOp(CUstream s, unsigned count, CUstreamBatchMemOpParams* ops, unsigned flags) {
+  ENTRY();
+  return batchMemOp(s, count, ops, flags);
+}
+CUresult cuStreamWaitValue32_ptsz(CUstream s, CUdeviceptr addr, cuuint32_t, unsigned flags) {
+  ENTRY();
+  return waitValue(s, addr, sizeof(cuuint32_t), flags);
+}
+CUresult cuStreamWriteValue32_ptsz(CUstream s, CUdeviceptr addr, cuuint32_t value, unsigned flags) {
+  ENTRY();
+  return writeValue<cuuint32_t>(s, addr, value, flags);
+}
+CUresult cuStreamWaitValue64_ptsz(CUstream s, CUdeviceptr addr, cuuint64_t, unsigned flags) {
+  ENTRY();
+  return waitValue(s, addr, sizeof(cuuint64_t), flags);
+}
+CUresult cuStreamWriteValue64_ptsz(CUstream s, CUdeviceptr addr, cuuint64_t value, unsigned flags) {
+  ENTRY();
+  return writeValue<cuuint64_t>(s, addr, value, flags);
+}
+CUresult cuStreamBatchMemOp_ptsz(CUstream s, unsigned count, CUstreamBatchMemOpParams* ops, unsigned flags) {
+  ENTRY();
+  return batchMemOp(s, count, ops, flags);
+}
+CUresult cuStreamWaitValue32_v2(CUstream s, CUdeviceptr addr, cuuint32_t, unsigned flags) {
+  ENTRY();
+  return waitValue(s, addr, sizeof(cuuint32_t), flags);
+}
+CUresult cuStreamWriteValue32_v2(CUstream s, CUdeviceptr addr, cuuint32_t value, unsigned flags) {
+  ENTRY();
+  return writeValue<cuuint32_t>(s, addr, value, flags);
+}
+CUresult cuStreamWaitValue64_v2(CUstream s, CUdeviceptr addr, cuuint64_t, unsigned flags) {
+  ENTRY();
+  return waitValue(s, addr, sizeof(cuuint64_t), flags);
+}
+CUresult cuStreamWriteValue64_v2(CUstream s, CUdeviceptr addr, cuuint64_t value, unsigned flags) {
+  ENTRY();
+  return writeValue<cuuint64_t>(s, addr, value, flags);
+}
+CUresult cuStreamBatchMemOp_v2(CUstream s, unsigned count, CUstreamBatchMemOpParams* ops, unsigned flags) {
+  ENTRY();
+  return batchMemOp(s, count, ops, flags);
+}
+CUresult cuStreamWaitValue32_v2_ptsz(CUstream s, CUdeviceptr addr, cuuint32_t, unsigned flags) {
+  ENTRY();
+  return waitValue(s, addr, sizeof(cuuint32_t), flags);
+}
+CUresult cuStreamWriteValue32_v2_ptsz(CUstream s, CUdeviceptr addr, cuuint32_t value, unsigned flags) {
+  ENTRY();
+  return writeValue<cuuint32_t>(s, addr, value, flags);
+}
+CUresult cuStreamWaitValue64_v2_ptsz(CUstream s, CUdeviceptr addr, cuuint64_t, unsigned flags) {
+  ENTRY();
+  return waitValue(s, addr, sizeof(cuuint64_t), flags);
+}
+CUresult cuStreamWriteValue64_v2_ptsz(CUstream s, CUdeviceptr addr, cuuint64_t value, unsigned flags) {
+  ENTRY();
+  return writeValue<cuuint64_t>(s, addr, value, flags);
+}
+CUresult cuStreamBatchMemOp_v2_ptsz(CUstream s, unsigned count, CUstreamBatchMemOpParams* ops, unsigned flags) {
+  ENTRY();
+  return batchMemOp(s, count, ops, flags);
+}
 CUresult cuEventQuery(CUevent e) {
   ENTRY();
   return checkEvent(e);
@@ -1660,6 +1782,26 @@ const ProcEntry kProcTable[] = {
     PT(cuEventRecord, 7000, cuEventRecord_ptsz),
     E(cuEventRecordWithFlags, 11010, cuEventRecordWithFlags),
     PT(cuEventRecordWithFlags, 11010, cuEventRecordWithFlags_ptsz),
+    E(cuStreamWaitValue32, 8000, cuStreamWaitValue32),
+    PT(cuStreamWaitValue32, 8000, cuStreamWaitValue32_ptsz),
+    E(cuStreamWaitValue32, 11070, cuStreamWaitValue32_v2),
+    PT(cuStreamWaitValue32, 11070, cuStreamWaitValue32_v2_ptsz),
+    E(cuStreamWaitValue64, 8000, cuStreamWaitValue64),
+    PT(cuStreamWaitValue64, 8000, cuStreamWaitValue64_ptsz),
+    E(cuStreamWaitValue64, 11070, cuStreamWaitValue64_v2),
+    PT(cuStreamWaitValue64, 11070, cuStreamWaitValue64_v2_ptsz),
+    E(cuStreamWriteValue32, 8000, cuStreamWriteValue32),
+    PT(cuStreamWriteValue32, 8000, cuStreamWriteValue32_ptsz),
+    E(cuStreamWriteValue32, 11070, cuStreamWriteValue32_v2),
+    PT(cuStreamWriteValue32, 11070, cuStreamWriteValue32_v2_ptsz),
+    E(cuStreamWriteValue64, 8000, cuStreamWriteValue64),
+    PT(cuStreamWriteValue64, 8000, cuStreamWriteValue64_ptsz),
+    E(cuStreamWriteValue64, 11070, cuStreamWriteValue64_v2),
+    PT(cuStreamWriteValue64, 11070, cuStreamWriteValue64_v2_ptsz),
+    E(cuStreamBatchMemOp, 8000, cuStreamBatchMemOp),
+    PT(cuStreamBatchMemOp, 8000, cuStreamBatchMemOp_ptsz),
+    E(cuStreamBatchMemOp, 11070, cuStreamBatchMemOp_v2),
+    PT(cuStreamBatchMemOp, 11070, cuStreamBatchMemOp_v2_ptsz),
     E(cuLaunchHostFunc, 10000, cuLaunchHostFunc),
     PT(cuLaunchHostFunc, 10000, cuLaunchHostFunc_ptsz),
     E(cuEventQuery, 2000, cuEventQuery),

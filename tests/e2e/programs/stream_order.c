@@ -1,12 +1,15 @@
 /* The calls that order work across streams without blocking, as PyTorch makes them around its
  * streams and collectives: event records (with flags too), stream waits on events, event and
  * stream queries, host functions queued on streams, through the runtime (each with the driver
- * call it makes) and through the driver.
+ * call it makes) and through the driver; and the driver's stream memory operations (a stream
+ * writes a value, waits for one, both in a batch; the first version of one too, as a program
+ * built for CUDA 11 looks it up).
  *
  *   usage: stream_order */
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "cuda_check.h"
 
@@ -36,8 +39,36 @@ int main(void) {
   /* Refused: no such flag. */
   if (cudaStreamWaitEvent(consumer, done, 0x80) == cudaSuccess) ++failures;
 
+  CUdeviceptr flag;
+  check(cuMemAlloc(&flag, 16), "cuMemAlloc");
+  check(cuStreamWriteValue32((CUstream)producer, flag, 7, CU_STREAM_WRITE_VALUE_DEFAULT), "cuStreamWriteValue32");
+  check(cuStreamWaitValue32((CUstream)consumer, flag, 7, CU_STREAM_WAIT_VALUE_EQ), "cuStreamWaitValue32");
+  check(cuStreamWriteValue64((CUstream)producer, flag + 8, 1ull << 40, CU_STREAM_WRITE_VALUE_DEFAULT),
+        "cuStreamWriteValue64");
+  check(cuStreamWaitValue64((CUstream)consumer, flag + 8, 1ull << 40, CU_STREAM_WAIT_VALUE_GEQ), "cuStreamWaitValue64");
+  CUstreamBatchMemOpParams ops[2];
+  memset(ops, 0, sizeof(ops));
+  ops[0].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
+  ops[0].writeValue.address = flag + 4;
+  ops[0].writeValue.value = 9;
+  ops[1].waitValue.operation = CU_STREAM_MEM_OP_WAIT_VALUE_32;
+  ops[1].waitValue.address = flag + 4;
+  ops[1].waitValue.value = 9;
+  ops[1].waitValue.flags = CU_STREAM_WAIT_VALUE_EQ;
+  check(cuStreamBatchMemOp((CUstream)consumer, 2, ops, 0), "cuStreamBatchMemOp");
+  /* The first version, as cuGetProcAddress answers a program built for CUDA 11.0. */
+  CUresult (*waitValueV1)(CUstream, CUdeviceptr, cuuint32_t, unsigned) = NULL;
+  CUdriverProcAddressQueryResult found;
+  check(cuGetProcAddress("cuStreamWaitValue32", (void**)&waitValueV1, 11000, CU_GET_PROC_ADDRESS_DEFAULT, &found),
+        "cuGetProcAddress");
+  if (waitValueV1 == NULL) return 1;
+  check(waitValueV1((CUstream)consumer, flag, 7, CU_STREAM_WAIT_VALUE_GEQ), "cuStreamWaitValue32 (first version)");
   checkRuntime(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
   if (hostCalls != 2) ++failures;
+  unsigned values[4];
+  check(cuMemcpyDtoH(values, flag, sizeof(values)), "cuMemcpyDtoH");
+  if (values[0] != 7 || values[1] != 9 || values[2] != 0 || values[3] != 1u << 8) ++failures;
+  check(cuMemFree(flag), "cuMemFree");
   checkRuntime(cudaEventDestroy(done), "cudaEventDestroy");
   checkRuntime(cudaStreamDestroy(consumer), "cudaStreamDestroy");
   checkRuntime(cudaStreamDestroy(producer), "cudaStreamDestroy");
