@@ -1496,86 +1496,32 @@ CUresult cuLaunchHostFunc_ptsz(CUstream s, CUhostFn fn, void* userData) {
   ENTRY();
   return runHostFunction(s, fn, userData);
 }
-CUresult cuStreamWaitValue32(CUstream s, CUdeviceptr addr, cuuint32_t, unsigned flags) {
-  ENTRY();
-  return waitValue(s, addr, sizeof(cuuint32_t), flags);
-}
-CUresult cuStreamWriteValue32(CUstream s, CUdeviceptr addr, cuuint32_t value, unsigned flags) {
-  ENTRY();
-  return writeValue<cuuint32_t>(s, addr, value, flags);
-}
-CUresult cuStreamWaitValue64(CUstream s, CUdeviceptr addr, cuuint64_t, unsigned flags) {
-  ENTRY();
-  return waitValue(s, addr, sizeof(cuuint64_t), flags);
-}
-CUresult cuStreamWriteValue64(CUstream s, CUdeviceptr addr, cuuint64_t value, unsigned flags) {
-  ENTRY();
-  return writeValue<cuuint64_t>(s, addr, value, flags);
-}
-CUresult cuStreamBatchMemOp(CUstream s, unsigned count, CUstreamBatchMemOpParams* ops, unsigned flags) {
-  ENTRY();
-  return batchMemOp(s, count, ops, flags);
-}
-CUresult cuStreamWaitValue32_ptsz(CUstream s, CUdeviceptr addr, cuuint32_t, unsigned flags) {
-  ENTRY();
-  return waitValue(s, addr, sizeof(cuuint32_t), flags);
-}
-CUresult cuStreamWriteValue32_ptsz(CUstream s, CUdeviceptr addr, cuuint32_t value, unsigned flags) {
-  ENTRY();
-  return writeValue<cuuint32_t>(s, addr, value, flags);
-}
-CUresult cuStreamWaitValue64_ptsz(CUstream s, CUdeviceptr addr, cuuint64_t, unsigned flags) {
-  ENTRY();
-  return waitValue(s, addr, sizeof(cuuint64_t), flags);
-}
-CUresult cuStreamWriteValue64_ptsz(CUstream s, CUdeviceptr addr, cuuint64_t value, unsigned flags) {
-  ENTRY();
-  return writeValue<cuuint64_t>(s, addr, value, flags);
-}
-CUresult cuStreamBatchMemOp_ptsz(CUstream s, unsigned count, CUstreamBatchMemOpParams* ops, unsigned flags) {
-  ENTRY();
-  return batchMemOp(s, count, ops, flags);
-}
-CUresult cuStreamWaitValue32_v2(CUstream s, CUdeviceptr addr, cuuint32_t, unsigned flags) {
-  ENTRY();
-  return waitValue(s, addr, sizeof(cuuint32_t), flags);
-}
-CUresult cuStreamWriteValue32_v2(CUstream s, CUdeviceptr addr, cuuint32_t value, unsigned flags) {
-  ENTRY();
-  return writeValue<cuuint32_t>(s, addr, value, flags);
-}
-CUresult cuStreamWaitValue64_v2(CUstream s, CUdeviceptr addr, cuuint64_t, unsigned flags) {
-  ENTRY();
-  return waitValue(s, addr, sizeof(cuuint64_t), flags);
-}
-CUresult cuStreamWriteValue64_v2(CUstream s, CUdeviceptr addr, cuuint64_t value, unsigned flags) {
-  ENTRY();
-  return writeValue<cuuint64_t>(s, addr, value, flags);
-}
-CUresult cuStreamBatchMemOp_v2(CUstream s, unsigned count, CUstreamBatchMemOpParams* ops, unsigned flags) {
-  ENTRY();
-  return batchMemOp(s, count, ops, flags);
-}
-CUresult cuStreamWaitValue32_v2_ptsz(CUstream s, CUdeviceptr addr, cuuint32_t, unsigned flags) {
-  ENTRY();
-  return waitValue(s, addr, sizeof(cuuint32_t), flags);
-}
-CUresult cuStreamWriteValue32_v2_ptsz(CUstream s, CUdeviceptr addr, cuuint32_t value, unsigned flags) {
-  ENTRY();
-  return writeValue<cuuint32_t>(s, addr, value, flags);
-}
-CUresult cuStreamWaitValue64_v2_ptsz(CUstream s, CUdeviceptr addr, cuuint64_t, unsigned flags) {
-  ENTRY();
-  return waitValue(s, addr, sizeof(cuuint64_t), flags);
-}
-CUresult cuStreamWriteValue64_v2_ptsz(CUstream s, CUdeviceptr addr, cuuint64_t value, unsigned flags) {
-  ENTRY();
-  return writeValue<cuuint64_t>(s, addr, value, flags);
-}
-CUresult cuStreamBatchMemOp_v2_ptsz(CUstream s, unsigned count, CUstreamBatchMemOpParams* ops, unsigned flags) {
-  ENTRY();
-  return batchMemOp(s, count, ops, flags);
-}
+// Each version of each operation and its _ptsz twin (the same parameters).
+#define STANDIN_ENTRY_PTSZ(name, params, call) \
+  CUresult name params {                       \
+    ENTRY();                                   \
+    return call;                               \
+  }                                            \
+  CUresult name##_ptsz params {                \
+    ENTRY();                                   \
+    return call;                               \
+  }
+#define STANDIN_STREAM_MEMOPS(version)                                                                                 \
+  STANDIN_ENTRY_PTSZ(cuStreamWaitValue32##version, (CUstream s, CUdeviceptr addr, cuuint32_t, unsigned flags),      \
+                     waitValue(s, addr, 4, flags))                                                                     \
+  STANDIN_ENTRY_PTSZ(cuStreamWaitValue64##version, (CUstream s, CUdeviceptr addr, cuuint64_t, unsigned flags),      \
+                     waitValue(s, addr, 8, flags))                                                                     \
+  STANDIN_ENTRY_PTSZ(cuStreamWriteValue32##version, (CUstream s, CUdeviceptr addr, cuuint32_t value, unsigned flags), \
+                     writeValue<cuuint32_t>(s, addr, value, flags))                                                    \
+  STANDIN_ENTRY_PTSZ(cuStreamWriteValue64##version, (CUstream s, CUdeviceptr addr, cuuint64_t value, unsigned flags), \
+                     writeValue<cuuint64_t>(s, addr, value, flags))                                                    \
+  STANDIN_ENTRY_PTSZ(cuStreamBatchMemOp##version,                                                                    \
+                     (CUstream s, unsigned count, CUstreamBatchMemOpParams* ops, unsigned flags),                    \
+                     batchMemOp(s, count, ops, flags))
+STANDIN_STREAM_MEMOPS()
+STANDIN_STREAM_MEMOPS(_v2)
+#undef STANDIN_STREAM_MEMOPS
+#undef STANDIN_ENTRY_PTSZ
 CUresult cuEventQuery(CUevent e) {
   ENTRY();
   return checkEvent(e);
