@@ -18,7 +18,7 @@ extern "C" void* __libc_stack_end;  // exported by ld.so: top of the main thread
 namespace cutrace::stacks {
 
 namespace detail {
-bool g_wanted[16] = {};
+bool g_wanted[kApiKindCount] = {};
 __thread bool t_inLibunwind __attribute__((tls_model("initial-exec"))) = false;
 }
 
@@ -149,12 +149,12 @@ void initialize(const Config& config) {
   } else {
     g_state.pythonStatus = "off (CUTRACE_PYTHON=off)";
   }
+  // Launches always; every other recorded call under CUTRACE_STACKS=calls.
   const bool calls = config.stacks == StackMode::Calls;
-  for (ApiKind k : {ApiKind::Launch, ApiKind::Graph}) detail::g_wanted[static_cast<unsigned>(k)] = true;
-  for (ApiKind k : {ApiKind::Memcpy, ApiKind::Memset, ApiKind::Alloc, ApiKind::Free, ApiKind::HostAlloc,
-                    ApiKind::HostFree, ApiKind::Sync, ApiKind::Profiler, ApiKind::Teardown, ApiKind::Init,
-                    ApiKind::Order, ApiKind::GraphSetup, ApiKind::Map})
-    detail::g_wanted[static_cast<unsigned>(k)] = calls;
+  for (unsigned i = 0; i < kApiKindCount; ++i) {
+    const auto k = static_cast<ApiKind>(i);
+    detail::g_wanted[i] = isRecorded(k) && (k == ApiKind::Launch || k == ApiKind::Graph || calls);
+  }
 }
 
 void attachThread(ThreadState* s) {

@@ -29,7 +29,7 @@ struct ThreadState;
 namespace stacks {
 
 namespace detail {
-extern bool g_wanted[16];  // by ApiKind; written once by initialize() before recording starts
+extern bool g_wanted[kApiKindCount];  // by ApiKind; written once by initialize() before recording starts
 extern __thread bool t_inLibunwind __attribute__((tls_model("initial-exec")));
 }
 
@@ -42,7 +42,7 @@ inline bool inLibunwind() { return detail::t_inLibunwind; }
 void initialize(const Config& config);
 
 // Whether a call of this kind captures a stack (when it is the outermost recorded call).
-inline bool wanted(ApiKind kind) { return detail::g_wanted[static_cast<unsigned>(kind) & 15]; }
+inline bool wanted(ApiKind kind) { return detail::g_wanted[static_cast<unsigned>(kind)]; }
 
 // Hot path: the interned id of the calling thread's stack below the preload, 0 when none or
 // when the table is full. `from`: the shim (dwarf::walkStart() inlined in it), where the DWARF

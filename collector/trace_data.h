@@ -42,6 +42,9 @@ enum class ApiKind : uint8_t {
   Map,         // virtual address ranges reserved, mapped, given access, unmapped, freed: no memory made
   Lookup, Register,     // bookkeeping only, never recorded
 };
+inline constexpr unsigned kApiKindCount = static_cast<unsigned>(ApiKind::Register) + 1;
+// The kinds of calls that become events (all but the bookkeeping ones).
+constexpr bool isRecorded(ApiKind k) { return k < ApiKind::Lookup; }
 // The calls that can make device work (a launch, graph launch, copy or set): CUPTI's records of
 // that work name them.
 constexpr bool makesDeviceWork(ApiKind k) { return k <= ApiKind::Memset; }

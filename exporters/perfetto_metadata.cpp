@@ -77,7 +77,7 @@ bool processJson(std::string_view json, TraceData& d, std::string& error) {
     std::string name;
     uint64_t layer = 0, kind = 0;
     if (!h.is_object() || !getString(h, "name", name) || !getUint(h, "layer", layer) || !getUint(h, "kind", kind) ||
-        layer > static_cast<uint64_t>(ApiLayer::Driver) || kind > static_cast<uint64_t>(ApiKind::Register)) {
+        layer > static_cast<uint64_t>(ApiLayer::Driver) || kind >= kApiKindCount) {
       error = "malformed hook table in the cutrace.process metadata";
       d.hooks.clear();
       return false;

@@ -106,7 +106,7 @@ class HookCall {
   // cost ~29 instructions per hook (callgrind); each shim grows by ~350 bytes.
   __attribute__((always_inline)) HookCall(HookId id, ApiKind kind, const dwarf::WalkStart& shim)
       : errnoAt_(&errno), errno_(*errnoAt_), shim_(shim) {
-    if (kind == ApiKind::Lookup || kind == ApiKind::Register) return;  // bookkeeping, not events
+    if (!isRecorded(kind)) return;  // bookkeeping, not events
     if (!hookRecording(shim.sp)) return;
     if (kind == ApiKind::Profiler) capture::onProfilerCall(static_cast<uint16_t>(id));
     ThreadState* s = currentThread();
