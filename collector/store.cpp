@@ -304,7 +304,9 @@ void Store::noteCapture(Track& t, Event& e, ApiKind kind) {
     else if (role == CaptureRole::End && at != streams.end()) streams.erase(at);
     return;
   }
-  if (!makesDeviceWork(kind) || kind == ApiKind::Graph) return;
+  // Work made on the stream (decodeApi calls for those kinds only); graph launches are left
+  // unflagged.
+  if (kind == ApiKind::Graph) return;
   const uint64_t stream = kind == ApiKind::Launch ? e.launch.stream : e.mem.stream;
   if (std::find(t.capturing.begin(), t.capturing.end(), stream) != t.capturing.end()) e.flags |= kEventCaptured;
 }
