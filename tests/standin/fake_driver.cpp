@@ -256,6 +256,12 @@ CUcontext primary() { return reinterpret_cast<CUcontext>(&primaryContext); }
 
 CUresult needInit() { return initialized.load(std::memory_order_acquire) ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED; }
 
+// A destroy or release: the handle retired, or `refused` where it is no live one of `kind`.
+CUresult retireHandle(const void* p, HandleKind kind, CUresult refused) {
+  if (CUresult r = needInit()) return r;
+  return handles().retire(p, kind) ? CUDA_SUCCESS : refused;
+}
+
 // Most calls act on the calling thread's current context, as on a GPU. cuCtxSetCurrent takes
 // any pointer, as NVIDIA's does (measured on an H100); using one that is no context fails here.
 CUresult needContext() {
@@ -691,10 +697,6 @@ CUresult elapsed(float* ms, CUevent start, CUevent end) {
   *ms = static_cast<float>(delta / 1e6);
   return CUDA_SUCCESS;
 }
-CUresult destroyEvent(CUevent e) {
-  if (CUresult r = needInit()) return r;
-  return handles().retire(e, HandleKind::Event) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
-}
 
 }  // namespace
 
@@ -1039,13 +1041,11 @@ CUresult cuGraphInstantiateWithFlags(CUgraphExec* exec, CUgraph graph, unsigned 
 }
 CUresult cuGraphDestroy(CUgraph graph) {
   ENTRY();
-  if (CUresult r = needInit()) return r;
-  return handles().retire(graph, HandleKind::Graph) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  return retireHandle(graph, HandleKind::Graph, CUDA_ERROR_INVALID_VALUE);
 }
 CUresult cuGraphExecDestroy(CUgraphExec exec) {
   ENTRY();
-  if (CUresult r = needInit()) return r;
-  return handles().retire(exec, HandleKind::GraphExec) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  return retireHandle(exec, HandleKind::GraphExec, CUDA_ERROR_INVALID_VALUE);
 }
 CUresult cuGraphInstantiateWithParams(CUgraphExec* exec, CUgraph graph, CUDA_GRAPH_INSTANTIATE_PARAMS* params) {
   ENTRY();
@@ -1149,9 +1149,7 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size, const CU
 }
 CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
   ENTRY();
-  if (CUresult r = needInit()) return r;
-  if (!handles().retire(reinterpret_cast<const void*>(handle), HandleKind::Physical)) return CUDA_ERROR_INVALID_VALUE;
-  return CUDA_SUCCESS;
+  return retireHandle(reinterpret_cast<const void*>(handle), HandleKind::Physical, CUDA_ERROR_INVALID_VALUE);
 }
 namespace {
 // Reserved address ranges are address space of the process's own (PROT_NONE), so no other
@@ -1431,13 +1429,11 @@ CUresult cuStreamCreate(CUstream* s, unsigned flags) {
 }
 CUresult cuStreamDestroy(CUstream s) {
   ENTRY();
-  if (CUresult r = needInit()) return r;
-  return handles().retire(s, HandleKind::Stream) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+  return retireHandle(s, HandleKind::Stream, CUDA_ERROR_INVALID_HANDLE);
 }
 CUresult cuStreamDestroy_v2(CUstream s) {
   ENTRY();
-  if (CUresult r = needInit()) return r;
-  return handles().retire(s, HandleKind::Stream) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+  return retireHandle(s, HandleKind::Stream, CUDA_ERROR_INVALID_HANDLE);
 }
 // Work completes when it is issued, so every stream is always idle.
 CUresult cuStreamSynchronize(CUstream s) {
@@ -1548,11 +1544,11 @@ CUresult cuEventElapsedTime_v2(float* ms, CUevent start, CUevent end) {
 }
 CUresult cuEventDestroy(CUevent e) {
   ENTRY();
-  return destroyEvent(e);
+  return retireHandle(e, HandleKind::Event, CUDA_ERROR_INVALID_HANDLE);
 }
 CUresult cuEventDestroy_v2(CUevent e) {
   ENTRY();
-  return destroyEvent(e);
+  return retireHandle(e, HandleKind::Event, CUDA_ERROR_INVALID_HANDLE);
 }
 
 // ------------------------------------------------------------------ profiler control
