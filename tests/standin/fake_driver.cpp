@@ -56,6 +56,17 @@ void logCall(const char* name) {
 }
 
 #define ENTRY() logCall(__func__)
+// An entry point and its _ptsz twin (the same parameters, the same work: the stand-in has one
+// stream semantics). `call` is the work, an expression of the parameters.
+#define STANDIN_ENTRY_PTSZ(name, params, call) \
+  CUresult name params {                       \
+    ENTRY();                                   \
+    return call;                               \
+  }                                            \
+  CUresult name##_ptsz params {                \
+    ENTRY();                                   \
+    return call;                               \
+  }
 
 // ------------------------------------------------------------------ handles
 // Handles are pointers to these structs. They are never freed, only retired: a destroyed handle
@@ -992,40 +1003,14 @@ STANDIN_LAUNCH(cuLaunchKernel_ptsz)
 STANDIN_LAUNCH_COOPERATIVE(cuLaunchCooperativeKernel)
 STANDIN_LAUNCH_COOPERATIVE(cuLaunchCooperativeKernel_ptsz)
 #undef STANDIN_LAUNCH_COOPERATIVE
-CUresult cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void** params, void** extra) {
-  ENTRY();
-  return checkLaunchEx(config, f, params, extra);
-}
-CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig* config, CUfunction f, void** params, void** extra) {
-  ENTRY();
-  return checkLaunchEx(config, f, params, extra);
-}
-CUresult cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode mode) {
-  ENTRY();
-  return beginCapture(s, mode);
-}
-CUresult cuStreamBeginCapture_v2_ptsz(CUstream s, CUstreamCaptureMode mode) {
-  ENTRY();
-  return beginCapture(s, mode);
-}
-CUresult cuStreamEndCapture(CUstream s, CUgraph* graph) {
-  ENTRY();
-  return endCapture(s, graph);
-}
-CUresult cuStreamEndCapture_ptsz(CUstream s, CUgraph* graph) {
-  ENTRY();
-  return endCapture(s, graph);
-}
-CUresult cuStreamBeginCaptureToGraph(CUstream s, CUgraph graph, const CUgraphNode* dependencies,
-                                     const CUgraphEdgeData* edges, size_t count, CUstreamCaptureMode mode) {
-  ENTRY();
-  return beginCaptureToGraph(s, graph, dependencies, edges, count, mode);
-}
-CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream s, CUgraph graph, const CUgraphNode* dependencies,
-                                          const CUgraphEdgeData* edges, size_t count, CUstreamCaptureMode mode) {
-  ENTRY();
-  return beginCaptureToGraph(s, graph, dependencies, edges, count, mode);
-}
+STANDIN_ENTRY_PTSZ(cuLaunchKernelEx, (const CUlaunchConfig* config, CUfunction f, void** params, void** extra),
+                   checkLaunchEx(config, f, params, extra))
+STANDIN_ENTRY_PTSZ(cuStreamBeginCapture_v2, (CUstream s, CUstreamCaptureMode mode), beginCapture(s, mode))
+STANDIN_ENTRY_PTSZ(cuStreamEndCapture, (CUstream s, CUgraph* graph), endCapture(s, graph))
+STANDIN_ENTRY_PTSZ(cuStreamBeginCaptureToGraph,
+                   (CUstream s, CUgraph graph, const CUgraphNode* dependencies, const CUgraphEdgeData* edges,
+                    size_t count, CUstreamCaptureMode mode),
+                   beginCaptureToGraph(s, graph, dependencies, edges, count, mode))
 CUresult cuGraphCreate(CUgraph* graph, unsigned flags) {
   ENTRY();
   if (CUresult r = needContext()) return r;
@@ -1047,30 +1032,10 @@ CUresult cuGraphExecDestroy(CUgraphExec exec) {
   ENTRY();
   return retireHandle(exec, HandleKind::GraphExec, CUDA_ERROR_INVALID_VALUE);
 }
-CUresult cuGraphInstantiateWithParams(CUgraphExec* exec, CUgraph graph, CUDA_GRAPH_INSTANTIATE_PARAMS* params) {
-  ENTRY();
-  return instantiateWithParams(exec, graph, params);
-}
-CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec* exec, CUgraph graph, CUDA_GRAPH_INSTANTIATE_PARAMS* params) {
-  ENTRY();
-  return instantiateWithParams(exec, graph, params);
-}
-CUresult cuGraphUpload(CUgraphExec graph, CUstream s) {
-  ENTRY();
-  return checkGraphLaunch(graph, s);
-}
-CUresult cuGraphUpload_ptsz(CUgraphExec graph, CUstream s) {
-  ENTRY();
-  return checkGraphLaunch(graph, s);
-}
-CUresult cuGraphLaunch(CUgraphExec graph, CUstream s) {
-  ENTRY();
-  return checkGraphLaunch(graph, s);
-}
-CUresult cuGraphLaunch_ptsz(CUgraphExec graph, CUstream s) {
-  ENTRY();
-  return checkGraphLaunch(graph, s);
-}
+STANDIN_ENTRY_PTSZ(cuGraphInstantiateWithParams, (CUgraphExec* exec, CUgraph graph, CUDA_GRAPH_INSTANTIATE_PARAMS* params),
+                   instantiateWithParams(exec, graph, params))
+STANDIN_ENTRY_PTSZ(cuGraphUpload, (CUgraphExec graph, CUstream s), checkGraphLaunch(graph, s))
+STANDIN_ENTRY_PTSZ(cuGraphLaunch, (CUgraphExec graph, CUstream s), checkGraphLaunch(graph, s))
 
 // ------------------------------------------------------------------ memory
 CUresult cuMemAlloc_v2(CUdeviceptr* p, size_t n) {
@@ -1436,22 +1401,8 @@ CUresult cuStreamDestroy_v2(CUstream s) {
   return retireHandle(s, HandleKind::Stream, CUDA_ERROR_INVALID_HANDLE);
 }
 // Work completes when it is issued, so every stream is always idle.
-CUresult cuStreamSynchronize(CUstream s) {
-  ENTRY();
-  return needStream(s);
-}
-CUresult cuStreamSynchronize_ptsz(CUstream s) {
-  ENTRY();
-  return needStream(s);
-}
-CUresult cuStreamQuery(CUstream s) {
-  ENTRY();
-  return needStream(s);
-}
-CUresult cuStreamQuery_ptsz(CUstream s) {
-  ENTRY();
-  return needStream(s);
-}
+STANDIN_ENTRY_PTSZ(cuStreamSynchronize, (CUstream s), needStream(s))
+STANDIN_ENTRY_PTSZ(cuStreamQuery, (CUstream s), needStream(s))
 
 // ------------------------------------------------------------------ events
 
@@ -1466,42 +1417,10 @@ CUresult cuEventCreate(CUevent* e, unsigned flags) {
   *e = reinterpret_cast<CUevent>(event);
   return CUDA_SUCCESS;
 }
-CUresult cuEventRecord(CUevent e, CUstream s) {
-  ENTRY();
-  return recordEvent(e, s);
-}
-CUresult cuEventRecord_ptsz(CUevent e, CUstream s) {
-  ENTRY();
-  return recordEvent(e, s);
-}
-CUresult cuEventRecordWithFlags(CUevent e, CUstream s, unsigned flags) {
-  ENTRY();
-  if ((flags & ~unsigned{CU_EVENT_RECORD_EXTERNAL}) != 0) return CUDA_ERROR_INVALID_VALUE;
-  return recordEvent(e, s);
-}
-CUresult cuEventRecordWithFlags_ptsz(CUevent e, CUstream s, unsigned flags) {
-  ENTRY();
-  if ((flags & ~unsigned{CU_EVENT_RECORD_EXTERNAL}) != 0) return CUDA_ERROR_INVALID_VALUE;
-  return recordEvent(e, s);
-}
-CUresult cuLaunchHostFunc(CUstream s, CUhostFn fn, void* userData) {
-  ENTRY();
-  return runHostFunction(s, fn, userData);
-}
-CUresult cuLaunchHostFunc_ptsz(CUstream s, CUhostFn fn, void* userData) {
-  ENTRY();
-  return runHostFunction(s, fn, userData);
-}
-// Each version of each operation and its _ptsz twin (the same parameters).
-#define STANDIN_ENTRY_PTSZ(name, params, call) \
-  CUresult name params {                       \
-    ENTRY();                                   \
-    return call;                               \
-  }                                            \
-  CUresult name##_ptsz params {                \
-    ENTRY();                                   \
-    return call;                               \
-  }
+STANDIN_ENTRY_PTSZ(cuEventRecord, (CUevent e, CUstream s), recordEvent(e, s))
+STANDIN_ENTRY_PTSZ(cuEventRecordWithFlags, (CUevent e, CUstream s, unsigned flags),
+                   (flags & ~unsigned{CU_EVENT_RECORD_EXTERNAL}) != 0 ? CUDA_ERROR_INVALID_VALUE : recordEvent(e, s))
+STANDIN_ENTRY_PTSZ(cuLaunchHostFunc, (CUstream s, CUhostFn fn, void* userData), runHostFunction(s, fn, userData))
 #define STANDIN_STREAM_MEMOPS(version)                                                                                 \
   STANDIN_ENTRY_PTSZ(cuStreamWaitValue32##version, (CUstream s, CUdeviceptr addr, cuuint32_t, unsigned flags),      \
                      waitValue(s, addr, 4, flags))                                                                     \
@@ -1517,19 +1436,11 @@ CUresult cuLaunchHostFunc_ptsz(CUstream s, CUhostFn fn, void* userData) {
 STANDIN_STREAM_MEMOPS()
 STANDIN_STREAM_MEMOPS(_v2)
 #undef STANDIN_STREAM_MEMOPS
-#undef STANDIN_ENTRY_PTSZ
 CUresult cuEventQuery(CUevent e) {
   ENTRY();
   return checkEvent(e);
 }
-CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned flags) {
-  ENTRY();
-  return waitEvent(s, e, flags);
-}
-CUresult cuStreamWaitEvent_ptsz(CUstream s, CUevent e, unsigned flags) {
-  ENTRY();
-  return waitEvent(s, e, flags);
-}
+STANDIN_ENTRY_PTSZ(cuStreamWaitEvent, (CUstream s, CUevent e, unsigned flags), waitEvent(s, e, flags))
 CUresult cuEventSynchronize(CUevent e) {
   ENTRY();
   return checkEvent(e);
