@@ -645,7 +645,7 @@ CUresult waitEvent(CUstream s, CUevent e, unsigned flags) {
 // Stream memory operations, done when issued: a write stores its value now; a wait has nothing
 // to wait for (no other work is pending), its arguments checked.
 CUresult valueAt(uintptr_t addr, size_t bytes) {
-  if (addr == 0 || addr % bytes != 0 || lowAddress(addr) || !memory().fits(addr, bytes)) return CUDA_ERROR_INVALID_VALUE;
+  if (lowAddress(addr) || addr % bytes != 0 || !memory().fits(addr, bytes)) return CUDA_ERROR_INVALID_VALUE;
   return CUDA_SUCCESS;
 }
 CUresult waitValue(CUstream s, CUdeviceptr addr, size_t bytes, unsigned flags) {
