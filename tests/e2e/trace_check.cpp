@@ -161,7 +161,7 @@ std::string printable(const std::string& name) {
 // functions queued on a stream (cudaLaunchHostFunc).
 bool isLaunchName(const std::string& n) {
   return n.find("Launch") != std::string::npos && n.find("GraphLaunch") == std::string::npos &&
-         n != "cuGraphLaunch" && n != "cudaGraphLaunch" && n.find("LaunchHostFunc") == std::string::npos;
+         n.find("LaunchHostFunc") == std::string::npos;
 }
 
 // Frames that differ between machines and C libraries: program start-up and thread entry in
