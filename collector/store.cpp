@@ -304,10 +304,12 @@ void Store::noteCapture(Track& t, Event& e, ApiKind kind) {
     else if (role == CaptureRole::End && at != streams.end()) streams.erase(at);
     return;
   }
-  // Work made on the stream (decodeApi calls for those kinds only); graph launches are left
-  // unflagged.
-  if (kind == ApiKind::Graph) return;
-  const uint64_t stream = kind == ApiKind::Launch ? e.launch.stream : e.mem.stream;
+  // Work made on the stream (decodeApi calls for those kinds only). A graph launched into a
+  // capturing stream runs no more than a kernel would: it becomes a child graph node of the
+  // capture (or, where the driver refuses it, fails and ends the capture).
+  const uint64_t stream = kind == ApiKind::Launch ? e.launch.stream
+                          : kind == ApiKind::Graph ? e.handle.stream
+                                                   : e.mem.stream;
   if (std::find(t.capturing.begin(), t.capturing.end(), stream) != t.capturing.end()) e.flags |= kEventCaptured;
 }
 

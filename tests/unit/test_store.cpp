@@ -179,15 +179,17 @@ TEST_CASE("work made into a stream its thread captures is flagged, from a begin 
   call(kDriverLaunch, kCaptured, 0, true);  // 6: captured
   call(kMemset, kCaptured);             // 7: captured
   call(kLaunch, kOther);                // 8: another stream
-  call(kGraphLaunch, kCaptured);        // 9: a graph launch is no captured work of its own
-  call(kEnd, kCaptured, 901);           // 10: ends the capture all the same (invalidated)
-  call(kLaunch, kCaptured);             // 11
+  call(kGraphLaunch, kCaptured);        // 9: captured: a child graph of the capture
+  call(kGraphLaunch, kOther);           // 10: another stream
+  call(kEnd, kCaptured, 901);           // 11: ends the capture all the same (invalidated)
+  call(kLaunch, kCaptured);             // 12
+  call(kGraphLaunch, kCaptured);        // 13
   const auto& ev = store.data().threads[0].events;
-  REQUIRE(ev.size() == 12);
+  REQUIRE(ev.size() == 14);
   std::vector<std::size_t> flagged;
   for (std::size_t i = 0; i < ev.size(); ++i)
     if (ev[i].flags & kEventCaptured) flagged.push_back(i);
-  REQUIRE(flagged == std::vector<std::size_t>{5, 6, 7});
+  REQUIRE(flagged == std::vector<std::size_t>{5, 6, 7, 9});
 }
 
 TEST_CASE("nvtxNameOsThread names the thread in the output", "[store]") {

@@ -41,6 +41,8 @@ int main() {
   checkRuntime(cudaStreamBeginCaptureToGraph(s, made, nullptr, nullptr, 0, cudaStreamCaptureModeGlobal),
                "cudaStreamBeginCaptureToGraph");
   captured_scale<<<n / 256, 256, 0, s>>>(p, 0.5f, n);
+  // The first graph launched into the capture: a child graph node, replayed with `made`.
+  checkRuntime(cudaGraphLaunch(exec, s), "cudaGraphLaunch");
   checkRuntime(cudaStreamEndCapture(s, &captured), "cudaStreamEndCapture");
   if (captured != made) ++failures;
   cudaGraphInstantiateParams params = {};
