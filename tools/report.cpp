@@ -7,8 +7,10 @@
 //    "sections":{                       // only the sections asked for with --by
 //      "api":[{"name","layer":"runtime"|"driver","calls","total_ns","self_ns","avg_ns",
 //              "min_ns","max_ns","percent"}],          // percent of wall, null when wall is 0
-//      "kernel":[{"name","launches","host_total_ns","calls","total_ns","avg_ns","min_ns",
-//                 "max_ns","percent"}],  // GPU figures, null without device events
+//      "kernel":[{"name","launches","host_total_ns","captured","calls","total_ns","avg_ns",
+//                 "min_ns","max_ns","percent"}],  // GPU figures, null without device events;
+//                 // captured: launches made into a stream capture (CUDA graphs), not in
+//                 // launches nor host_total_ns
 //      "nvtx":[{"name","calls","total_ns","self_ns","avg_ns","min_ns","max_ns"}],
 //      "op":[{"name","shapes":string|null,"calls","total_ns","self_ns","avg_ns","min_ns",
 //             "max_ns",                 // host: the op's NVTX ranges (emit_nvtx)
@@ -18,6 +20,7 @@
 // avg = total / calls rounded to nearest. shapes: the op's sizes as compact JSON text (or the
 // string the tracer wrote), only with --group-by-shapes. "op" is in "all" only when the
 // traces have op ranges.
+#include <algorithm>
 #include <charconv>
 #include <string>
 #include <vector>
@@ -55,7 +58,9 @@ Tables: times are 3 decimals of us, ms or s; csv and json give integer nanosecon
   api     calls, total, self (minus nested CUDA calls on the same thread), avg, min, max,
           % of wall (sum over processes of first-to-last event)
   kernel  launches and host launch time; with device (CUPTI) events the GPU executions,
-          GPU total/avg/min/max and % of GPU busy time (union of kernel intervals per device)
+          GPU total/avg/min/max and % of GPU busy time (union of kernel intervals per device);
+          launches made while their stream was captured into a CUDA graph are counted apart
+          (Captured, shown when there are any): their kernels run in the graph's replays
   nvtx    calls, total, self (minus nested ranges), avg, min, max
   op      PyTorch ops from emit_nvtx ranges (op_seq, op_id or sizes in args): calls, host
           total, self (minus nested NVTX ranges), avg; with device events the GPU total and
@@ -63,8 +68,8 @@ Tables: times are 3 decimals of us, ms or s; csv and json give integer nanosecon
           op_id; by op name when there is none and rows are per name), kernel count and %
           of GPU busy time
 csv: one table, columns section,name,layer,calls,total_ns,self_ns,avg_ns,min_ns,max_ns,
-     percent,launches,host_total_ns,shapes,gpu_total_ns,gpu_avg_ns,kernels (empty where a
-     column does not apply).
+     percent,launches,host_total_ns,shapes,gpu_total_ns,gpu_avg_ns,kernels,captured (empty
+     where a column does not apply).
 exit: 0 ok, 2 usage, 3 unreadable or malformed input, 4 output not written.
 )";
 
@@ -101,11 +106,14 @@ std::string renderTables(const Report& rep, const std::vector<Section>& sections
       out += rep.deviceKernels ? fmt::format("{} (GPU busy {})\n", kTitles[1], formatDuration(rep.gpuBusyNs))
                                : fmt::format("{}\n", kTitles[1]);
       header = {"Name", "Launches", "Host total", "GPU calls", "GPU total", "GPU avg", "GPU min", "GPU max", "% GPU busy"};
+      const bool captured = std::any_of(rows.begin(), rows.end(), [](const Row& r) { return r.captured > 0; });
+      if (captured) header.insert(header.begin() + 3, "Captured");
       for (const Row& r : rows) {
         const bool gpu = gpuColumns(r);
         cells.push_back({r.name, std::to_string(r.launches), formatDuration(r.hostNs), gpu ? std::to_string(r.calls) : "-",
                          gpu ? formatDuration(r.totalNs) : "-", gpu ? formatDuration(r.avgNs()) : "-",
                          gpu ? formatDuration(r.minNs) : "-", gpu ? formatDuration(r.maxNs) : "-", pct(r.percent)});
+        if (captured) cells.back().insert(cells.back().begin() + 3, std::to_string(r.captured));
       }
     } else if (s == Section::Op) {
       const char* by = rep.opsGroupedByShapes ? " and input shapes" : "";
@@ -151,24 +159,24 @@ std::string renderTables(const Report& rep, const std::vector<Section>& sections
 std::string renderCsv(const Report& rep, const std::vector<Section>& sections) {
   std::string out =
       "section,name,layer,calls,total_ns,self_ns,avg_ns,min_ns,max_ns,percent,launches,host_total_ns,shapes,gpu_total_ns,"
-      "gpu_avg_ns,kernels\n";
+      "gpu_avg_ns,kernels,captured\n";
   for (const Section s : sections) {
     const char* key = kSectionKeys[static_cast<std::size_t>(s)];
     for (const Row& r : rep.sections[static_cast<std::size_t>(s)]) {
       const std::string percent = r.percent < 0 ? "" : fmt::format("{:.2f}", r.percent);
       if (s == Section::Kernel) {
         const bool gpu = gpuColumns(r);
-        out += gpu ? fmt::format("{},{},,{},{},,{},{},{},{},{},{},,,,\n", key, csvField(r.name), r.calls, r.totalNs,
-                                 r.avgNs(), r.minNs, r.maxNs, percent, r.launches, r.hostNs)
-                   : fmt::format("{},{},,,,,,,,,{},{},,,,\n", key, csvField(r.name), r.launches, r.hostNs);
+        out += gpu ? fmt::format("{},{},,{},{},,{},{},{},{},{},{},,,,,{}\n", key, csvField(r.name), r.calls, r.totalNs,
+                                 r.avgNs(), r.minNs, r.maxNs, percent, r.launches, r.hostNs, r.captured)
+                   : fmt::format("{},{},,,,,,,,,{},{},,,,,{}\n", key, csvField(r.name), r.launches, r.hostNs, r.captured);
       } else if (s == Section::Op) {
         const bool gpu = rep.deviceKernels;
-        out += fmt::format("{},{},,{},{},{},{},{},{},{},,,{},{},{},{}\n", key, csvField(r.name), r.calls, r.totalNs,
+        out += fmt::format("{},{},,{},{},{},{},{},{},{},,,{},{},{},{},\n", key, csvField(r.name), r.calls, r.totalNs,
                            r.selfNs, r.avgNs(), r.minNs, r.maxNs, percent, csvField(r.shapes),
                            gpu ? std::to_string(r.gpuNs) : "", opGpuAvg(rep, r) ? std::to_string(opGpuAvgNs(r)) : "",
                            gpu ? std::to_string(r.kernels) : "");
       } else {
-        out += fmt::format("{},{},{},{},{},{},{},{},{},{},,,,,,\n", key, csvField(r.name), r.layer, r.calls, r.totalNs,
+        out += fmt::format("{},{},{},{},{},{},{},{},{},{},,,,,,,\n", key, csvField(r.name), r.layer, r.calls, r.totalNs,
                            r.selfNs, r.avgNs(), r.minNs, r.maxNs, s == Section::Api ? percent : "");
       }
     }
@@ -193,7 +201,7 @@ std::string renderJson(const Report& rep, const std::vector<Section>& sections, 
       out += i ? ",\n{" : "\n{";
       out += "\"name\":" + jsonStringLiteral(r.name);
       if (s == Section::Kernel) {
-        out += fmt::format(",\"launches\":{},\"host_total_ns\":{}", r.launches, r.hostNs);
+        out += fmt::format(",\"launches\":{},\"host_total_ns\":{},\"captured\":{}", r.launches, r.hostNs, r.captured);
         if (gpuColumns(r)) {
           out += fmt::format(",\"calls\":{},\"total_ns\":{},\"avg_ns\":{},\"min_ns\":{},\"max_ns\":{},\"percent\":{}}}", r.calls,
                              r.totalNs, r.avgNs(), r.minNs, r.maxNs, percent);

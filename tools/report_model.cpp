@@ -56,6 +56,7 @@ struct Names {
 
 struct Launches {
   uint64_t count = 0;
+  uint64_t captured = 0;  // not in `count` nor the times: launches made into a stream capture
   int64_t totalNs = 0, minNs = 0, maxNs = 0;
 };
 
@@ -70,6 +71,7 @@ struct Event {
   uint64_t opId = 0;
   bool hasOpId = false, hasOpSeq = false, hasSizes = false;
   std::string sizes;  // compact JSON text of the list, or the string as written
+  bool captured = false;  // args.captured
 };
 
 // One NVTX range that is a PyTorch op: where it lives and what kernels can name it by.
@@ -337,11 +339,13 @@ class Aggregator {
             } else if (argKey == "sizes") {
               e = readSizes(arg.value(), ev.sizes);
               ev.hasSizes = true;
+            } else if (argKey == "captured") {
+              e = arg.value().get_bool().get(ev.captured);
             }
             if (e) {
               // Static storage: `key` outlives this loop's strings in the message below.
-              static constexpr std::string_view kArgKeys[] = {"args.kernel", "args.op", "args.op_id", "args.op_seq",
-                                                              "args.stashed_seq", "args.sizes"};
+              static constexpr std::string_view kArgKeys[] = {"args.kernel",      "args.op",    "args.op_id", "args.op_seq",
+                                                              "args.stashed_seq", "args.sizes", "args.captured"};
               for (const std::string_view k : kArgKeys) {
                 if (k.substr(5) == argKey) key = k;
               }
@@ -356,6 +360,7 @@ class Aggregator {
                             text                 ? "a string"
                             : key == "args"      ? "an object"
                             : key == "args.sizes" ? "a list of integers or a string"
+                            : key == "args.captured" ? "true or false"
                             : key == "ts" || key == "dur" ? "a number"
                             : key.starts_with("args.") ? "a non-negative integer"
                                                        : "an integer");
@@ -417,6 +422,7 @@ class Aggregator {
     ev.hasOpSeq = t.hasOpSeq;
     ev.hasSizes = t.hasSizes;
     ev.sizes = t.sizes;
+    ev.captured = t.captured;
     if (t.track == 0) addSpan(ev, t.startNs, t.endNs);
     else addNestedSlice(ev, t.track, t.startNs, t.endNs);
   }
@@ -504,6 +510,12 @@ class Aggregator {
       const uint32_t k = kernelNames_.intern(ev.kernel);
       if (launches_.size() <= k) launches_.resize(k + 1);
       Launches& l = launches_[k];
+      // Its kernel runs in the graph's replays, never at this call: a launch of its own would
+      // count a kernel the GPU never ran here and mix capture time into launch time.
+      if (ev.captured) {
+        ++l.captured;
+        return name;
+      }
       l.minNs = l.count == 0 ? dur : std::min(l.minNs, dur);
       l.maxNs = l.count == 0 ? dur : std::max(l.maxNs, dur);
       l.totalNs += dur;
@@ -635,6 +647,7 @@ class Aggregator {
       rows[n].name = kernelNames_.names[n];
       if (n < launches_.size()) {
         rows[n].launches = launches_[n].count;
+        rows[n].captured = launches_[n].captured;
         rows[n].hostNs = launches_[n].totalNs;
         rows[n].hostMinNs = launches_[n].minNs;
         rows[n].hostMaxNs = launches_[n].maxNs;
@@ -840,10 +853,10 @@ bool readReportRow(od::value value, Row& row) {
     } else if (key == "shapes") {
       if (v.get_string().get(s)) return false;
       row.shapes = s;
-    } else if (key == "calls" || key == "launches" || key == "kernels") {
+    } else if (key == "calls" || key == "launches" || key == "captured" || key == "kernels") {
       uint64_t n = 0;
       if (v.get_uint64().get(n)) return false;
-      (key == "calls" ? row.calls : key == "launches" ? row.launches : row.kernels) = n;
+      (key == "calls" ? row.calls : key == "launches" ? row.launches : key == "captured" ? row.captured : row.kernels) = n;
     } else if (key == "total_ns") {
       target = &row.totalNs;
     } else if (key == "self_ns") {

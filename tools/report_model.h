@@ -34,8 +34,11 @@ struct Row {
   int64_t minNs = 0;
   int64_t maxNs = 0;
   double percent = -1;  // api: of wall; kernel: of GPU busy time; <0 where it does not apply
-  // Kernel rows: host launch events (the one event of a launch carrying args.kernel).
+  // Kernel rows: host launch events (the one event of a launch carrying args.kernel), but for
+  // those made into a stream capture (args.captured: their kernel runs in the graph's replays),
+  // counted apart with no time.
   uint64_t launches = 0;
+  uint64_t captured = 0;
   int64_t hostNs = 0;
   int64_t hostMinNs = 0;
   int64_t hostMaxNs = 0;

@@ -69,6 +69,7 @@ class EventAdapter : public PerfettoVisitor {
           ev.ph = 'i';
         } else if (s.category == kCategories[0] || s.category == kCategories[1]) {
           if (const std::string_view kernel = launchKernelName(s); !kernel.empty()) ev.kernel = demangled(kernel);
+          ev.captured = s.find(Ann::Captured) != nullptr;
         } else if (s.category == kCategories[2]) {
           TorchOp op;
           bool torch = s.isTorchOp;

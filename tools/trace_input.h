@@ -62,6 +62,8 @@ struct TraceEvent {
   uint64_t opId = 0;
   bool hasOpId = false, hasOpSeq = false, hasSizes = false;
   std::string sizes;  // compact JSON text of an integer list, or the text as written
+  // CUDA calls: made into a stream being captured into a CUDA graph (args.captured).
+  bool captured = false;
 };
 
 class TraceEventSink {

@@ -61,7 +61,7 @@ def fixtures():
     eq([r["name"] for r in doc["sections"]["api"]],
        ["cudaMemcpy", "cuMemcpyHtoD_v2", "cudaLaunchKernel", "cuLaunchKernel"], "api order by total")
     kernel = rows(doc, "kernel")
-    eq(kernel["kA(int)"], {"name": "kA(int)", "launches": 2, "host_total_ns": 8000, "calls": None, "total_ns": None,
+    eq(kernel["kA(int)"], {"name": "kA(int)", "launches": 2, "host_total_ns": 8000, "captured": 0, "calls": None, "total_ns": None,
                            "avg_ns": None, "min_ns": None, "max_ns": None, "percent": None}, "kA launch row")
     eq((kernel["kB"]["launches"], kernel["kB"]["host_total_ns"]), (1, 4000), "kB launch row")
     nvtx = rows(doc, "nvtx")
@@ -103,15 +103,15 @@ def fixtures():
     eq(rc, 0, "csv exit")
     table = list(csv.reader(io.StringIO(out)))
     eq(table[0], ["section", "name", "layer", "calls", "total_ns", "self_ns", "avg_ns", "min_ns", "max_ns", "percent",
-                  "launches", "host_total_ns", "shapes", "gpu_total_ns", "gpu_avg_ns", "kernels"], "csv header")
+                  "launches", "host_total_ns", "shapes", "gpu_total_ns", "gpu_avg_ns", "kernels", "captured"], "csv header")
     by = {(r[0], r[1]): r for r in table[1:]}
     # Two processes: wall 400 + 340 us; cudaLaunchKernel 3 + 5 calls of the device fixture.
     eq(by[("api", "cudaLaunchKernel")][3:10], ["8", "21000", "17000", "2625", "1000", "5000", "2.84"], "csv merged api row")
-    eq(by[("kernel", "kA(int)")], ["kernel", "kA(int)", "", "", "", "", "", "", "", "", "2", "8000", "", "", "", ""],
+    eq(by[("kernel", "kA(int)")], ["kernel", "kA(int)", "", "", "", "", "", "", "", "", "2", "8000", "", "", "", "", "0"],
        "csv launch-only kernel row")
-    eq(by[("kernel", "kA")][3:], ["2", "15000", "", "7500", "5000", "10000", "62.50", "2", "4000", "", "", "", ""],
+    eq(by[("kernel", "kA")][3:], ["2", "15000", "", "7500", "5000", "10000", "62.50", "2", "4000", "", "", "", "", "0"],
        "csv device kernel row")
-    eq(by[("nvtx", "step")][3:], ["2", "150000", "80000", "75000", "50000", "100000", "", "", "", "", "", "", ""], "csv nvtx row")
+    eq(by[("nvtx", "step")][3:], ["2", "150000", "80000", "75000", "50000", "100000", "", "", "", "", "", "", "", ""], "csv nvtx row")
     check(not any(r[0] == "op" for r in table[1:]), "no op rows without op ranges")
 
     # Table: human units, note line without device events.
@@ -217,11 +217,11 @@ def ops():
     rc, out, _ = run("report", "--by", "op", "--group-by-shapes", "--format", "csv", OPS)
     table = list(csv.reader(io.StringIO(out)))
     eq(table[2], ["op", "aten::addmm", "", "2", "36000", "32000", "18000", "6000", "30000", "50.00", "", "", A256, "20000",
-                  "10000", "2"], "csv grouped op row")
+                  "10000", "2", ""], "csv grouped op row")
     eq(table[3][12], "", "csv op row without sizes: empty shapes")
     rc, out, _ = run("report", "--by", "op", "--format", "csv", OPS)
     eq(list(csv.reader(io.StringIO(out)))[1],
-       ["op", "aten::addmm", "", "3", "46000", "42000", "15333", "6000", "30000", "60.00", "", "", "", "24000", "8000", "3"],
+       ["op", "aten::addmm", "", "3", "46000", "42000", "15333", "6000", "30000", "60.00", "", "", "", "24000", "8000", "3", ""],
        "csv op row")
 
     # --by all: op only with op ranges; sorting, limit; two files are two processes whose op_ids
@@ -257,7 +257,7 @@ def ops():
         check(rc == 0 and "note: no device kernel events (GPU times need CUPTI and a GPU); host times only (CUPTI off: no GPU)"
               in out and " - " in out, f"op table without device events: {out!r}")
         rc, out, _ = run("report", "--by", "op", "--format", "csv", host_only)
-        eq(list(csv.reader(io.StringIO(out)))[1][13:], ["", "", ""], "csv op row without device: empty GPU columns")
+        eq(list(csv.reader(io.StringIO(out)))[1][13:16], ["", "", ""], "csv op row without device: empty GPU columns")
         # Determinism, every format and grouping.
         for fmt in ("table", "csv", "json"):
             for extra in ([], ["--group-by-shapes"]):
@@ -493,6 +493,35 @@ def pipeline(libtrace, program, standin):
         eq(list(doc["sections"]), ["api", "kernel", "nvtx"], "no op table without PyTorch ranges")
 
 
+def graph(libtrace, program, standin):
+    # tests/e2e/programs/graph_capture.cu: captured_fill launched once while captured, once
+    # not; captured_scale twice while captured, never outside a capture.
+    with tempfile.TemporaryDirectory() as tmp:
+        env = dict(os.environ, LD_PRELOAD=libtrace, LD_LIBRARY_PATH=standin, CUTRACE_OUTPUT=tmp, CUTRACE_CUPTI="off")
+        p = subprocess.run([program], env=env, capture_output=True)
+        eq(p.returncode, 0, f"graph_capture ran ({p.stderr.decode()})")
+        traces = sorted(os.path.join(tmp, f) for f in os.listdir(tmp) if f.endswith((".trace.json", ".pftrace")))
+        eq(len(traces), 2, "a Chrome trace and a stream")
+        for trace in traces:
+            kernel = rows(report_json("--by", "kernel", trace), "kernel")
+            eq({k: (r["launches"], r["captured"]) for k, r in kernel.items()},
+               {"captured_fill(float*, float, int)": (1, 1), "captured_scale(float*, float, int)": (0, 2)},
+               f"{trace}: launches and captured launches")
+            eq(kernel["captured_scale(float*, float, int)"]["host_total_ns"], 0, "no launch time for captured launches")
+            api = rows(report_json("--by", "api", trace), "api")
+            eq(api["cudaLaunchKernel"]["calls"], 4, "the API table still counts every call")
+            rc, out, _ = run("report", "--by", "kernel", trace)
+            header = out.splitlines()[1].split()
+            eq(header[:5], ["Name", "Launches", "Host", "total", "Captured"], "table: Captured column after the launch time")
+            rc, out, _ = run("report", "--by", "kernel", "--format", "csv", trace)
+            table = list(csv.reader(io.StringIO(out)))
+            eq((table[0][-1], sorted((r[1], r[10], r[-1]) for r in table[1:])),
+               ("captured", [("captured_fill(float*, float, int)", "1", "1"), ("captured_scale(float*, float, int)", "0", "2")]),
+               "csv captured column")
+        rc, out, _ = run("report", "--by", "kernel", HOST)
+        check(rc == 0 and "Captured" not in out, "no Captured column without captured launches")
+
+
 def torch(libtrace, python, script, libpath):
     # tests/e2e/programs/torch_names.py: emit_nvtx range names of one training step, no GPU.
     with tempfile.TemporaryDirectory() as tmp:
@@ -547,6 +576,8 @@ elif MODE == "large":
     large()
 elif MODE == "pipeline":
     pipeline(*sys.argv[4:7])
+elif MODE == "graph":
+    graph(*sys.argv[4:7])
 elif MODE == "torch":
     torch(*sys.argv[4:8])
 else:
