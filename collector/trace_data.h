@@ -40,6 +40,7 @@ enum class ApiKind : uint8_t {
   Order,       // stream and event ordering that never blocks: event records, stream waits, queries
   GraphSetup,  // stream capture and graph instantiation: host work that makes graphs, no device work
   Map,         // virtual address ranges reserved, mapped, given access, unmapped, freed: no memory made
+  Module,      // modules and libraries loaded (PTX compiled, Triton's kernels, the runtime's lazy loads) and unloaded
   Lookup, Register,     // bookkeeping only, never recorded
 };
 inline constexpr unsigned kApiKindCount = static_cast<unsigned>(ApiKind::Register) + 1;

@@ -7,7 +7,7 @@
 //               [--max-bytes-per-event B]
 //               [--issued FILE] [--names A,B,...] [--instant NAME]... [--children PARENT=A|B|...]...
 //               [--count NAME=N]... [--stacked NAME]... [--uncounted-gaps] [--group-threads]
-//               [--counter-values]
+//               [--counter-values] [--handle-pair MADE|...=ENDED|...]...
 //   trace_check --compare A.trace.json B.trace.json
 //
 // --compare: A is a process's own trace, B the one `cutrace export` rebuilt from its stream;
@@ -50,6 +50,9 @@
 //   instants ("i"); --children PARENT=A|B: events named PARENT have only children so named
 //   (unless their end was lost); --count NAME=N: exactly N host events are named NAME.
 // - --stacked NAME: every event so named has its call stack.
+// - --handle-pair A|B=C|D: the events named A or B that succeeded (no args.result) carry, as
+//   args.handle, the same handles as those named C or D (a multiset: each module loaded is
+//   unloaded once, under its handle).
 // - --uncounted-gaps: a thread's gaps in seq may outnumber its dropped events (not the reverse):
 //   an event a handler's siglongjmp cut short between two stores of cutrace's count is lost
 //   uncounted.
@@ -267,6 +270,12 @@ std::set<std::string> instantNames;                        // --instant
 std::map<std::string, std::set<std::string>> childRules;   // --children
 std::map<std::string, uint64_t> expectedCounts;             // --count
 std::set<std::string> stackedNames;                         // --stacked
+// --handle-pair: the names that make handles and those that end them, and the handles seen.
+struct HandlePair {
+  std::set<std::string> makers, enders;
+  std::multiset<std::string> made, ended;
+};
+std::vector<HandlePair> handlePairs;
 
 // "NAME=VALUE" of a rule argument (--children, --count), or one message and exit.
 std::pair<std::string, std::string> splitRule(const std::string& rule, const char* usage) {
@@ -628,6 +637,10 @@ int main(int argc, char** argv) {
       const auto [name, count] = splitRule(argv[++i], "--count wants NAME=N");
       expectedCounts[name] = std::stoull(count);
     } else if (a == "--stacked" && i + 1 < argc) stackedNames.insert(argv[++i]);
+    else if (a == "--handle-pair" && i + 1 < argc) {
+      const auto [makers, enders] = splitRule(argv[++i], "--handle-pair wants MADE|...=ENDED|...");
+      handlePairs.push_back({splitList(makers, '|'), splitList(enders, '|'), {}, {}});
+    }
     else if (a == "--group-threads") groupThreads = true;
     else if (a == "--counter-values") counterValues = true;
     else fail("unknown argument " + a);
@@ -727,11 +740,23 @@ int main(int argc, char** argv) {
     if (!allowedNames.empty() && !allowedNames.count(ev.name)) fail("unexpected event name '" + printable(ev.name) + "'");
     if (instantNames.count(ev.name) && ph != "i") fail("'" + ev.name + "' is a " + ph + " event, not an instant");
     if (stackedNames.count(ev.name) && ev.stack.empty()) fail("'" + ev.name + "' (seq " + std::to_string(ev.seq) + ") has no call stack");
+    for (HandlePair& pair : handlePairs) {
+      const bool maker = pair.makers.count(ev.name) != 0;
+      simdjson::dom::element v;
+      if ((!maker && pair.enders.count(ev.name) == 0) || args["result"].get(v) == simdjson::SUCCESS) continue;
+      (maker ? pair.made : pair.ended).insert(args["handle"].get(v) == simdjson::SUCCESS ? str(v) : "");
+    }
     Thread& t = threads[tid];
     t.tid = tid;
     t.events.push_back(std::move(ev));
   }
   if (processName.empty()) fail("no process_name metadata event");
+  for (const HandlePair& pair : handlePairs) {
+    const std::string makers = *pair.makers.begin() + (pair.makers.size() > 1 ? "|..." : "");
+    if (pair.made.empty()) fail("--handle-pair: no " + makers + " succeeded");
+    if (pair.made.count("") != 0 || pair.ended.count("") != 0) fail("an event of --handle-pair " + makers + " without args.handle");
+    if (pair.made != pair.ended) fail("the handles " + makers + " made are not those ended");
+  }
   launchesView = view == "launches";
   const bool shapeView = view == "shape";
   if (!view.empty() && !launchesView && !shapeView) fail("unknown view " + view);

@@ -385,6 +385,41 @@ bool plausibleImage(const void* image) {
   return *bytes == '.' || *bytes == '/';  // PTX starts with directives or comments
 }
 
+// The first bytes of an image file, enough for plausibleImage().
+struct ImageHead {
+  char bytes[64] = {};
+};
+CUresult readImage(const char* path, ImageHead& head) {
+  if (path == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  FILE* f = fopen(path, "rb");
+  if (f == nullptr) return CUDA_ERROR_FILE_NOT_FOUND;
+  const size_t n = fread(head.bytes, 1, sizeof(head.bytes) - 1, f);
+  fclose(f);
+  return n < 4 ? CUDA_ERROR_INVALID_IMAGE : CUDA_SUCCESS;
+}
+CUresult loadModule(CUmodule* module, const void* image) {
+  if (CUresult r = needContext()) return r;
+  if (module == nullptr || image == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (!plausibleImage(image)) return CUDA_ERROR_INVALID_IMAGE;
+  auto* m = new Module();
+  handles().add(m, HandleKind::Module);
+  *module = reinterpret_cast<CUmodule>(m);
+  return CUDA_SUCCESS;
+}
+CUresult loadLibrary(CUlibrary* library, const void* code, CUjit_option* jitOptions, void** jitOptionsValues,
+                     unsigned numJitOptions, CUlibraryOption* libraryOptions, void** libraryOptionValues,
+                     unsigned numLibraryOptions) {
+  if (CUresult r = needInit()) return r;  // libraries belong to no context
+  if (library == nullptr || code == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if ((numJitOptions != 0 && (jitOptions == nullptr || jitOptionsValues == nullptr)) ||
+      (numLibraryOptions != 0 && (libraryOptions == nullptr || libraryOptionValues == nullptr)))
+    return CUDA_ERROR_INVALID_VALUE;
+  if (!plausibleImage(code)) return CUDA_ERROR_INVALID_IMAGE;
+  auto* l = new Library();
+  handles().add(l, HandleKind::Library);
+  *library = reinterpret_cast<CUlibrary>(l);
+  return CUDA_SUCCESS;
+}
 const Function* functionOf(CUfunction f) {
   if (const auto* fn = lookup<Function>(f, HandleKind::Function)) return fn;
   // The CUDA 13 runtime launches CUkernels cast to CUfunction.
@@ -859,28 +894,25 @@ CUresult cuGetExportTable(const void** table, const CUuuid* id) {
 // ------------------------------------------------------------------ modules, libraries, functions
 CUresult cuModuleLoadData(CUmodule* module, const void* image) {
   ENTRY();
-  if (CUresult r = needContext()) return r;
-  if (module == nullptr || image == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  if (!plausibleImage(image)) return CUDA_ERROR_INVALID_IMAGE;
-  auto* m = new Module();
-  handles().add(m, HandleKind::Module);
-  *module = reinterpret_cast<CUmodule>(m);
-  return CUDA_SUCCESS;
+  return loadModule(module, image);
+}
+CUresult cuModuleLoadDataEx(CUmodule* module, const void* image, unsigned numOptions, CUjit_option* options,
+                            void** optionValues) {
+  ENTRY();
+  if (numOptions != 0 && (options == nullptr || optionValues == nullptr)) return CUDA_ERROR_INVALID_VALUE;
+  return loadModule(module, image);
+}
+CUresult cuModuleLoadFatBinary(CUmodule* module, const void* fatCubin) {
+  ENTRY();
+  return loadModule(module, fatCubin);
 }
 CUresult cuModuleLoad(CUmodule* module, const char* path) {
   ENTRY();
   if (CUresult r = needContext()) return r;
-  if (module == nullptr || path == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  FILE* f = fopen(path, "rb");
-  if (f == nullptr) return CUDA_ERROR_FILE_NOT_FOUND;
-  char head[64] = {};
-  const size_t n = fread(head, 1, sizeof(head) - 1, f);
-  fclose(f);
-  if (n < 4 || !plausibleImage(head)) return CUDA_ERROR_INVALID_IMAGE;
-  auto* m = new Module();
-  handles().add(m, HandleKind::Module);
-  *module = reinterpret_cast<CUmodule>(m);
-  return CUDA_SUCCESS;
+  if (module == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  ImageHead head;
+  if (CUresult r = readImage(path, head)) return r;
+  return loadModule(module, head.bytes);
 }
 CUresult cuModuleGetFunction(CUfunction* function, CUmodule module, const char* name) {
   ENTRY();
@@ -914,16 +946,19 @@ CUresult cuLibraryLoadData(CUlibrary* library, const void* code, CUjit_option* j
                            unsigned numJitOptions, CUlibraryOption* libraryOptions, void** libraryOptionValues,
                            unsigned numLibraryOptions) {
   ENTRY();
-  if (CUresult r = needInit()) return r;  // libraries belong to no context
-  if (library == nullptr || code == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  if ((numJitOptions != 0 && (jitOptions == nullptr || jitOptionsValues == nullptr)) ||
-      (numLibraryOptions != 0 && (libraryOptions == nullptr || libraryOptionValues == nullptr)))
-    return CUDA_ERROR_INVALID_VALUE;
-  if (!plausibleImage(code)) return CUDA_ERROR_INVALID_IMAGE;
-  auto* l = new Library();
-  handles().add(l, HandleKind::Library);
-  *library = reinterpret_cast<CUlibrary>(l);
-  return CUDA_SUCCESS;
+  return loadLibrary(library, code, jitOptions, jitOptionsValues, numJitOptions, libraryOptions, libraryOptionValues,
+                     numLibraryOptions);
+}
+CUresult cuLibraryLoadFromFile(CUlibrary* library, const char* path, CUjit_option* jitOptions, void** jitOptionsValues,
+                               unsigned numJitOptions, CUlibraryOption* libraryOptions, void** libraryOptionValues,
+                               unsigned numLibraryOptions) {
+  ENTRY();
+  if (CUresult r = needInit()) return r;
+  if (library == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  ImageHead head;
+  if (CUresult r = readImage(path, head)) return r;
+  return loadLibrary(library, head.bytes, jitOptions, jitOptionsValues, numJitOptions, libraryOptions,
+                     libraryOptionValues, numLibraryOptions);
 }
 CUresult cuLibraryGetKernel(CUkernel* kernel, CUlibrary library, const char* name) {
   ENTRY();
@@ -1514,9 +1549,12 @@ const ProcEntry kProcTable[] = {
     E(cuGetExportTable, 3000, cuGetExportTable),
     E(cuModuleLoadData, 2000, cuModuleLoadData),
     E(cuModuleLoad, 2000, cuModuleLoad),
+    E(cuModuleLoadDataEx, 2010, cuModuleLoadDataEx),
+    E(cuModuleLoadFatBinary, 2000, cuModuleLoadFatBinary),
     E(cuModuleGetFunction, 2000, cuModuleGetFunction),
     E(cuModuleUnload, 2000, cuModuleUnload),
     E(cuLibraryLoadData, 12000, cuLibraryLoadData),
+    E(cuLibraryLoadFromFile, 12000, cuLibraryLoadFromFile),
     E(cuLibraryGetKernel, 12000, cuLibraryGetKernel),
     E(cuLibraryUnload, 12000, cuLibraryUnload),
     E(cuKernelGetFunction, 12000, cuKernelGetFunction),

@@ -240,9 +240,9 @@ static void memory(void) {
 }
 
 static void launches(void) {
-  CUmodule mod = NULL, fromFile = NULL, bad = NULL;
+  CUmodule mod = NULL, fromFile = NULL, bad = NULL, withOptions = NULL, fat = NULL;
   CUfunction f = NULL, again = NULL, kf = NULL;
-  CUlibrary lib = NULL;
+  CUlibrary lib = NULL, libFromFile = NULL;
   CUkernel k = NULL;
   CUstream s = NULL, gone = NULL;
   CUdeviceptr out = 0;
@@ -273,7 +273,17 @@ static void launches(void) {
   if (fd < 0 || write(fd, kPtx, sizeof(kPtx) - 1) != (ssize_t)(sizeof(kPtx) - 1)) ++failures;
   if (fd >= 0) close(fd);
   CHECK(cuModuleLoad(&fromFile, path));
+  CHECK(cuLibraryLoadFromFile(&libFromFile, path, NULL, NULL, 0, NULL, NULL, 0));
   unlink(path);
+  expect("cuLibraryLoadFromFile(missing file)", cuLibraryLoadFromFile(&libFromFile, path, NULL, NULL, 0, NULL, NULL, 0),
+         CUDA_ERROR_FILE_NOT_FOUND);
+  CHECK(cuLibraryUnload(libFromFile));
+  CHECK(cuModuleLoadDataEx(&withOptions, kPtx, 0, NULL, NULL));
+  expect("cuModuleLoadDataEx(options without values)", cuModuleLoadDataEx(&bad, kPtx, 1, NULL, NULL),
+         CUDA_ERROR_INVALID_VALUE);
+  CHECK(cuModuleLoadFatBinary(&fat, kPtx));
+  CHECK(cuModuleUnload(withOptions));
+  CHECK(cuModuleUnload(fat));
   CHECK(cuModuleGetFunction(&f, mod, "vecAdd"));
   CHECK(cuModuleGetFunction(&again, mod, "vecAdd"));
   CHECK(cuFuncGetName(&name, f));
@@ -423,9 +433,12 @@ static const struct Lookup kLookups[] = {
     {"cuGetExportTable", 3000, 0, "cuGetExportTable"},
     {"cuModuleLoadData", 2000, 0, "cuModuleLoadData"},
     {"cuModuleLoad", 2000, 0, "cuModuleLoad"},
+    {"cuModuleLoadDataEx", 2010, 0, "cuModuleLoadDataEx"},
+    {"cuModuleLoadFatBinary", 2000, 0, "cuModuleLoadFatBinary"},
     {"cuModuleGetFunction", 2000, 0, "cuModuleGetFunction"},
     {"cuModuleUnload", 2000, 0, "cuModuleUnload"},
     {"cuLibraryLoadData", 12000, 0, "cuLibraryLoadData"},
+    {"cuLibraryLoadFromFile", 12000, 0, "cuLibraryLoadFromFile"},
     {"cuLibraryGetKernel", 12000, 0, "cuLibraryGetKernel"},
     {"cuLibraryUnload", 12000, 0, "cuLibraryUnload"},
     {"cuKernelGetFunction", 12000, 0, "cuKernelGetFunction"},
