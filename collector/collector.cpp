@@ -22,6 +22,7 @@
 
 #include "collector/capture.h"
 #include "collector/cupti_session.h"
+#include "collector/graph_capture.h"
 #include "collector/own_file.h"
 #include "collector/private_files.h"
 #include "collector/stack_capture.h"
@@ -534,6 +535,7 @@ void atforkParent() {
 void atforkChild() {
   Globals& gl = g();
   privateFiles::forgetAfterFork();
+  graph_capture::reset();  // the parent's captures; CUDA does not carry over a fork either
   if (!t_forkLocked) return;  // the parent was not ownProcess(): neither is this child
   t_forkLocked = false;
   Cupti::forgetAfterFork();  // releases CUPTI's lock too

@@ -35,6 +35,10 @@ inline constexpr std::size_t kStackIdOffset = 28;
 // thread was running: its record comes before its parent's, whose start is earlier. The drain
 // folds stacks as the run goes and holds such calls until their parent arrives.
 inline constexpr uint32_t kNestedCallBit = 0x80000000u;
+// Set in that word for work (a launch, copy, set or graph launch) made into a stream being
+// captured into a CUDA graph (collector/graph_capture.h): it runs in the graph's launches.
+// Stack ids stay far below both bits (Config::maxStacks).
+inline constexpr uint32_t kCapturedBit = 0x40000000u;
 
 // Launch geometry and identity. Grid Y/Z are bounded by the hardware (65535), block dimensions
 // by 1024 x 1024 x 64, so block fits 11+11+10 bits: every launch that can succeed is exact.
@@ -116,6 +120,8 @@ struct Record {
 static_assert(sizeof(Record) == kRecordSize);
 static_assert(offsetof(LaunchPayload, stack) == kStackIdOffset && offsetof(MemPayload, stack) == kStackIdOffset &&
               offsetof(HandlePayload, stack) == kStackIdOffset && sizeof(LaunchPayload) == 32);
+// The stream of work made on one: at one offset for copies, sets and graph launches.
+static_assert(offsetof(MemPayload, stream) == offsetof(HandlePayload, stream));
 
 // Text carried in extras is cut at this many bytes; longer messages are marked truncated.
 inline constexpr std::size_t kMaxTextBytes = 4096;

@@ -240,21 +240,17 @@ void Store::decodeRun(Track& t, const Record* records, std::size_t count) {
     memcpy(e->raw, r.raw, sizeof(e->raw));
     uint32_t stackWord;
     memcpy(&stackWord, e->raw + kStackIdOffset, sizeof(stackWord));
-    if (stackWord & kNestedCallBit) {
-      e->flags = kEventInsideCall;
-      stackWord &= ~kNestedCallBit;
+    if (stackWord & (kNestedCallBit | kCapturedBit)) {
+      e->flags = static_cast<uint8_t>(((stackWord & kNestedCallBit) ? kEventInsideCall : 0) |
+                                      ((stackWord & kCapturedBit) ? kEventCaptured : 0));
+      stackWord &= ~(kNestedCallBit | kCapturedBit);
       memcpy(e->raw + kStackIdOffset, &stackWord, sizeof(stackWord));
     }
     if (r.hook < data_.hooks.size()) {
       const ApiKind kind = data_.hooks[r.hook].kind;
       if (kind == ApiKind::Launch) e->launch.kernelName = nameFromTable(r.launch.kernelName);
-      if (makesDeviceWork(kind)) {
-        // A thread that never pushed a range has no stacks: nothing more for most programs' calls.
-        if (e->flags == 0 && !t.stacks.empty()) noteLaunchOp(t, *e);
-        if (__builtin_expect(!t.capturing.empty(), 0)) noteCapture(t, *e, kind);
-      } else if (__builtin_expect(kind == ApiKind::GraphSetup, 0)) {
-        noteCapture(t, *e, kind);
-      }
+      // A thread that never pushed a range has no stacks: nothing more for most programs' calls.
+      if (makesDeviceWork(kind) && !(e->flags & kEventInsideCall) && !t.stacks.empty()) noteLaunchOp(t, *e);
     }
   }
   if (t.defaultStack != nullptr) noteInside(*t.defaultStack, r.t0, r.t1);
@@ -283,34 +279,6 @@ void Store::noteLaunchOp(Track& t, const Event& call) {
   const bool loose = op->torch.fields == 0;
   data_.threads[t.index].launchOps.push_back(ThreadTrack::LaunchOp{
       call.seq, op->torch.opId, op->name, loose ? 0 : op->torch.sizes, (op->torch.fields & kTorchOpId) != 0, loose});
-}
-
-void Store::noteCapture(Track& t, Event& e, ApiKind kind) {
-  if (kind == ApiKind::GraphSetup) {
-    if (captureRoles_.size() != data_.hooks.size()) {
-      captureRoles_.assign(data_.hooks.size(), CaptureRole::None);
-      for (std::size_t i = 0; i < data_.hooks.size(); ++i) {
-        const std::string_view name = data_.hooks[i].displayName;
-        if (name.find("BeginCapture") != std::string_view::npos) captureRoles_[i] = CaptureRole::Begin;
-        else if (name.find("EndCapture") != std::string_view::npos) captureRoles_[i] = CaptureRole::End;
-      }
-    }
-    const CaptureRole role = captureRoles_[e.hook];
-    auto& streams = t.capturing;
-    const auto at = std::find(streams.begin(), streams.end(), e.handle.stream);
-    // A begin that failed starts nothing; an end ends the capture whatever it returns (one that
-    // an error invalidated ends too). The driver call a runtime call made repeats it.
-    if (role == CaptureRole::Begin && e.result == 0 && at == streams.end()) streams.push_back(e.handle.stream);
-    else if (role == CaptureRole::End && at != streams.end()) streams.erase(at);
-    return;
-  }
-  // Work made on the stream (decodeApi calls for those kinds only). A graph launched into a
-  // capturing stream runs no more than a kernel would: it becomes a child graph node of the
-  // capture (or, where the driver refuses it, fails and ends the capture).
-  const uint64_t stream = kind == ApiKind::Launch ? e.launch.stream
-                          : kind == ApiKind::Graph ? e.handle.stream
-                                                   : e.mem.stream;
-  if (std::find(t.capturing.begin(), t.capturing.end(), stream) != t.capturing.end()) e.flags |= kEventCaptured;
 }
 
 bool Store::consume(ThreadState& s, bool retired, uint64_t maxTicks, uint64_t maxRecords, uint64_t upTo) {

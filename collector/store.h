@@ -116,8 +116,6 @@ class Store {
     bool hasLastPush = false;
     bool lastPushPlain = false;
     uint32_t lastPushName = 0;
-    // Streams the thread is capturing into graphs (a capture's begin decoded, its end not yet).
-    std::vector<uint64_t> capturing;
   };
   void decodeRun(Track& t, const Record* records, std::size_t count);
   // A start/end range until its end: its event but for `end` (`start` already in ns).
@@ -140,10 +138,6 @@ class Store {
   void decodeApi(Track& t, const Record& r);
   // ThreadTrack::launchOps: the op range open around `call`, a call that can make device work.
   [[gnu::noinline]] void noteLaunchOp(Track& t, const Event& call);
-  // A stream capture's begin or end (GraphSetup), or work made while the thread captures: the
-  // thread's capturing streams follow the first, the work on them is flagged kEventCaptured.
-  [[gnu::noinline]] void noteCapture(Track& t, Event& e, ApiKind kind);
-  enum class CaptureRole : uint8_t { None, Begin, End };
   // A push and the pop right after it in the ring (same domain and depth): the range as push
   // and pop would store it, without its open state (nothing was recorded inside it).
   void decodeRange(Track& t, const Record& push, const Record& pop, const char* text, std::size_t textLen);
@@ -230,9 +224,6 @@ class Store {
   // NameTable id -> StringPool id + 1 (0: not interned yet). NameTable ids are dense and
   // bounded by its capacity; one is looked up for every launch and every named NVTX domain.
   std::vector<uint32_t> tableToPool_;
-  // Per hook: whether it begins or ends a stream capture (by its name, from data_.hooks), set
-  // at the first capture call.
-  std::vector<CaptureRole> captureRoles_;
   std::unordered_map<uint64_t, OpenSpan> openSpans_;
   std::vector<uint32_t> spansOpenOn_;  // by slot: openSpans_ begun there
   std::unordered_map<uint64_t, uint64_t> earlyEnds_;  // rangeId -> end ticks, start not yet seen

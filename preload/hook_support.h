@@ -15,6 +15,7 @@
 #include "collector/alt_stack.h"
 #include "collector/capture.h"
 #include "collector/collector.h"
+#include "collector/graph_capture.h"
 #include "collector/stack_capture.h"
 
 namespace cutrace {
@@ -204,6 +205,13 @@ class HookCall {
     *errnoAt_ = errno_;
   }
   void returned() { errno_ = *errnoAt_; }
+  // After a call that can make device work (`kind`): whether its stream is being captured into
+  // a graph, where its work then runs (graph_capture.h).
+  __attribute__((always_inline)) void noteCapture(ApiKind kind) {
+    if (s_ != nullptr &&
+        __builtin_expect(graph_capture::capturing(kind == ApiKind::Launch ? r_.launch.stream : r_.mem.stream), 0))
+      r_.mem.stack |= kCapturedBit;
+  }
   template <typename R>
   void setResult(const R& rc) {
     if constexpr (std::is_enum_v<R> || std::is_integral_v<R>) r_.result = static_cast<int32_t>(rc);

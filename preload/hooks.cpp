@@ -8,18 +8,21 @@
 namespace cutrace {
 namespace {
 
-// Runs the real call and the post-call bookkeeping for both void and non-void functions.
-template <typename R, typename Real, typename Post>
+// Runs the real call and the post-call bookkeeping for both void and non-void functions. `Kind`
+// as a template argument: only the calls that make device work test for a stream capture.
+template <typename R, ApiKind Kind, typename Real, typename Post>
 inline R invokeReal(HookCall& call, Real&& real, Post&& post) {
   call.start();
   if constexpr (std::is_void_v<R>) {
     real();
     call.returned();
+    if constexpr (makesDeviceWork(Kind)) call.noteCapture(Kind);
     post(0);
   } else {
     R rc = real();
     call.returned();
     call.setResult(rc);
+    if constexpr (makesDeviceWork(Kind)) call.noteCapture(Kind);
     post(rc);
     return rc;
   }
@@ -40,7 +43,7 @@ inline R invokeReal(HookCall& call, Real&& real, Post&& post) {
     if (c.recording()) {                                                                                 \
       pre;                                                                                               \
     }                                                                                                    \
-    return cutrace::invokeReal<ret>(c, [&]() -> ret { return real args; },                              \
+    return cutrace::invokeReal<ret, cutrace::ApiKind::kind>(c, [&]() -> ret { return real args; },      \
                                     [&]([[maybe_unused]] auto rc) { post; });                            \
   }
 #include "preload/hooks.def"

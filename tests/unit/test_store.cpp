@@ -138,22 +138,18 @@ TEST_CASE("API records keep payloads and kernel names move to the pool", "[store
   REQUIRE(ev[2].mem.bytes == 4096);
 }
 
-TEST_CASE("work made into a stream its thread captures is flagged, from a begin that succeeded to any end", "[store]") {
-  enum : uint16_t { kBegin, kEnd, kLaunch, kDriverLaunch, kMemset, kGraphLaunch };
+TEST_CASE("work the hooks flagged captured is flagged, its stack id and nesting kept", "[store]") {
+  enum : uint16_t { kLaunch, kDriverLaunch };
   const HookDescriptor hooks[] = {
-      {"cudaStreamBeginCapture", ApiLayer::Runtime, ApiKind::GraphSetup},
-      {"cudaStreamEndCapture", ApiLayer::Runtime, ApiKind::GraphSetup},
       {"cudaLaunchKernel", ApiLayer::Runtime, ApiKind::Launch},
       {"cuLaunchKernel", ApiLayer::Driver, ApiKind::Launch},
-      {"cudaMemsetAsync", ApiLayer::Runtime, ApiKind::Memset},
-      {"cudaGraphLaunch", ApiLayer::Runtime, ApiKind::Graph},
   };
   NameTable names;
   names.init(64, 1 << 16);
   Store store(names);
   store.data().hooks.assign(std::begin(hooks), std::end(hooks));
   uint64_t seq = 0, t = 10;
-  const auto call = [&](uint16_t hook, uint64_t stream, int32_t result = 0, bool nested = false) {
+  const auto call = [&](uint16_t hook, uint32_t stackWord) {
     Record r;
     memset(&r, 0, sizeof(r));
     r.type = RecordType::Api;
@@ -162,34 +158,20 @@ TEST_CASE("work made into a stream its thread captures is flagged, from a begin 
     r.t0 = t;
     r.t1 = t + 5;
     t += 10;
-    r.result = result;
-    if (hook == kLaunch || hook == kDriverLaunch) r.launch.stream = stream;
-    else if (hook == kMemset) r.mem.stream = stream;
-    else r.handle.stream = stream;
-    if (nested) r.handle.stack = kNestedCallBit;
+    r.launch.stream = 0xa0;
+    r.launch.stack = stackWord;
     store.decode(1, 7, r, nullptr, 0);
   };
-  constexpr uint64_t kCaptured = 0xa0, kOther = 0xb0;
-  call(kLaunch, kCaptured);             // 0: before any capture
-  call(kBegin, kCaptured, 900);         // 1: refused, captures nothing
-  call(kLaunch, kCaptured);             // 2
-  call(kBegin, kCaptured);              // 3
-  call(kBegin, kCaptured, 0, true);     // 4: the driver call it made
-  call(kLaunch, kCaptured);             // 5: captured
-  call(kDriverLaunch, kCaptured, 0, true);  // 6: captured
-  call(kMemset, kCaptured);             // 7: captured
-  call(kLaunch, kOther);                // 8: another stream
-  call(kGraphLaunch, kCaptured);        // 9: captured: a child graph of the capture
-  call(kGraphLaunch, kOther);           // 10: another stream
-  call(kEnd, kCaptured, 901);           // 11: ends the capture all the same (invalidated)
-  call(kLaunch, kCaptured);             // 12
-  call(kGraphLaunch, kCaptured);        // 13
+  call(kLaunch, 3);
+  call(kLaunch, 3 | kCapturedBit);
+  call(kDriverLaunch, kNestedCallBit | kCapturedBit);
+  call(kDriverLaunch, kNestedCallBit);
   const auto& ev = store.data().threads[0].events;
-  REQUIRE(ev.size() == 14);
-  std::vector<std::size_t> flagged;
-  for (std::size_t i = 0; i < ev.size(); ++i)
-    if (ev[i].flags & kEventCaptured) flagged.push_back(i);
-  REQUIRE(flagged == std::vector<std::size_t>{5, 6, 7, 9});
+  REQUIRE(ev.size() == 4);
+  std::vector<std::pair<uint8_t, uint32_t>> seen;
+  for (std::size_t i = 0; i < ev.size(); ++i) seen.emplace_back(ev[i].flags, stackIdOf(ev[i]));
+  REQUIRE(seen == std::vector<std::pair<uint8_t, uint32_t>>{
+                      {0, 3}, {kEventCaptured, 3}, {kEventInsideCall | kEventCaptured, 0}, {kEventInsideCall, 0}});
 }
 
 TEST_CASE("nvtxNameOsThread names the thread in the output", "[store]") {

@@ -2,9 +2,11 @@
 // instantiated, uploaded, then replayed; and one captured into a graph the program made,
 // instantiated with parameters. The capture and the instantiation are host work a user pays for
 // once per graph; both are recorded, with the stream and the graph. The work made while a stream
-// is captured is flagged as captured (it runs in the replays), and only that work.
+// is captured is flagged as captured (it runs in the replays), whichever thread made it, and
+// only that work.
 //   usage: graph_capture
 #include <cstdio>
+#include <thread>
 
 #include "cuda_check.h"
 
@@ -28,6 +30,15 @@ int main() {
   checkRuntime(cudaMemsetAsync(p, 0, n * sizeof(float), s), "cudaMemsetAsync");
   captured_fill<<<n / 256, 256, 0, s>>>(p, 1.0f, n);
   captured_scale<<<n / 256, 256, 0, s>>>(p, 2.0f, n);
+  // Another thread's work into the captured stream is captured too (PyTorch's autograd thread
+  // launching a captured backward pass); its work into another stream is not.
+  cudaStream_t other;
+  checkRuntime(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+  std::thread autograd([&] {
+    captured_scale<<<n / 256, 256, 0, s>>>(p, 4.0f, n);
+    captured_fill<<<n / 256, 256, 0, other>>>(p, 5.0f, n);
+  });
+  autograd.join();
   checkRuntime(cudaStreamEndCapture(s, &graph), "cudaStreamEndCapture");
   // Ending a capture that is not running is refused (and recorded with its result).
   cudaGraph_t none;
