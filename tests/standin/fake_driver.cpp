@@ -113,8 +113,15 @@ struct Graph {
 struct GraphExec {
   const Graph* graph;
 };
+// A JIT link (cuLinkCreate): inputs added, then completed into an image for cuModuleLoadData,
+// the link's own until it is destroyed.
+struct Link {
+  std::mutex mutex;
+  unsigned inputs = 0;
+  std::string image;
+};
 
-enum class HandleKind { Module, Function, Library, Kernel, Stream, Event, Physical, Graph, GraphExec };
+enum class HandleKind { Module, Function, Library, Kernel, Stream, Event, Physical, Graph, GraphExec, Link };
 
 class Registry {
  public:
@@ -420,6 +427,15 @@ CUresult loadLibrary(CUlibrary* library, const void* code, CUjit_option* jitOpti
   *library = reinterpret_cast<CUlibrary>(l);
   return CUDA_SUCCESS;
 }
+CUresult addLinkInput(CUlinkState state, const void* image) {
+  auto* l = lookup<Link>(state, HandleKind::Link);
+  if (l == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  if (!plausibleImage(image)) return CUDA_ERROR_INVALID_IMAGE;
+  std::lock_guard lock(l->mutex);
+  ++l->inputs;
+  return CUDA_SUCCESS;
+}
+
 const Function* functionOf(CUfunction f) {
   if (const auto* fn = lookup<Function>(f, HandleKind::Function)) return fn;
   // The CUDA 13 runtime launches CUkernels cast to CUfunction.
@@ -1059,6 +1075,55 @@ CUresult cuGraphInstantiateWithFlags(CUgraphExec* exec, CUgraph graph, unsigned 
   ENTRY();
   return instantiate(exec, graph, flags);
 }
+// ------------------------------------------------------------------ JIT links
+CUresult cuLinkCreate_v2(unsigned numOptions, CUjit_option* options, void** optionValues, CUlinkState* state) {
+  ENTRY();
+  if (CUresult r = needContext()) return r;
+  if (state == nullptr || (numOptions != 0 && (options == nullptr || optionValues == nullptr)))
+    return CUDA_ERROR_INVALID_VALUE;
+  auto* l = new Link();
+  handles().add(l, HandleKind::Link);
+  *state = reinterpret_cast<CUlinkState>(l);
+  return CUDA_SUCCESS;
+}
+CUresult cuLinkAddData_v2(CUlinkState state, CUjitInputType type, void* data, size_t size, const char* name,
+                          unsigned numOptions, CUjit_option* options, void** optionValues) {
+  ENTRY();
+  (void)type;
+  (void)name;
+  if (CUresult r = needInit()) return r;
+  if (data == nullptr || size == 0 || (numOptions != 0 && (options == nullptr || optionValues == nullptr)))
+    return CUDA_ERROR_INVALID_VALUE;
+  return addLinkInput(state, data);
+}
+CUresult cuLinkAddFile_v2(CUlinkState state, CUjitInputType type, const char* path, unsigned numOptions,
+                          CUjit_option* options, void** optionValues) {
+  ENTRY();
+  (void)type;
+  if (CUresult r = needInit()) return r;
+  if (numOptions != 0 && (options == nullptr || optionValues == nullptr)) return CUDA_ERROR_INVALID_VALUE;
+  ImageHead head;
+  if (CUresult r = readImage(path, head)) return r;
+  return addLinkInput(state, head.bytes);
+}
+CUresult cuLinkComplete(CUlinkState state, void** cubinOut, size_t* sizeOut) {
+  ENTRY();
+  if (CUresult r = needInit()) return r;
+  auto* l = lookup<Link>(state, HandleKind::Link);
+  if (l == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  if (cubinOut == nullptr || sizeOut == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(l->mutex);
+  if (l->inputs == 0) return CUDA_ERROR_INVALID_VALUE;  // nothing to link
+  l->image = "\x7f" "ELF linked image";
+  *cubinOut = l->image.data();
+  *sizeOut = l->image.size();
+  return CUDA_SUCCESS;
+}
+CUresult cuLinkDestroy(CUlinkState state) {
+  ENTRY();
+  return retireHandle(state, HandleKind::Link, CUDA_ERROR_INVALID_HANDLE);
+}
+
 CUresult cuGraphDestroy(CUgraph graph) {
   ENTRY();
   return retireHandle(graph, HandleKind::Graph, CUDA_ERROR_INVALID_VALUE);
@@ -1576,6 +1641,11 @@ const ProcEntry kProcTable[] = {
     PT(cuGraphInstantiateWithParams, 12000, cuGraphInstantiateWithParams_ptsz),
     E(cuStreamBeginCaptureToGraph, 12030, cuStreamBeginCaptureToGraph),
     PT(cuStreamBeginCaptureToGraph, 12030, cuStreamBeginCaptureToGraph_ptsz),
+    E(cuLinkCreate, 6050, cuLinkCreate_v2),
+    E(cuLinkAddData, 6050, cuLinkAddData_v2),
+    E(cuLinkAddFile, 6050, cuLinkAddFile_v2),
+    E(cuLinkComplete, 5050, cuLinkComplete),
+    E(cuLinkDestroy, 5050, cuLinkDestroy),
     E(cuGraphCreate, 10000, cuGraphCreate),
     E(cuGraphDestroy, 10000, cuGraphDestroy),
     E(cuGraphExecDestroy, 10000, cuGraphExecDestroy),

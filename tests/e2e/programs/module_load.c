@@ -1,6 +1,7 @@
 /* Modules and libraries loaded every way the driver offers, as JIT compilers (Triton under
  * torch.compile, numba, CuPy) and the runtime's lazy loading do: from memory, with JIT options,
- * as a fatbin, from a file; two refused (an image that is none, a file that does not exist).
+ * as a fatbin, from a file, linked from PTX (cuLink*); some refused (an image that is none, a
+ * file that does not exist, a link of nothing).
  * Loading compiles for the GPU and can take milliseconds a kernel: each load is recorded with
  * the handle it made, each unload with the handle it ended, and a kernel of one launches.
  *
@@ -34,6 +35,22 @@ int main(void) {
   if (cuModuleLoadData(&none, "not an image") != CUDA_ERROR_INVALID_IMAGE) ++failures;
   if (cuLibraryLoadFromFile(&noLibrary, path, NULL, NULL, 0, NULL, NULL, 0) != CUDA_ERROR_FILE_NOT_FOUND) ++failures;
 
+  /* A JIT link of two inputs (numba, CuPy), its image loaded; one link with nothing to link. */
+  CUlinkState link, empty;
+  void* image;
+  size_t imageBytes;
+  CUmodule linked;
+  check(cuLinkCreate(1, options, values, &link), "cuLinkCreate");
+  check(cuLinkAddData(link, CU_JIT_INPUT_PTX, (void*)kPtx, sizeof(kPtx), "noop.ptx", 0, NULL, NULL), "cuLinkAddData");
+  if (cuLinkAddFile(link, CU_JIT_INPUT_PTX, path, 0, NULL, NULL) != CUDA_ERROR_FILE_NOT_FOUND) ++failures;
+  check(cuLinkAddData(link, CU_JIT_INPUT_PTX, (void*)kPtx, sizeof(kPtx), "again.ptx", 0, NULL, NULL), "cuLinkAddData");
+  check(cuLinkComplete(link, &image, &imageBytes), "cuLinkComplete");
+  check(cuModuleLoadData(&linked, image), "cuModuleLoadData");
+  check(cuLinkDestroy(link), "cuLinkDestroy");
+  check(cuLinkCreate(0, NULL, NULL, &empty), "cuLinkCreate");
+  if (cuLinkComplete(empty, &image, &imageBytes) != CUDA_ERROR_INVALID_VALUE) ++failures;
+  check(cuLinkDestroy(empty), "cuLinkDestroy");
+
   CUfunction f;
   check(cuModuleGetFunction(&f, withOptions, "noop"), "cuModuleGetFunction");
   check(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL), "cuLaunchKernel");
@@ -43,6 +60,7 @@ int main(void) {
   check(cuModuleUnload(withOptions), "cuModuleUnload");
   check(cuModuleUnload(fatbin), "cuModuleUnload");
   check(cuModuleUnload(fromFile), "cuModuleUnload");
+  check(cuModuleUnload(linked), "cuModuleUnload");
   check(cuLibraryUnload(library), "cuLibraryUnload");
   check(cuLibraryUnload(libraryFromFile), "cuLibraryUnload");
   printf("modules loaded and unloaded\n");
