@@ -275,6 +275,13 @@ class HookCall {
   void allocatedBytes(std::size_t bytes) {
     if (s_ != nullptr) r_.mem.bytes = bytes;
   }
+  // After a batch of copies that succeeded (the sizes were the driver's to read, so readable).
+  void batchBytes(const std::size_t* sizes, std::size_t count) {
+    if (s_ == nullptr) return;
+    std::size_t bytes = 0;
+    for (std::size_t i = 0; i < count; ++i) bytes += sizes[i];
+    r_.mem.bytes = bytes;
+  }
   template <typename P>
   void release(P ptr, const void* stream) {
     set(0, stream);

@@ -595,6 +595,19 @@ CUresult copyLinear(uintptr_t dst, uintptr_t src, size_t n, CUstream s = nullptr
   return CUDA_SUCCESS;
 }
 
+// cuMemcpyBatchAsync (CUDA 13's, without the failing index): copies in stream order, the
+// attributes checked as the driver documents them (the first applies from copy 0); the legacy
+// stream is refused. Copies run at once, in order, up to the first refused.
+CUresult copyBatch(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count, CUmemcpyAttributes* attrs,
+                   size_t* attrsIdxs, size_t numAttrs, CUstream s) {
+  if (count == 0 || dsts == nullptr || srcs == nullptr || sizes == nullptr || attrs == nullptr || attrsIdxs == nullptr ||
+      numAttrs == 0 || numAttrs > count || attrsIdxs[0] != 0 || s == nullptr || s == CU_STREAM_LEGACY)
+    return CUDA_ERROR_INVALID_VALUE;
+  for (size_t i = 0; i < count; ++i)
+    if (CUresult r = copyLinear(dsts[i], srcs[i], sizes[i], s)) return r;
+  return CUDA_SUCCESS;
+}
+
 // One side of a 2D/3D copy: its base address by memory type (arrays are not modelled).
 bool side(CUmemorytype type, const void* host, CUdeviceptr device, uintptr_t& out) {
   switch (type) {
@@ -1370,6 +1383,10 @@ STANDIN_COPY(cuMemcpyDtoD_v2, CUdeviceptr, CUdeviceptr)
 STANDIN_COPY(cuMemcpyDtoD_v2_ptds, CUdeviceptr, CUdeviceptr)
 STANDIN_COPY_ASYNC(cuMemcpyAsync, CUdeviceptr, CUdeviceptr)
 STANDIN_COPY_ASYNC(cuMemcpyAsync_ptsz, CUdeviceptr, CUdeviceptr)
+STANDIN_ENTRY_PTSZ(cuMemcpyBatchAsync_v2,
+                   (CUdeviceptr * dsts, CUdeviceptr* srcs, size_t* sizes, size_t count, CUmemcpyAttributes* attrs,
+                    size_t* attrsIdxs, size_t numAttrs, CUstream s),
+                   copyBatch(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, s))
 STANDIN_COPY_ASYNC(cuMemcpyHtoDAsync_v2, CUdeviceptr, const void*)
 STANDIN_COPY_ASYNC(cuMemcpyHtoDAsync_v2_ptsz, CUdeviceptr, const void*)
 STANDIN_COPY_ASYNC(cuMemcpyDtoHAsync_v2, void*, CUdeviceptr)
@@ -1680,6 +1697,8 @@ const ProcEntry kProcTable[] = {
     PT(cuMemcpy, 7000, cuMemcpy_ptds),
     E(cuMemcpyAsync, 4000, cuMemcpyAsync),
     PT(cuMemcpyAsync, 7000, cuMemcpyAsync_ptsz),
+    E(cuMemcpyBatchAsync, 13000, cuMemcpyBatchAsync_v2),
+    PT(cuMemcpyBatchAsync, 13000, cuMemcpyBatchAsync_v2_ptsz),
     E(cuMemcpyHtoD, 3020, cuMemcpyHtoD_v2),
     PT(cuMemcpyHtoD, 7000, cuMemcpyHtoD_v2_ptds),
     E(cuMemcpyDtoH, 3020, cuMemcpyDtoH_v2),

@@ -499,6 +499,8 @@ static const struct Lookup kLookups[] = {
     {"cuMemcpy", 7000, 1, "cuMemcpy_ptds"},
     {"cuMemcpyAsync", 4000, 0, "cuMemcpyAsync"},
     {"cuMemcpyAsync", 7000, 1, "cuMemcpyAsync_ptsz"},
+    {"cuMemcpyBatchAsync", 13000, 0, "cuMemcpyBatchAsync_v2"},
+    {"cuMemcpyBatchAsync", 13000, 1, "cuMemcpyBatchAsync_v2_ptsz"},
     {"cuMemcpyHtoD", 3020, 0, "cuMemcpyHtoD_v2"},
     {"cuMemcpyHtoD", 7000, 1, "cuMemcpyHtoD_v2_ptds"},
     {"cuMemcpyDtoH", 3020, 0, "cuMemcpyDtoH_v2"},
