@@ -248,6 +248,10 @@ def check_coverage(c, work):
     # thread (the backward pass launches from autograd's own thread).
     timed = sum(1 for _, s in t.kernels_with_flow_start() if s and any(a <= s["ts"] <= b for _, a, b in steps))
     cupti = t.meta["cupti"]
+    # Module and library loads (a figure, not a check: whether NVIDIA's runtime loads its fatbins
+    # through the driver's public entry points, as the stand-in does, is what this tells).
+    loads = [e for e in t.x if e.get("cat") == "cuda_driver" and e["name"].startswith(("cuModuleLoad", "cuLibraryLoad"))]
+    c.figures.update(module_loads=len(loads), module_load_ms=round(sum(e["dur"] for e in loads) / 1000, 3))
     c.figures.update(launches=len(t.launches), device_kernels=len(t.kernels), kernels_in_steps=timed,
                      torch_profiler_kernels_in_steps=truth["kernels"], steps=truth["steps"], cupti=cupti,
                      dropped_events=t.meta["dropped_events"])
