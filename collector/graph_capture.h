@@ -13,10 +13,10 @@
 // kept per thread.
 //
 // Concurrency: any thread may begin, end or test at any time; the slots are atomics written
-// with compare-exchange, so two captures never share one. A stream's begin happens before any
-// call that finds it captured (the driver makes the capture before the begin returns); a test
-// that runs while its stream's capture begins or ends may see either state, as the driver's own
-// order between them is not the program's to rely on either. Allocation-free and lock-free:
+// with compare-exchange, so two captures never share one. A capture is followed from when its
+// begin has returned to when its end has (the hooks' post-call step): work another thread makes
+// into the stream while either call is still returning may be taken for the other state, a
+// window the program cannot order its own work against either. Allocation-free and lock-free:
 // the hooks call it.
 
 #include <atomic>
