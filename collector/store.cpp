@@ -701,39 +701,51 @@ std::string pythonFrameName(uint64_t frame) {
 void Store::resolveStacks(const StackTable& table, Symbolizer& symbolizer) {
   const uint32_t count = table.size();
   if (data_.stacks.size() < std::size_t{count} + 1) data_.stacks.resize(std::size_t{count} + 1);
-  // Ids are handed out before their frames are copied: stop at the first one still in flight
-  // and take it up on the next pass.
-  while (stacksResolved_ < count) {
+  // Ids are handed out before their frames are copied: one still in flight is taken up on a
+  // later pass. One whose copy never ends (a handler's siglongjmp out of it) stays empty, and
+  // the ids after it are named all the same: stopping there left every later stack of the run
+  // without its frames. At most kMaxStacksInFlight are retried; past them the oldest stays empty.
+  std::size_t kept = 0;
+  for (const uint32_t id : stacksInFlight_)
+    if (!resolveStack(table, symbolizer, id)) stacksInFlight_[kept++] = id;
+  stacksInFlight_.resize(kept);
+  for (; stacksResolved_ < count; ++stacksResolved_) {
     const uint32_t id = stacksResolved_ + 1;
-    const StackTable::Frames f = table.frames(id);
-    if (f.depth == 0) break;
-    std::vector<uint32_t>& names = data_.stacks[id];
-    names.reserve(f.depth);
-    // Python frames follow the native ones. Each native _PyEval_EvalFrameDefault frame ran one
-    // group of them: the frames up to and including the next one flagged as its entry. Groups
-    // left over (the native walk stopped early) go at the root end.
-    uint32_t python = 0;
-    while (python < f.depth && !(f.frames[python] & kPythonFrameTag)) ++python;
-    const uint32_t nativeEnd = python;
-    for (uint32_t i = 0; i < nativeEnd; ++i) {
-      const std::string& native = symbolizer.frameName(f.frames[i]);
-      if (native == "_PyEval_EvalFrameDefault" && python < f.depth) {
-        for (; python < f.depth; ++python) {
-          names.push_back(data_.strings.intern(pythonFrameName(f.frames[python])));
-          if (f.frames[python] & kPythonEntryBit) {
-            ++python;
-            break;
-          }
-        }
-        continue;
-      }
-      names.push_back(data_.strings.intern(native));
-    }
-    for (; python < f.depth; ++python) names.push_back(data_.strings.intern(pythonFrameName(f.frames[python])));
-    // A frame-pointer walk may end on a stray word past the outermost real frame.
-    while (!names.empty() && data_.strings.get(names.back()) == "[unknown]") names.pop_back();
-    stacksResolved_ = id;
+    if (resolveStack(table, symbolizer, id)) continue;
+    if (stacksInFlight_.size() == kMaxStacksInFlight) stacksInFlight_.erase(stacksInFlight_.begin());
+    stacksInFlight_.push_back(id);
   }
+}
+
+bool Store::resolveStack(const StackTable& table, Symbolizer& symbolizer, uint32_t id) {
+  const StackTable::Frames f = table.frames(id);
+  if (f.depth == 0) return false;
+  std::vector<uint32_t>& names = data_.stacks[id];
+  names.reserve(f.depth);
+  // Python frames follow the native ones. Each native _PyEval_EvalFrameDefault frame ran one
+  // group of them: the frames up to and including the next one flagged as its entry. Groups
+  // left over (the native walk stopped early) go at the root end.
+  uint32_t python = 0;
+  while (python < f.depth && !(f.frames[python] & kPythonFrameTag)) ++python;
+  const uint32_t nativeEnd = python;
+  for (uint32_t i = 0; i < nativeEnd; ++i) {
+    const std::string& native = symbolizer.frameName(f.frames[i]);
+    if (native == "_PyEval_EvalFrameDefault" && python < f.depth) {
+      for (; python < f.depth; ++python) {
+        names.push_back(data_.strings.intern(pythonFrameName(f.frames[python])));
+        if (f.frames[python] & kPythonEntryBit) {
+          ++python;
+          break;
+        }
+      }
+      continue;
+    }
+    names.push_back(data_.strings.intern(native));
+  }
+  for (; python < f.depth; ++python) names.push_back(data_.strings.intern(pythonFrameName(f.frames[python])));
+  // A frame-pointer walk may end on a stray word past the outermost real frame.
+  while (!names.empty() && data_.strings.get(names.back()) == "[unknown]") names.pop_back();
+  return true;
 }
 
 }  // namespace cutrace

@@ -41,6 +41,8 @@ class Store {
   // Names the frames of stacks interned since the last call (drain passes and the end), while
   // the objects they point into are most likely still loaded.
   void resolveStacks(const StackTable& table, Symbolizer& symbolizer);
+  // Names the frames of stack `id`; false while its frames are not in the table yet.
+  bool resolveStack(const StackTable& table, Symbolizer& symbolizer, uint32_t id);
 
   // Closes what is still open at `endTicks`, applies thread names. Call once, at the end.
   void finalize(uint64_t endTicks);
@@ -233,7 +235,10 @@ class Store {
   std::string lastMessage_;
   uint32_t lastMessageId_ = StringPool::kTransientId;
   uint64_t recordsSeen_ = 0;
-  uint32_t stacksResolved_ = 0;
+  uint32_t stacksResolved_ = 0;  // ids up to here were looked at once (resolveStacks)
+  // Ids looked at while their frames were still being copied, retried at every pass.
+  static constexpr std::size_t kMaxStacksInFlight = 64;
+  std::vector<uint32_t> stacksInFlight_;
   uint64_t eventBudget_ = UINT64_MAX;  // events held at most (UINT64_MAX: no cap)
   std::size_t stringCap_ = std::size_t{1} << 16;
   std::size_t stringBytesCap_ = std::size_t{16} << 20;
