@@ -52,35 +52,45 @@ uint32_t StackTable::find(uint64_t hash) const {
   return 0;
 }
 
+uint32_t StackTable::store(const uint64_t* frames, uint32_t depth) {
+  // Read first: a full table is not counted past its end by every later call.
+  if (nextId_.load(std::memory_order_relaxed) >= maxStacks_ ||
+      nextFrame_.load(std::memory_order_relaxed) + depth > maxFrames_)
+    return kFullId;
+  const uint32_t id = nextId_.fetch_add(1, std::memory_order_relaxed) + 1;
+  const uint64_t at = nextFrame_.fetch_add(depth, std::memory_order_relaxed);
+  if (id > maxStacks_ || at + depth > maxFrames_) return kFullId;
+  memcpy(frames_ + at, frames, depth * sizeof(uint64_t));
+  entries_[id].offset = at;
+  entries_[id].depth.store(depth, std::memory_order_release);
+  return id;
+}
+
 uint32_t StackTable::insert(uint64_t hash, const uint64_t* frames, uint32_t depth) {
   if (slots_ == nullptr || depth == 0) return 0;
   for (uint32_t probe = 0; probe < kMaxProbes; ++probe) {
     Slot& slot = slots_[(hash + probe) & slotMask_];
     uint64_t h = slot.hash.load(std::memory_order_acquire);
-    if (h == 0 && slot.hash.compare_exchange_strong(h, hash, std::memory_order_acq_rel)) {
-      const uint32_t id = nextId_.fetch_add(1, std::memory_order_relaxed) + 1;
-      const uint64_t at = nextFrame_.fetch_add(depth, std::memory_order_relaxed);
-      if (id > maxStacks_ || at + depth > maxFrames_) {
-        overflowed_.fetch_add(1, std::memory_order_relaxed);
-        slot.id.store(kFullId, std::memory_order_release);
-        return 0;
-      }
-      memcpy(frames_ + at, frames, depth * sizeof(uint64_t));
-      entries_[id].offset = at;
-      entries_[id].depth.store(depth, std::memory_order_release);
-      slot.id.store(id, std::memory_order_release);
-      return id;
+    const bool claimed = h == 0 && slot.hash.compare_exchange_strong(h, hash, std::memory_order_acq_rel);
+    if (!claimed && h != hash) continue;
+    // Another thread claimed it: its id follows once it has copied the frames (tens of
+    // nanoseconds), unless that thread was preempted, or jumped out of the copy (a signal
+    // handler's siglongjmp) and never comes back. After a bounded wait this thread stores the
+    // frames itself and its id goes in instead: a slot is never left without an id for good.
+    for (int spin = 0; !claimed && spin < kMaxSpins; ++spin) {
+      const uint32_t id = slot.id.load(std::memory_order_acquire);
+      if (id != 0) return id == kFullId ? 0 : id;
+      __builtin_ia32_pause();
     }
-    if (h == hash) {
-      // Another thread claimed this stack: its copy takes a few hundred nanoseconds at most,
-      // but a preempted writer must not stall a hook, so give up after a bounded wait.
-      for (int spin = 0; spin < 4096; ++spin) {
-        const uint32_t id = slot.id.load(std::memory_order_acquire);
-        if (id != 0) return id == kFullId ? 0 : id;
-        __builtin_ia32_pause();
-      }
-      return 0;
+    const uint32_t mine = store(frames, depth);
+    uint32_t id = 0;
+    if (slot.id.compare_exchange_strong(id, mine, std::memory_order_acq_rel)) {
+      id = mine;
+      // kFullId in the slot: later lookups of this stack answer 0 without storing again.
+      if (id == kFullId) overflowed_.fetch_add(1, std::memory_order_relaxed);
     }
+    // Lost to a waiter that took over: its id, and this thread's stays unnamed by any slot.
+    return id == kFullId ? 0 : id;
   }
   overflowed_.fetch_add(1, std::memory_order_relaxed);
   return 0;

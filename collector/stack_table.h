@@ -65,7 +65,9 @@ class StackTable {
   // The id of the stack with this hash, 0 when it was never inserted.
   uint32_t find(uint64_t hash) const;
   // Inserts a stack (frames innermost first); returns its id, the existing id when another
-  // thread inserted the same hash first, 0 when the table is full.
+  // thread inserted the same hash first, 0 when the table is full. An id no slot names may be
+  // handed out when a thread inserting a stack stalls and another one stores it meanwhile: its
+  // frames are readable all the same.
   uint32_t insert(uint64_t hash, const uint64_t* frames, uint32_t depth);
 
   // Highest id handed out so far; ids are 1..size(). An id whose insertion is still running
@@ -87,6 +89,11 @@ class StackTable {
   };
   static constexpr uint32_t kFullId = UINT32_MAX;  // slot claimed but nothing could be stored
   static constexpr uint32_t kMaxProbes = 64;
+  // Pauses a thread waits for another thread's copy of the same stack before it stores its own.
+  static constexpr int kMaxSpins = 256;
+
+  // Copies the frames under a new id; kFullId when the table has no room.
+  uint32_t store(const uint64_t* frames, uint32_t depth);
 
   Slot* slots_ = nullptr;
   Entry* entries_ = nullptr;
