@@ -319,6 +319,10 @@ uint32_t runtimeKernelNameSlow(const void* func);
 uint32_t driverKernelNameSlow(CUfunction f);
 // A module or library was unloaded: the names cached for driver handles are looked up again.
 void forgetKernelHandles();
+// The stream of the runtime's cudaMemPrefetchAsync, whose fourth and fifth words are the stream
+// and nothing (CUDA 11 and 12: a device ordinal third), or flags and the stream (CUDA 13: a
+// location third), by the loaded runtime's version; none when it cannot tell.
+const void* runtimePrefetchStream(uint64_t fourth, uint64_t fifth);
 
 // Handle -> interned name, filled by the registrations and the slow lookups (hook_table.cpp).
 extern PointerMap g_kernelNames;

@@ -497,4 +497,22 @@ uint32_t driverKernelNameSlow(CUfunction f) {
 
 void forgetKernelHandles() { g_kernelNames.forget(); }
 
+const void* runtimePrefetchStream(uint64_t fourth, uint64_t fifth) {
+  // The major version of the runtime the hooks resolved (0: it has no cudaRuntimeGetVersion).
+  // Asked once; two threads asking at once both get the same answer.
+  static std::atomic<int> major{-1};
+  int m = major.load(std::memory_order_relaxed);
+  if (m < 0) {
+    ReentrancyGuard guard;
+    static std::atomic<void*> versionSlot{nullptr};
+    using RuntimeGetVersion = cudaError_t (*)(int*);
+    void* getVersion = resolvedOnce(versionSlot, ApiLayer::Runtime, "cudaRuntimeGetVersion");
+    int version = 0;
+    if (getVersion == nullptr || reinterpret_cast<RuntimeGetVersion>(getVersion)(&version) != cudaSuccess) version = 0;
+    m = version / 1000;
+    major.store(m, std::memory_order_relaxed);
+  }
+  return reinterpret_cast<const void*>(m >= 13 ? fifth : m > 0 ? fourth : 0);
+}
+
 }  // namespace cutrace

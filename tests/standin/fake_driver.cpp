@@ -234,6 +234,15 @@ class MemoryMap {
     allocations_.erase(it);
     return CUDA_SUCCESS;
   }
+  // [p, p + n) lies in one managed allocation.
+  bool managed(uintptr_t p, size_t n) const {
+    std::shared_lock lock(mutex_);
+    auto it = allocations_.upper_bound(p);
+    if (it == allocations_.begin()) return false;
+    --it;
+    return it->second.kind == MemoryKind::Managed && p - it->first <= it->second.size &&
+           n <= it->second.size - (p - it->first);
+  }
   bool fits(uintptr_t p, size_t n) const {
     std::shared_lock lock(mutex_);
     auto it = allocations_.upper_bound(p);
@@ -606,6 +615,23 @@ CUresult copyBatch(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t c
   for (size_t i = 0; i < count; ++i)
     if (CUresult r = copyLinear(dsts[i], srcs[i], sizes[i], s)) return r;
   return CUDA_SUCCESS;
+}
+
+// cuMemPrefetchAsync: the range must lie in one managed allocation, the destination be the device
+// or the host (CU_DEVICE_CPU, or a host location), and flags 0. Pages need not move: memory is
+// the host's for both sides here.
+CUresult prefetch(CUdeviceptr p, size_t n, bool toHost, int device, unsigned flags, CUstream s) {
+  if (CUresult r = needStream(s)) return r;
+  if (flags != 0 || n == 0 || !memory().managed(addr(p), n)) return CUDA_ERROR_INVALID_VALUE;
+  if (!toHost && device != 0) return CUDA_ERROR_INVALID_DEVICE;
+  return CUDA_SUCCESS;
+}
+CUresult prefetchTo(CUdeviceptr p, size_t n, CUmemLocation location, unsigned flags, CUstream s) {
+  switch (location.type) {
+    case CU_MEM_LOCATION_TYPE_DEVICE: return prefetch(p, n, false, location.id, flags, s);
+    case CU_MEM_LOCATION_TYPE_HOST: return prefetch(p, n, true, 0, flags, s);
+    default: return CUDA_ERROR_INVALID_VALUE;
+  }
 }
 
 // One side of a 2D/3D copy: its base address by memory type (arrays are not modelled).
@@ -1387,6 +1413,13 @@ STANDIN_ENTRY_PTSZ(cuMemcpyBatchAsync_v2,
                    (CUdeviceptr * dsts, CUdeviceptr* srcs, size_t* sizes, size_t count, CUmemcpyAttributes* attrs,
                     size_t* attrsIdxs, size_t numAttrs, CUstream s),
                    copyBatch(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, s))
+// The first version (a device ordinal) is still exported for programs built before CUDA 13, whose
+// header names CUDA 12.2's location version cuMemPrefetchAsync.
+#undef cuMemPrefetchAsync
+STANDIN_ENTRY_PTSZ(cuMemPrefetchAsync, (CUdeviceptr p, size_t n, CUdevice device, CUstream s),
+                   prefetch(p, n, device == CU_DEVICE_CPU, device, 0, s))
+STANDIN_ENTRY_PTSZ(cuMemPrefetchAsync_v2, (CUdeviceptr p, size_t n, CUmemLocation location, unsigned flags, CUstream s),
+                   prefetchTo(p, n, location, flags, s))
 STANDIN_COPY_ASYNC(cuMemcpyHtoDAsync_v2, CUdeviceptr, const void*)
 STANDIN_COPY_ASYNC(cuMemcpyHtoDAsync_v2_ptsz, CUdeviceptr, const void*)
 STANDIN_COPY_ASYNC(cuMemcpyDtoHAsync_v2, void*, CUdeviceptr)
@@ -1699,6 +1732,10 @@ const ProcEntry kProcTable[] = {
     PT(cuMemcpyAsync, 7000, cuMemcpyAsync_ptsz),
     E(cuMemcpyBatchAsync, 13000, cuMemcpyBatchAsync_v2),
     PT(cuMemcpyBatchAsync, 13000, cuMemcpyBatchAsync_v2_ptsz),
+    E(cuMemPrefetchAsync, 8000, cuMemPrefetchAsync),
+    PT(cuMemPrefetchAsync, 8000, cuMemPrefetchAsync_ptsz),
+    E(cuMemPrefetchAsync, 12020, cuMemPrefetchAsync_v2),
+    PT(cuMemPrefetchAsync, 12020, cuMemPrefetchAsync_v2_ptsz),
     E(cuMemcpyHtoD, 3020, cuMemcpyHtoD_v2),
     PT(cuMemcpyHtoD, 7000, cuMemcpyHtoD_v2_ptds),
     E(cuMemcpyDtoH, 3020, cuMemcpyDtoH_v2),

@@ -115,6 +115,7 @@ constexpr int kRuntimeVersion = CUDART_VERSION;
   X(cuMemcpy3DAsync, cuMemcpy3DAsync_v2, kRuntimeVersion)                                                     \
   X(cuMemcpyPeer, cuMemcpyPeer, kRuntimeVersion)                                                              \
   X(cuMemcpyPeerAsync, cuMemcpyPeerAsync, kRuntimeVersion)                                                    \
+  X(cuMemPrefetchAsync, cuMemPrefetchAsync_v2, kRuntimeVersion)                                              \
   X(cuMemsetD8, cuMemsetD8_v2, kRuntimeVersion)                                                               \
   X(cuMemsetD8Async, cuMemsetD8Async, kRuntimeVersion)                                                        \
   X(cuMemsetD2D8, cuMemsetD2D8_v2, kRuntimeVersion)                                                           \
@@ -953,6 +954,25 @@ cudaError_t cudaMemcpyPeerAsync(void* dst, int dstDevice, const void* src, int s
   if (dstDevice != 0 || srcDevice != 0) return record(cudaErrorInvalidDevice);
   const CUcontext ctx = rt().context;
   return call(D->cuMemcpyPeerAsync(dptr(dst), ctx, dptr(src), ctx, n, s));
+}
+
+// ------------------------------------------------------------------ prefetches
+// CUDA 13's: a location and flags (the runtime before it took a device ordinal under this name).
+namespace {
+cudaError_t prefetch(bool perThread, const void* p, size_t n, cudaMemLocation location, unsigned flags, cudaStream_t s) {
+  STANDIN_DRIVER(perThread);
+  CUmemLocation to{};
+  to.type = static_cast<CUmemLocationType>(location.type);
+  to.id = location.id;
+  return call(D->cuMemPrefetchAsync(dptr(p), n, to, flags, s));
+}
+}  // namespace
+cudaError_t cudaMemPrefetchAsync(const void* p, size_t n, cudaMemLocation location, unsigned flags, cudaStream_t s) {
+  return prefetch(false, p, n, location, flags, s);
+}
+cudaError_t cudaMemPrefetchAsync_ptsz(const void* p, size_t n, cudaMemLocation location, unsigned flags,
+                                      cudaStream_t s) {
+  return prefetch(true, p, n, location, flags, s);
 }
 
 // ------------------------------------------------------------------ sets

@@ -1,8 +1,9 @@
 /* A CUDA 11 runtime's cudaGraphInstantiate, as old binaries call it: five parameters, the last
  * two a buffer for the instantiation's log and its size (CUDA 12 took them out and kept the
  * name). Reports what arrived, so that a shim that forwards only the newer three is caught: the
- * real runtime writes its log through whatever pointer arrives. Also what cutrace looks a runtime
- * up by (cudaGetDeviceCount).
+ * real runtime writes its log through whatever pointer arrives. Its cudaMemPrefetchAsync takes a
+ * device ordinal and the stream (CUDA 13's: a location, flags, the stream). Also what cutrace
+ * looks a runtime up by (cudaGetDeviceCount), and its version.
  *
  *   built as a library; old_runtime links it */
 #include <stddef.h>
@@ -19,5 +20,20 @@ int cudaGraphInstantiate(void** exec, void* graph, void* errorNode, char* logBuf
   if (logBuffer == NULL || bufferSize != 64) return 1;
   memcpy(logBuffer, kLog, sizeof(kLog));
   *exec = graph;
+  return 0;
+}
+
+int cudaRuntimeGetVersion(int* version) {
+  if (version == NULL) return 1;
+  *version = 11080;
+  return 0;
+}
+
+/* The stream the caller passed, seen by old_runtime. */
+void* lastPrefetchStream;
+
+int cudaMemPrefetchAsync(const void* p, size_t count, int dstDevice, void* stream) {
+  if (p == NULL || count != 4096 || dstDevice != 0) return 1;
+  lastPrefetchStream = stream;
   return 0;
 }

@@ -1,6 +1,7 @@
 /* A program built against CUDA 11's runtime instantiates a graph with the five-parameter
- * cudaGraphInstantiate (its log buffer and size last). Under cutrace the call must reach the
- * runtime whole: the log written where the program asked, the call recorded.
+ * cudaGraphInstantiate (its log buffer and size last) and prefetches with a device ordinal
+ * before the stream. Under cutrace the calls must reach the runtime whole: the log written where
+ * the program asked, the stream the one passed, and be recorded (the prefetch with its stream).
  *
  *   usage: old_runtime */
 #include <stddef.h>
@@ -8,6 +9,8 @@
 #include <string.h>
 
 int cudaGraphInstantiate(void** exec, void* graph, void* errorNode, char* logBuffer, size_t bufferSize);
+int cudaMemPrefetchAsync(const void* p, size_t count, int dstDevice, void* stream);
+extern void* lastPrefetchStream;
 
 int main(void) {
   static int graph;
@@ -20,5 +23,14 @@ int main(void) {
     return 1;
   }
   printf("log: %s\n", log);
+  /* Two streams, the legacy one, the first again: the trace must show that pattern. */
+  static char managed[4096];
+  void* const streams[] = {(void*)0x5170, (void*)0x5180, NULL, (void*)0x5170};
+  for (int i = 0; i < 4; ++i) {
+    if (cudaMemPrefetchAsync(managed, sizeof(managed), 0, streams[i]) != 0 || lastPrefetchStream != streams[i]) {
+      printf("cudaMemPrefetchAsync: stream %p\n", lastPrefetchStream);
+      return 1;
+    }
+  }
   return 0;
 }

@@ -1,0 +1,57 @@
+/* Managed memory prefetched ahead of use, as unified-memory programs do: every entry point that
+ * moves pages (the runtime's, the driver's first version with a device ordinal, its location
+ * version, and both as cuGetProcAddress hands them to runtimes built for CUDA 12 and 13) is one
+ * event with the bytes and the stream it was queued on. Prefetches of memory that is not managed,
+ * or with flags, are refused and recorded with their result.
+ *
+ *   usage: prefetch */
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <stdio.h>
+
+#include "cuda_check.h"
+
+/* The first version's symbol: cuda.h names its location version cuMemPrefetchAsync. */
+CUresult prefetchToDevice(CUdeviceptr p, size_t n, CUdevice device, CUstream s) __asm__("cuMemPrefetchAsync");
+
+typedef CUresult (*PrefetchToDevice)(CUdeviceptr, size_t, CUdevice, CUstream);
+typedef CUresult (*PrefetchTo)(CUdeviceptr, size_t, CUmemLocation, unsigned, CUstream);
+
+int main(void) {
+  const CUdevice dev = useFirstDevice();
+  CUstream s;
+  check(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+  CUdeviceptr managed, plain;
+  check(cuMemAllocManaged(&managed, 1 << 20, CU_MEM_ATTACH_GLOBAL), "cuMemAllocManaged");
+  check(cuMemAlloc(&plain, 4096), "cuMemAlloc");
+
+  CUmemLocation toDevice = {CU_MEM_LOCATION_TYPE_DEVICE, dev};
+  CUmemLocation toHost = {CU_MEM_LOCATION_TYPE_HOST, 0};
+  check(cuMemPrefetchAsync(managed, 1 << 20, toDevice, 0, s), "cuMemPrefetchAsync_v2");
+  check(cuMemPrefetchAsync(managed, 65536, toHost, 0, s), "cuMemPrefetchAsync_v2 to the host");
+  check(prefetchToDevice(managed, 4096, dev, s), "cuMemPrefetchAsync");
+  check(prefetchToDevice(managed + 4096, 4096, CU_DEVICE_CPU, s), "cuMemPrefetchAsync to the host");
+
+  PrefetchToDevice first = NULL;
+  check(cuGetProcAddress("cuMemPrefetchAsync", (void**)&first, 12000, CU_GET_PROC_ADDRESS_DEFAULT, NULL),
+        "cuGetProcAddress 12000");
+  if (first != NULL) check(first(managed, 8192, dev, s), "cuMemPrefetchAsync (12000)");
+  PrefetchTo second = NULL;
+  check(cuGetProcAddress("cuMemPrefetchAsync", (void**)&second, 13000, CU_GET_PROC_ADDRESS_DEFAULT, NULL),
+        "cuGetProcAddress 13000");
+  if (second != NULL) check(second(managed, 16384, toDevice, 0, s), "cuMemPrefetchAsync (13000)");
+
+  struct cudaMemLocation runtimeToDevice = {cudaMemLocationTypeDevice, dev};
+  checkRuntime(cudaMemPrefetchAsync((void*)managed, 32768, runtimeToDevice, 0, (cudaStream_t)s), "cudaMemPrefetchAsync");
+
+  /* Refused: memory that is not managed; flags. */
+  if (cuMemPrefetchAsync(plain, 4096, toDevice, 0, s) != CUDA_ERROR_INVALID_VALUE) ++failures;
+  if (cuMemPrefetchAsync(managed, 4096, toDevice, 1, s) != CUDA_ERROR_INVALID_VALUE) ++failures;
+
+  check(cuStreamSynchronize(s), "cuStreamSynchronize");
+  check(cuMemFree(plain), "cuMemFree");
+  check(cuMemFree(managed), "cuMemFree");
+  check(cuStreamDestroy(s), "cuStreamDestroy");
+  printf("prefetched\n");
+  return failures == 0 ? 0 : 1;
+}
