@@ -41,8 +41,6 @@ class Store {
   // Names the frames of stacks interned since the last call (drain passes and the end), while
   // the objects they point into are most likely still loaded.
   void resolveStacks(const StackTable& table, Symbolizer& symbolizer);
-  // Names the frames of stack `id`; false while its frames are not in the table yet.
-  bool resolveStack(const StackTable& table, Symbolizer& symbolizer, uint32_t id);
 
   // Closes what is still open at `endTicks`, applies thread names. Call once, at the end.
   void finalize(uint64_t endTicks);
@@ -74,6 +72,8 @@ class Store {
   }
 
  private:
+  // Names the frames of stack `id`; false while its frames are not in the table yet.
+  bool resolveStack(const StackTable& table, Symbolizer& symbolizer, uint32_t id);
   // A pushed range until its pop: what its event will need, no more (written field by field at
   // the push, and into the event's slot at the pop, never copied whole).
   struct OpenRange {
