@@ -7,7 +7,7 @@
 //               [--max-bytes-per-event B]
 //               [--issued FILE] [--names A,B,...] [--instant NAME]... [--children PARENT=A|B|...]...
 //               [--count NAME=N]... [--stacked NAME]... [--uncounted-gaps] [--group-threads]
-//               [--counter-values] [--handle-pair MADE|...=ENDED|...]... [--streams]
+//               [--counter-values] [--handle-pair MADE|...=ENDED|...]... [--streams] [--handles]
 //   trace_check --compare A.trace.json B.trace.json
 //
 // --compare: A is a process's own trace, B the one `cutrace export` rebuilt from its stream;
@@ -57,8 +57,9 @@
 //   an event a handler's siglongjmp cut short between two stores of cutrace's count is lost
 //   uncounted.
 // --group-threads: threads with the same name and events are summarised once, with their count.
-// --streams: the summary shows each host event's args.stream as "stream=sN", N the stream's
-// order of first appearance in the file (handles differ from run to run).
+// --streams, --handles: the summary shows each host event's args.stream as "stream=sN", its
+// args.handle as "handle=hN", N the stream's (handle's) order of first appearance in the file
+// (their values differ from run to run).
 // --counter-values: the summary lists each counter's values in time order ("counter NAME: A B ...").
 // --view launches renders only NVTX ranges and launches ("launch kernel=..."), which is the
 // same whether a launch went through the shared runtime, a static one or the driver.
@@ -183,8 +184,12 @@ bool machineSpecificFrame(const std::string& f) {
 
 bool listStacks = false;
 bool counterValues = false;
-bool showStreams = false;
-std::map<std::string, std::size_t> streamLabels;  // --streams: handle -> N of "sN"
+bool showStreams = false, showHandles = false;
+// --streams, --handles: value -> N of "sN" ("hN").
+std::map<std::string, std::size_t> streamLabels, handleLabels;
+std::size_t labelOf(std::map<std::string, std::size_t>& labels, simdjson::dom::element v) {
+  return labels.try_emplace(str(v), labels.size()).first->second;
+}
 // Every frame name some args.stack holds: without --stacks the folded listing leaves them out,
 // so summaries of tests about something else do not depend on the unwinder or the compiler.
 std::set<std::string> stackFrameNames;
@@ -251,8 +256,8 @@ std::string renderArgs(simdjson::dom::object args, bool& hasKernel) {
     if (args[key].get(n) == simdjson::SUCCESS) out << " " << key << "=" << n;
   }
   if (args["kind"].get(v) == simdjson::SUCCESS) out << " kind=" << str(v);
-  if (showStreams && args["stream"].get(v) == simdjson::SUCCESS)
-    out << " stream=s" << streamLabels.try_emplace(std::string(str(v)), streamLabels.size()).first->second;
+  if (showHandles && args["handle"].get(v) == simdjson::SUCCESS) out << " handle=h" << labelOf(handleLabels, v);
+  if (showStreams && args["stream"].get(v) == simdjson::SUCCESS) out << " stream=s" << labelOf(streamLabels, v);
   for (const char* key : {"op_seq", "stashed_seq", "op_id"}) {
     uint64_t n;
     if (args[key].get(n) == simdjson::SUCCESS) out << " " << key << "=" << n;
@@ -650,6 +655,7 @@ int main(int argc, char** argv) {
     else if (a == "--group-threads") groupThreads = true;
     else if (a == "--counter-values") counterValues = true;
     else if (a == "--streams") showStreams = true;
+    else if (a == "--handles") showHandles = true;
     else fail("unknown argument " + a);
   }
 

@@ -113,6 +113,9 @@ struct Graph {
 struct GraphExec {
   const Graph* graph;
 };
+struct GraphNode {  // added one by one (cuGraphAdd*Node): only its graph, for the dependencies
+  const Graph* graph;
+};
 // A JIT link (cuLinkCreate): inputs added, then completed into an image for cuModuleLoadData,
 // the link's own until it is destroyed.
 struct Link {
@@ -121,7 +124,7 @@ struct Link {
   std::string image;
 };
 
-enum class HandleKind { Module, Function, Library, Kernel, Stream, Event, Physical, Graph, GraphExec, Link };
+enum class HandleKind { Module, Function, Library, Kernel, Stream, Event, Physical, Graph, GraphExec, GraphNode, Link };
 
 class Registry {
  public:
@@ -1101,6 +1104,47 @@ STANDIN_ENTRY_PTSZ(cuStreamBeginCaptureToGraph,
                    (CUstream s, CUgraph graph, const CUgraphNode* dependencies, const CUgraphEdgeData* edges,
                     size_t count, CUstreamCaptureMode mode),
                    beginCaptureToGraph(s, graph, dependencies, edges, count, mode))
+// A node added to a graph by hand: the graph live, every dependency a node of it, the node's
+// parameters present (`valid`).
+static CUresult addNode(CUgraphNode* node, CUgraph graph, const CUgraphNode* dependencies, size_t count, bool valid) {
+  if (CUresult r = needContext()) return r;
+  const auto* g = lookup<Graph>(graph, HandleKind::Graph);
+  if (node == nullptr || g == nullptr || !valid || (count != 0 && dependencies == nullptr)) return CUDA_ERROR_INVALID_VALUE;
+  for (size_t i = 0; i < count; ++i) {
+    const auto* d = lookup<GraphNode>(dependencies[i], HandleKind::GraphNode);
+    if (d == nullptr || d->graph != g) return CUDA_ERROR_INVALID_VALUE;
+  }
+  auto* made = new GraphNode{g};
+  handles().add(made, HandleKind::GraphNode);
+  *node = reinterpret_cast<CUgraphNode>(made);
+  return CUDA_SUCCESS;
+}
+#define STANDIN_ADD_NODE(name, extra, valid)                                                               \
+  CUresult name(CUgraphNode* node, CUgraph graph, const CUgraphNode* dependencies, size_t count extra) { \
+    ENTRY();                                                                                             \
+    return addNode(node, graph, dependencies, count, valid);                                             \
+  }
+#define STANDIN_COMMA ,
+// The first versions of two names cuda.h gives to later ones: programs built before them call these.
+#undef cuGraphAddKernelNode
+#undef cuGraphAddNode
+STANDIN_ADD_NODE(cuGraphAddKernelNode, STANDIN_COMMA const CUDA_KERNEL_NODE_PARAMS_v1* p, p != nullptr && p->func != nullptr)
+STANDIN_ADD_NODE(cuGraphAddKernelNode_v2, STANDIN_COMMA const CUDA_KERNEL_NODE_PARAMS* p, p != nullptr && p->func != nullptr)
+STANDIN_ADD_NODE(cuGraphAddMemcpyNode, STANDIN_COMMA const CUDA_MEMCPY3D* p STANDIN_COMMA CUcontext, p != nullptr)
+STANDIN_ADD_NODE(cuGraphAddMemsetNode, STANDIN_COMMA const CUDA_MEMSET_NODE_PARAMS* p STANDIN_COMMA CUcontext, p != nullptr)
+STANDIN_ADD_NODE(cuGraphAddHostNode, STANDIN_COMMA const CUDA_HOST_NODE_PARAMS* p, p != nullptr && p->fn != nullptr)
+STANDIN_ADD_NODE(cuGraphAddChildGraphNode, STANDIN_COMMA CUgraph child, handles().contains(child, HandleKind::Graph))
+STANDIN_ADD_NODE(cuGraphAddEmptyNode, , true)
+STANDIN_ADD_NODE(cuGraphAddEventRecordNode, STANDIN_COMMA CUevent e, handles().contains(e, HandleKind::Event))
+STANDIN_ADD_NODE(cuGraphAddEventWaitNode, STANDIN_COMMA CUevent e, handles().contains(e, HandleKind::Event))
+STANDIN_ADD_NODE(cuGraphAddNode, STANDIN_COMMA CUgraphNodeParams* p, p != nullptr)
+CUresult cuGraphAddNode_v2(CUgraphNode* node, CUgraph graph, const CUgraphNode* dependencies, const CUgraphEdgeData*,
+                           size_t count, CUgraphNodeParams* params) {
+  ENTRY();
+  return addNode(node, graph, dependencies, count, params != nullptr);
+}
+#undef STANDIN_ADD_NODE
+#undef STANDIN_COMMA
 CUresult cuGraphCreate(CUgraph* graph, unsigned flags) {
   ENTRY();
   if (CUresult r = needContext()) return r;
@@ -1697,6 +1741,17 @@ const ProcEntry kProcTable[] = {
     E(cuLinkComplete, 5050, cuLinkComplete),
     E(cuLinkDestroy, 5050, cuLinkDestroy),
     E(cuGraphCreate, 10000, cuGraphCreate),
+    E(cuGraphAddKernelNode, 10000, cuGraphAddKernelNode),
+    E(cuGraphAddKernelNode, 12000, cuGraphAddKernelNode_v2),
+    E(cuGraphAddMemcpyNode, 10000, cuGraphAddMemcpyNode),
+    E(cuGraphAddMemsetNode, 10000, cuGraphAddMemsetNode),
+    E(cuGraphAddHostNode, 10000, cuGraphAddHostNode),
+    E(cuGraphAddChildGraphNode, 10000, cuGraphAddChildGraphNode),
+    E(cuGraphAddEmptyNode, 10000, cuGraphAddEmptyNode),
+    E(cuGraphAddEventRecordNode, 11010, cuGraphAddEventRecordNode),
+    E(cuGraphAddEventWaitNode, 11010, cuGraphAddEventWaitNode),
+    E(cuGraphAddNode, 12020, cuGraphAddNode),
+    E(cuGraphAddNode, 12030, cuGraphAddNode_v2),
     E(cuGraphDestroy, 10000, cuGraphDestroy),
     E(cuGraphExecDestroy, 10000, cuGraphExecDestroy),
     E(cuGraphUpload, 11010, cuGraphUpload),

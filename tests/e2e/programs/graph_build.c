@@ -1,0 +1,103 @@
+/* A CUDA graph built node by node with the driver's graph API, as programs that do not capture
+ * streams build theirs: a kernel, a set, a copy, a host function, a child graph, event record and
+ * wait, empty nodes, and nodes by their generic parameters, each through the first and the later
+ * version where cuda.h renamed one. Every node added is recorded with its graph as the handle; a
+ * node on a destroyed graph and one depending on another graph's node are refused and recorded
+ * with their result. The graph is then instantiated and launched.
+ *
+ *   usage: graph_build */
+#include <cuda.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cuda_check.h"
+#include "noop_ptx.h"
+
+/* The first versions' symbols: cuda.h gives their names to the later ones. */
+CUresult addKernelNodeV1(CUgraphNode* node, CUgraph graph, const CUgraphNode* dependencies, size_t count,
+                         const CUDA_KERNEL_NODE_PARAMS_v1* params) __asm__("cuGraphAddKernelNode");
+CUresult addNodeV1(CUgraphNode* node, CUgraph graph, const CUgraphNode* dependencies, size_t count,
+                   CUgraphNodeParams* params) __asm__("cuGraphAddNode");
+
+static void hostFunction(void* data) { (void)data; }
+
+int main(void) {
+  CUcontext ctx;
+  useFirstDevice();
+  check(cuCtxGetCurrent(&ctx), "cuCtxGetCurrent");
+  CUmodule module;
+  CUfunction noop;
+  check(cuModuleLoadData(&module, kPtx), "cuModuleLoadData");
+  check(cuModuleGetFunction(&noop, module, "noop"), "cuModuleGetFunction");
+  CUdeviceptr buffer;
+  check(cuMemAlloc(&buffer, 4096), "cuMemAlloc");
+  CUevent event;
+  check(cuEventCreate(&event, CU_EVENT_DEFAULT), "cuEventCreate");
+
+  CUgraph graph, child, other;
+  check(cuGraphCreate(&graph, 0), "cuGraphCreate");
+  check(cuGraphCreate(&child, 0), "cuGraphCreate");
+  check(cuGraphCreate(&other, 0), "cuGraphCreate");
+  CUgraphNode start, kernel, kernelV1, set, copy, host, sub, record, wait, generic, genericV1, inChild, foreign;
+  check(cuGraphAddEmptyNode(&start, graph, NULL, 0), "cuGraphAddEmptyNode");
+
+  CUDA_KERNEL_NODE_PARAMS k;
+  memset(&k, 0, sizeof(k));
+  k.func = noop;
+  k.gridDimX = k.gridDimY = k.gridDimZ = 1;
+  k.blockDimX = 32;
+  k.blockDimY = k.blockDimZ = 1;
+  check(cuGraphAddKernelNode(&kernel, graph, &start, 1, &k), "cuGraphAddKernelNode_v2");
+  CUDA_KERNEL_NODE_PARAMS_v1 k1;
+  memset(&k1, 0, sizeof(k1));
+  k1.func = noop;
+  k1.gridDimX = k1.gridDimY = k1.gridDimZ = 1;
+  k1.blockDimX = 32;
+  k1.blockDimY = k1.blockDimZ = 1;
+  check(addKernelNodeV1(&kernelV1, graph, &start, 1, &k1), "cuGraphAddKernelNode");
+
+  CUDA_MEMSET_NODE_PARAMS m;
+  memset(&m, 0, sizeof(m));
+  m.dst = buffer;
+  m.elementSize = 1;
+  m.width = 4096;
+  m.height = 1;
+  check(cuGraphAddMemsetNode(&set, graph, &kernel, 1, &m, ctx), "cuGraphAddMemsetNode");
+  CUDA_MEMCPY3D c;
+  memset(&c, 0, sizeof(c));
+  c.srcMemoryType = c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+  c.srcDevice = buffer;
+  c.dstDevice = buffer + 2048;
+  c.WidthInBytes = 1024;
+  c.Height = c.Depth = 1;
+  check(cuGraphAddMemcpyNode(&copy, graph, &set, 1, &c, ctx), "cuGraphAddMemcpyNode");
+  CUDA_HOST_NODE_PARAMS h = {hostFunction, NULL};
+  check(cuGraphAddHostNode(&host, graph, &copy, 1, &h), "cuGraphAddHostNode");
+  check(cuGraphAddEmptyNode(&inChild, child, NULL, 0), "cuGraphAddEmptyNode");
+  check(cuGraphAddChildGraphNode(&sub, graph, &host, 1, child), "cuGraphAddChildGraphNode");
+  check(cuGraphAddEventRecordNode(&record, graph, &sub, 1, event), "cuGraphAddEventRecordNode");
+  check(cuGraphAddEventWaitNode(&wait, graph, &record, 1, event), "cuGraphAddEventWaitNode");
+  CUgraphNodeParams empty;
+  memset(&empty, 0, sizeof(empty));
+  empty.type = CU_GRAPH_NODE_TYPE_EMPTY;
+  check(cuGraphAddNode(&generic, graph, &wait, NULL, 1, &empty), "cuGraphAddNode_v2");
+  check(addNodeV1(&genericV1, graph, &generic, 1, &empty), "cuGraphAddNode");
+
+  /* Refused: a node on a destroyed graph; a dependency on another graph's node. */
+  check(cuGraphDestroy(other), "cuGraphDestroy");
+  if (cuGraphAddEmptyNode(&foreign, other, NULL, 0) != CUDA_ERROR_INVALID_VALUE) ++failures;
+  if (cuGraphAddEmptyNode(&foreign, graph, &inChild, 1) != CUDA_ERROR_INVALID_VALUE) ++failures;
+
+  CUgraphExec exec;
+  check(cuGraphInstantiateWithFlags(&exec, graph, 0), "cuGraphInstantiateWithFlags");
+  check(cuGraphLaunch(exec, NULL), "cuGraphLaunch");
+  check(cuCtxSynchronize(), "cuCtxSynchronize");
+  check(cuGraphExecDestroy(exec), "cuGraphExecDestroy");
+  check(cuGraphDestroy(graph), "cuGraphDestroy");
+  check(cuGraphDestroy(child), "cuGraphDestroy");
+  check(cuEventDestroy(event), "cuEventDestroy");
+  check(cuMemFree(buffer), "cuMemFree");
+  check(cuModuleUnload(module), "cuModuleUnload");
+  printf("built\n");
+  return failures == 0 ? 0 : 1;
+}
