@@ -2,8 +2,8 @@
  * streams build theirs: a kernel, a set, a copy, a host function, a child graph, event record and
  * wait, empty nodes, and nodes by their generic parameters, each through the first and the later
  * version where cuda.h renamed one. Every node added is recorded with its graph as the handle; a
- * node on a destroyed graph and one depending on another graph's node are refused and recorded
- * with their result. The graph is then instantiated and launched.
+ * node on no graph and one depending on another graph's node are refused and recorded with their
+ * result. The graph is then instantiated and launched.
  *
  *   usage: graph_build */
 #include <cuda.h>
@@ -34,10 +34,9 @@ int main(void) {
   CUevent event;
   check(cuEventCreate(&event, CU_EVENT_DEFAULT), "cuEventCreate");
 
-  CUgraph graph, child, other;
+  CUgraph graph, child;
   check(cuGraphCreate(&graph, 0), "cuGraphCreate");
   check(cuGraphCreate(&child, 0), "cuGraphCreate");
-  check(cuGraphCreate(&other, 0), "cuGraphCreate");
   CUgraphNode start, kernel, kernelV1, set, copy, host, sub, record, wait, generic, genericV1, inChild, foreign;
   check(cuGraphAddEmptyNode(&start, graph, NULL, 0), "cuGraphAddEmptyNode");
 
@@ -83,9 +82,8 @@ int main(void) {
   check(cuGraphAddNode(&generic, graph, &wait, NULL, 1, &empty), "cuGraphAddNode_v2");
   check(addNodeV1(&genericV1, graph, &generic, 1, &empty), "cuGraphAddNode");
 
-  /* Refused: a node on a destroyed graph; a dependency on another graph's node. */
-  check(cuGraphDestroy(other), "cuGraphDestroy");
-  if (cuGraphAddEmptyNode(&foreign, other, NULL, 0) != CUDA_ERROR_INVALID_VALUE) ++failures;
+  /* Refused: a node on no graph; a dependency on another graph's node. */
+  if (cuGraphAddEmptyNode(&foreign, NULL, NULL, 0) != CUDA_ERROR_INVALID_VALUE) ++failures;
   if (cuGraphAddEmptyNode(&foreign, graph, &inChild, 1) != CUDA_ERROR_INVALID_VALUE) ++failures;
 
   CUgraphExec exec;
