@@ -87,6 +87,15 @@ constexpr int kRuntimeVersion = CUDART_VERSION;
   X(cuGraphInstantiateWithParams, cuGraphInstantiateWithParams, kRuntimeVersion)                              \
   X(cuStreamBeginCaptureToGraph, cuStreamBeginCaptureToGraph, kRuntimeVersion)                                \
   X(cuGraphCreate, cuGraphCreate, kRuntimeVersion)                                                            \
+  X(cuGraphAddKernelNode, cuGraphAddKernelNode_v2, kRuntimeVersion)                                          \
+  X(cuGraphAddMemcpyNode, cuGraphAddMemcpyNode, kRuntimeVersion)                                              \
+  X(cuGraphAddMemsetNode, cuGraphAddMemsetNode, kRuntimeVersion)                                              \
+  X(cuGraphAddHostNode, cuGraphAddHostNode, kRuntimeVersion)                                                  \
+  X(cuGraphAddChildGraphNode, cuGraphAddChildGraphNode, kRuntimeVersion)                                      \
+  X(cuGraphAddEmptyNode, cuGraphAddEmptyNode, kRuntimeVersion)                                                \
+  X(cuGraphAddEventRecordNode, cuGraphAddEventRecordNode, kRuntimeVersion)                                    \
+  X(cuGraphAddEventWaitNode, cuGraphAddEventWaitNode, kRuntimeVersion)                                        \
+  X(cuGraphAddNode, cuGraphAddNode_v2, kRuntimeVersion)                                                       \
   X(cuGraphDestroy, cuGraphDestroy, kRuntimeVersion)                                                          \
   X(cuGraphExecDestroy, cuGraphExecDestroy, kRuntimeVersion)                                                  \
   X(cuMemAlloc, cuMemAlloc_v2, kRuntimeVersion)                                                               \
@@ -491,12 +500,11 @@ cudaError_t copy2D(bool perThread, void* dst, size_t dpitch, const void* src, si
   return call(async ? D->cuMemcpy2DAsync(&c, s) : D->cuMemcpy2D(&c));
 }
 
-// Linear memory only: the stand-in has no CUDA arrays.
-cudaError_t copy3D(bool perThread, const cudaMemcpy3DParms* p, bool async, cudaStream_t s) {
-  STANDIN_DRIVER(perThread);
-  if (p == nullptr || p->srcArray != nullptr || p->dstArray != nullptr) return record(cudaErrorInvalidValue);
-  if (!validKind(p->kind)) return record(cudaErrorInvalidMemcpyDirection);
-  CUDA_MEMCPY3D c{};
+// Linear memory only: the stand-in has no CUDA arrays. cudaSuccess when `p` describes a copy.
+cudaError_t describe3D(const cudaMemcpy3DParms* p, CUDA_MEMCPY3D& c) {
+  if (p == nullptr || p->srcArray != nullptr || p->dstArray != nullptr) return cudaErrorInvalidValue;
+  if (!validKind(p->kind)) return cudaErrorInvalidMemcpyDirection;
+  c = CUDA_MEMCPY3D{};
   c.srcMemoryType = memoryType(p->kind, true), c.srcHost = p->srcPtr.ptr, c.srcDevice = dptr(p->srcPtr.ptr);
   c.srcPitch = p->srcPtr.pitch, c.srcHeight = p->srcPtr.ysize;
   c.srcXInBytes = p->srcPos.x, c.srcY = p->srcPos.y, c.srcZ = p->srcPos.z;
@@ -504,6 +512,13 @@ cudaError_t copy3D(bool perThread, const cudaMemcpy3DParms* p, bool async, cudaS
   c.dstPitch = p->dstPtr.pitch, c.dstHeight = p->dstPtr.ysize;
   c.dstXInBytes = p->dstPos.x, c.dstY = p->dstPos.y, c.dstZ = p->dstPos.z;
   c.WidthInBytes = p->extent.width, c.Height = p->extent.height, c.Depth = p->extent.depth;
+  return cudaSuccess;
+}
+
+cudaError_t copy3D(bool perThread, const cudaMemcpy3DParms* p, bool async, cudaStream_t s) {
+  STANDIN_DRIVER(perThread);
+  CUDA_MEMCPY3D c;
+  if (cudaError_t e = describe3D(p, c)) return record(e);
   return call(async ? D->cuMemcpy3DAsync(&c, s) : D->cuMemcpy3D(&c));
 }
 
@@ -710,6 +725,77 @@ cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
 cudaError_t cudaGraphCreate(cudaGraph_t* graph, unsigned flags) {
   STANDIN_DRIVER(false);
   return call(D->cuGraphCreate(reinterpret_cast<CUgraph*>(graph), flags));
+}
+// Graphs built node by node: each node through the driver's call for it, its parameters converted.
+#define STANDIN_NODE_ARGS reinterpret_cast<CUgraphNode*>(node), reinterpret_cast<CUgraph>(graph), \
+                          reinterpret_cast<const CUgraphNode*>(dependencies), count
+cudaError_t cudaGraphAddKernelNode(cudaGraphNode_t* node, cudaGraph_t graph, const cudaGraphNode_t* dependencies,
+                                   size_t count, const cudaKernelNodeParams* p) {
+  STANDIN_DRIVER(false);
+  if (p == nullptr) return record(cudaErrorInvalidValue);
+  CUkernel k = nullptr;
+  if (cudaError_t e = resolveKernel(*D, p->func, k)) return record(e);
+  CUDA_KERNEL_NODE_PARAMS c{};
+  c.func = reinterpret_cast<CUfunction>(k);
+  c.gridDimX = p->gridDim.x, c.gridDimY = p->gridDim.y, c.gridDimZ = p->gridDim.z;
+  c.blockDimX = p->blockDim.x, c.blockDimY = p->blockDim.y, c.blockDimZ = p->blockDim.z;
+  c.sharedMemBytes = p->sharedMemBytes, c.kernelParams = p->kernelParams, c.extra = p->extra;
+  return call(D->cuGraphAddKernelNode(STANDIN_NODE_ARGS, &c));
+}
+cudaError_t cudaGraphAddMemcpyNode(cudaGraphNode_t* node, cudaGraph_t graph, const cudaGraphNode_t* dependencies,
+                                   size_t count, const cudaMemcpy3DParms* p) {
+  STANDIN_DRIVER(false);
+  CUDA_MEMCPY3D c;
+  if (cudaError_t e = describe3D(p, c)) return record(e);
+  return call(D->cuGraphAddMemcpyNode(STANDIN_NODE_ARGS, &c, rt().context));
+}
+cudaError_t cudaGraphAddMemsetNode(cudaGraphNode_t* node, cudaGraph_t graph, const cudaGraphNode_t* dependencies,
+                                   size_t count, const cudaMemsetParams* p) {
+  STANDIN_DRIVER(false);
+  if (p == nullptr) return record(cudaErrorInvalidValue);
+  CUDA_MEMSET_NODE_PARAMS c{};
+  c.dst = dptr(p->dst), c.pitch = p->pitch, c.value = p->value, c.elementSize = p->elementSize;
+  c.width = p->width, c.height = p->height;
+  return call(D->cuGraphAddMemsetNode(STANDIN_NODE_ARGS, &c, rt().context));
+}
+cudaError_t cudaGraphAddHostNode(cudaGraphNode_t* node, cudaGraph_t graph, const cudaGraphNode_t* dependencies,
+                                 size_t count, const cudaHostNodeParams* p) {
+  STANDIN_DRIVER(false);
+  if (p == nullptr) return record(cudaErrorInvalidValue);
+  const CUDA_HOST_NODE_PARAMS c{p->fn, p->userData};
+  return call(D->cuGraphAddHostNode(STANDIN_NODE_ARGS, &c));
+}
+cudaError_t cudaGraphAddChildGraphNode(cudaGraphNode_t* node, cudaGraph_t graph, const cudaGraphNode_t* dependencies,
+                                       size_t count, cudaGraph_t child) {
+  STANDIN_DRIVER(false);
+  return call(D->cuGraphAddChildGraphNode(STANDIN_NODE_ARGS, reinterpret_cast<CUgraph>(child)));
+}
+cudaError_t cudaGraphAddEmptyNode(cudaGraphNode_t* node, cudaGraph_t graph, const cudaGraphNode_t* dependencies,
+                                  size_t count) {
+  STANDIN_DRIVER(false);
+  return call(D->cuGraphAddEmptyNode(STANDIN_NODE_ARGS));
+}
+cudaError_t cudaGraphAddEventRecordNode(cudaGraphNode_t* node, cudaGraph_t graph, const cudaGraphNode_t* dependencies,
+                                        size_t count, cudaEvent_t event) {
+  STANDIN_DRIVER(false);
+  return call(D->cuGraphAddEventRecordNode(STANDIN_NODE_ARGS, reinterpret_cast<CUevent>(event)));
+}
+cudaError_t cudaGraphAddEventWaitNode(cudaGraphNode_t* node, cudaGraph_t graph, const cudaGraphNode_t* dependencies,
+                                      size_t count, cudaEvent_t event) {
+  STANDIN_DRIVER(false);
+  return call(D->cuGraphAddEventWaitNode(STANDIN_NODE_ARGS, reinterpret_cast<CUevent>(event)));
+}
+#undef STANDIN_NODE_ARGS
+// CUDA 13's (12.x's took no edge data under this name). The runtime's parameters are the
+// driver's, field for field.
+static_assert(sizeof(cudaGraphNodeParams) == sizeof(CUgraphNodeParams) && sizeof(cudaGraphEdgeData) == sizeof(CUgraphEdgeData));
+cudaError_t cudaGraphAddNode(cudaGraphNode_t* node, cudaGraph_t graph, const cudaGraphNode_t* dependencies,
+                             const cudaGraphEdgeData* edges, size_t count, cudaGraphNodeParams* params) {
+  STANDIN_DRIVER(false);
+  return call(D->cuGraphAddNode(reinterpret_cast<CUgraphNode*>(node), reinterpret_cast<CUgraph>(graph),
+                                reinterpret_cast<const CUgraphNode*>(dependencies),
+                                reinterpret_cast<const CUgraphEdgeData*>(edges), count,
+                                reinterpret_cast<CUgraphNodeParams*>(params)));
 }
 // The runtime's parameters are the driver's, field for field.
 static_assert(sizeof(cudaGraphInstantiateParams) == sizeof(CUDA_GRAPH_INSTANTIATE_PARAMS));

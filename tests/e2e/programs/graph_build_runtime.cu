@@ -1,0 +1,84 @@
+// A CUDA graph built node by node with the runtime's graph API: a kernel, a set, a copy, a host
+// function, a child graph, event record and wait, empty nodes and a node by its generic
+// parameters. Each node added is recorded with its graph as the handle, and the driver call the
+// runtime makes for it nested inside; a node on no graph is refused and recorded with its result.
+// The graph is then instantiated and launched, and the kernel's and the copy's work checked.
+//   usage: graph_build_runtime
+#include <cstdio>
+#include <cstring>
+
+#include "cuda_check.h"
+
+__global__ void graph_fill(int* p, int v, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) p[i] = v;
+}
+
+static void hostFunction(void* data) { *static_cast<int*>(data) += 1; }
+
+int main() {
+  const int n = 256;
+  int* buffer = nullptr;
+  checkRuntime(cudaMalloc(&buffer, 2 * n * sizeof(int)), "cudaMalloc");
+  cudaEvent_t event;
+  checkRuntime(cudaEventCreate(&event), "cudaEventCreate");
+  cudaGraph_t graph, child;
+  checkRuntime(cudaGraphCreate(&graph, 0), "cudaGraphCreate");
+  checkRuntime(cudaGraphCreate(&child, 0), "cudaGraphCreate");
+  cudaGraphNode_t start, set, kernel, copy, host, sub, record, wait, generic, inChild, refused;
+  checkRuntime(cudaGraphAddEmptyNode(&start, graph, nullptr, 0), "cudaGraphAddEmptyNode");
+
+  cudaMemsetParams m;
+  std::memset(&m, 0, sizeof(m));
+  m.dst = buffer;
+  m.elementSize = 1;
+  m.width = 2 * n * sizeof(int);
+  m.height = 1;
+  checkRuntime(cudaGraphAddMemsetNode(&set, graph, &start, 1, &m), "cudaGraphAddMemsetNode");
+  int value = 7, count = n;
+  void* args[] = {&buffer, &value, &count};
+  cudaKernelNodeParams k;
+  std::memset(&k, 0, sizeof(k));
+  k.func = reinterpret_cast<void*>(graph_fill);
+  k.gridDim = dim3(1);
+  k.blockDim = dim3(n);
+  k.kernelParams = args;
+  checkRuntime(cudaGraphAddKernelNode(&kernel, graph, &set, 1, &k), "cudaGraphAddKernelNode");
+  cudaMemcpy3DParms c;
+  std::memset(&c, 0, sizeof(c));
+  c.srcPtr = make_cudaPitchedPtr(buffer, n * sizeof(int), n * sizeof(int), 1);
+  c.dstPtr = make_cudaPitchedPtr(buffer + n, n * sizeof(int), n * sizeof(int), 1);
+  c.extent = make_cudaExtent(n * sizeof(int), 1, 1);
+  c.kind = cudaMemcpyDeviceToDevice;
+  checkRuntime(cudaGraphAddMemcpyNode(&copy, graph, &kernel, 1, &c), "cudaGraphAddMemcpyNode");
+  int hostRuns = 0;
+  cudaHostNodeParams h = {hostFunction, &hostRuns};
+  checkRuntime(cudaGraphAddHostNode(&host, graph, &copy, 1, &h), "cudaGraphAddHostNode");
+  checkRuntime(cudaGraphAddEmptyNode(&inChild, child, nullptr, 0), "cudaGraphAddEmptyNode");
+  checkRuntime(cudaGraphAddChildGraphNode(&sub, graph, &host, 1, child), "cudaGraphAddChildGraphNode");
+  checkRuntime(cudaGraphAddEventRecordNode(&record, graph, &sub, 1, event), "cudaGraphAddEventRecordNode");
+  checkRuntime(cudaGraphAddEventWaitNode(&wait, graph, &record, 1, event), "cudaGraphAddEventWaitNode");
+  // Zeroed storage: the union's members with constructors delete its default constructor in C++.
+  alignas(cudaGraphNodeParams) unsigned char storage[sizeof(cudaGraphNodeParams)] = {};
+  auto* empty = reinterpret_cast<cudaGraphNodeParams*>(storage);
+  empty->type = cudaGraphNodeTypeEmpty;
+  checkRuntime(cudaGraphAddNode(&generic, graph, &wait, nullptr, 1, empty), "cudaGraphAddNode");
+  // Refused: a node on no graph.
+  if (cudaGraphAddEmptyNode(&refused, nullptr, nullptr, 0) == cudaSuccess) ++failures;
+  (void)cudaGetLastError();
+
+  cudaGraphExec_t exec;
+  checkRuntime(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
+  checkRuntime(cudaGraphLaunch(exec, 0), "cudaGraphLaunch");
+  checkRuntime(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  int back[2 * 256];
+  checkRuntime(cudaMemcpy(back, buffer, sizeof(back), cudaMemcpyDeviceToHost), "cudaMemcpy");
+  (void)hostRuns;  // the stand-in runs no graph's work: checked on a real GPU only
+  checkRuntime(cudaGraphExecDestroy(exec), "cudaGraphExecDestroy");
+  checkRuntime(cudaGraphDestroy(graph), "cudaGraphDestroy");
+  checkRuntime(cudaGraphDestroy(child), "cudaGraphDestroy");
+  checkRuntime(cudaEventDestroy(event), "cudaEventDestroy");
+  checkRuntime(cudaFree(buffer), "cudaFree");
+  std::printf("built\n");
+  return failures == 0 ? 0 : 1;
+}
