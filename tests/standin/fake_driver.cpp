@@ -240,22 +240,26 @@ class MemoryMap {
   // [p, p + n) lies in one managed allocation.
   bool managed(uintptr_t p, size_t n) const {
     std::shared_lock lock(mutex_);
-    auto it = allocations_.upper_bound(p);
-    if (it == allocations_.begin()) return false;
-    --it;
-    return it->second.kind == MemoryKind::Managed && p - it->first <= it->second.size &&
-           n <= it->second.size - (p - it->first);
+    const auto* a = startingAtOrBefore(p);
+    return a != nullptr && a->second.kind == MemoryKind::Managed && p - a->first <= a->second.size &&
+           n <= a->second.size - (p - a->first);
   }
   bool fits(uintptr_t p, size_t n) const {
     std::shared_lock lock(mutex_);
-    auto it = allocations_.upper_bound(p);
-    if (it == allocations_.begin()) return true;
-    --it;
-    const uintptr_t end = it->first + it->second.size;
+    const auto* a = startingAtOrBefore(p);
+    if (a == nullptr) return true;
+    const uintptr_t end = a->first + a->second.size;
     return p >= end || n <= end - p;
   }
 
  private:
+  // The allocation with the highest base at or below `p` (it may end before `p`); nullptr when
+  // none. Under mutex_.
+  const std::pair<const uintptr_t, Allocation>* startingAtOrBefore(uintptr_t p) const {
+    auto it = allocations_.upper_bound(p);
+    return it == allocations_.begin() ? nullptr : &*std::prev(it);
+  }
+
   mutable std::shared_mutex mutex_;
   std::map<uintptr_t, Allocation> allocations_;
 };
