@@ -109,12 +109,17 @@ struct Physical {  // cuMemCreate: physical memory (mapping it only notes where:
 // work does here), and a graph launch accepts any handle.
 struct Graph {
   CUstream stream;
+  // Added by hand (cuGraphAdd*Node); an exec is updated from a graph with as many (the stand-in's
+  // topology: the real driver compares the nodes and their edges).
+  std::atomic<unsigned> nodes{0};
 };
 struct GraphExec {
   const Graph* graph;
+  unsigned nodes;  // its graph's when instantiated
 };
-struct GraphNode {  // added one by one (cuGraphAdd*Node): only its graph, for the dependencies
+struct GraphNode {  // added one by one (cuGraphAdd*Node): its graph, for the dependencies and edits
   const Graph* graph;
+  CUgraphNodeType type;  // what parameters it takes when edited
 };
 // A JIT link (cuLinkCreate): inputs added, then completed into an image for cuModuleLoadData,
 // the link's own until it is destroyed.
@@ -542,7 +547,7 @@ CUresult instantiate(CUgraphExec* exec, CUgraph graph, unsigned long long flags)
   if (CUresult r = needContext()) return r;
   const auto* g = lookup<Graph>(graph, HandleKind::Graph);
   if (exec == nullptr || g == nullptr || (flags & ~0xfull) != 0) return CUDA_ERROR_INVALID_VALUE;
-  auto* e = new GraphExec{g};
+  auto* e = new GraphExec{g, g->nodes.load()};
   handles().add(e, HandleKind::GraphExec);
   *exec = reinterpret_cast<CUgraphExec>(e);
   return CUDA_SUCCESS;
@@ -1110,44 +1115,137 @@ STANDIN_ENTRY_PTSZ(cuStreamBeginCaptureToGraph,
                    beginCaptureToGraph(s, graph, dependencies, edges, count, mode))
 // A node added to a graph by hand: the graph live, every dependency a node of it, the node's
 // parameters present (`valid`).
-static CUresult addNode(CUgraphNode* node, CUgraph graph, const CUgraphNode* dependencies, size_t count, bool valid) {
+static CUresult addNode(CUgraphNode* node, CUgraph graph, const CUgraphNode* dependencies, size_t count,
+                        CUgraphNodeType type, bool valid) {
   if (CUresult r = needContext()) return r;
-  const auto* g = lookup<Graph>(graph, HandleKind::Graph);
+  auto* g = lookup<Graph>(graph, HandleKind::Graph);
   if (node == nullptr || g == nullptr || !valid || (count != 0 && dependencies == nullptr)) return CUDA_ERROR_INVALID_VALUE;
   for (size_t i = 0; i < count; ++i) {
     const auto* d = lookup<GraphNode>(dependencies[i], HandleKind::GraphNode);
     if (d == nullptr || d->graph != g) return CUDA_ERROR_INVALID_VALUE;
   }
-  auto* made = new GraphNode{g};
+  auto* made = new GraphNode{g, type};
   handles().add(made, HandleKind::GraphNode);
+  g->nodes.fetch_add(1);
   *node = reinterpret_cast<CUgraphNode>(made);
   return CUDA_SUCCESS;
 }
-#define STANDIN_ADD_NODE(name, extra, valid)                                                               \
+// A node's parameters set (`valid`: present) in its graph (`exec` null) or in an exec instantiated
+// from its graph: a node of the type the call sets.
+static CUresult setNode(CUgraphExec exec, CUgraphNode node, CUgraphNodeType type, bool valid) {
+  if (CUresult r = needContext()) return r;
+  const auto* n = lookup<GraphNode>(node, HandleKind::GraphNode);
+  if (n == nullptr || n->type != type || !valid) return CUDA_ERROR_INVALID_VALUE;
+  if (exec == nullptr) return CUDA_SUCCESS;
+  const auto* e = lookup<GraphExec>(exec, HandleKind::GraphExec);
+  return e != nullptr && e->graph == n->graph ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+static CUresult updateExec(CUgraphExec exec, CUgraph graph, CUgraphExecUpdateResult* result) {
+  if (CUresult r = needContext()) return r;
+  const auto* e = lookup<GraphExec>(exec, HandleKind::GraphExec);
+  const auto* g = lookup<Graph>(graph, HandleKind::Graph);
+  if (e == nullptr || g == nullptr || result == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (g->nodes.load() != e->nodes) {
+    *result = CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
+    return CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
+  }
+  *result = CU_GRAPH_EXEC_UPDATE_SUCCESS;
+  return CUDA_SUCCESS;
+}
+#define STANDIN_ADD_NODE(name, extra, type, valid)                                                         \
   CUresult name(CUgraphNode* node, CUgraph graph, const CUgraphNode* dependencies, size_t count extra) { \
     ENTRY();                                                                                             \
-    return addNode(node, graph, dependencies, count, valid);                                             \
+    return addNode(node, graph, dependencies, count, type, valid);                                       \
+  }
+#define STANDIN_SET_NODE(name, params, type, valid) \
+  CUresult name(CUgraphNode node, params) {         \
+    ENTRY();                                        \
+    return setNode(nullptr, node, type, valid);     \
+  }
+#define STANDIN_SET_EXEC_NODE(name, params, type, valid)        \
+  CUresult name(CUgraphExec exec, CUgraphNode node, params) {   \
+    ENTRY();                                                    \
+    return setNode(exec, node, type, valid);                    \
   }
 #define STANDIN_COMMA ,
-// The first versions of two names cuda.h gives to later ones: programs built before them call these.
+// The first versions of names cuda.h gives to later ones: programs built before them call these.
 #undef cuGraphAddKernelNode
 #undef cuGraphAddNode
-STANDIN_ADD_NODE(cuGraphAddKernelNode, STANDIN_COMMA const CUDA_KERNEL_NODE_PARAMS_v1* p, p != nullptr && p->func != nullptr)
-STANDIN_ADD_NODE(cuGraphAddKernelNode_v2, STANDIN_COMMA const CUDA_KERNEL_NODE_PARAMS* p, p != nullptr && p->func != nullptr)
-STANDIN_ADD_NODE(cuGraphAddMemcpyNode, STANDIN_COMMA const CUDA_MEMCPY3D* p STANDIN_COMMA CUcontext, p != nullptr)
-STANDIN_ADD_NODE(cuGraphAddMemsetNode, STANDIN_COMMA const CUDA_MEMSET_NODE_PARAMS* p STANDIN_COMMA CUcontext, p != nullptr)
-STANDIN_ADD_NODE(cuGraphAddHostNode, STANDIN_COMMA const CUDA_HOST_NODE_PARAMS* p, p != nullptr && p->fn != nullptr)
-STANDIN_ADD_NODE(cuGraphAddChildGraphNode, STANDIN_COMMA CUgraph child, handles().contains(child, HandleKind::Graph))
-STANDIN_ADD_NODE(cuGraphAddEmptyNode, , true)
-STANDIN_ADD_NODE(cuGraphAddEventRecordNode, STANDIN_COMMA CUevent e, handles().contains(e, HandleKind::Event))
-STANDIN_ADD_NODE(cuGraphAddEventWaitNode, STANDIN_COMMA CUevent e, handles().contains(e, HandleKind::Event))
-STANDIN_ADD_NODE(cuGraphAddNode, STANDIN_COMMA CUgraphNodeParams* p, p != nullptr)
+#undef cuGraphKernelNodeSetParams
+#undef cuGraphExecKernelNodeSetParams
+#undef cuGraphExecUpdate
+STANDIN_ADD_NODE(cuGraphAddKernelNode, STANDIN_COMMA const CUDA_KERNEL_NODE_PARAMS_v1* p, CU_GRAPH_NODE_TYPE_KERNEL,
+                 p != nullptr && p->func != nullptr)
+STANDIN_ADD_NODE(cuGraphAddKernelNode_v2, STANDIN_COMMA const CUDA_KERNEL_NODE_PARAMS* p, CU_GRAPH_NODE_TYPE_KERNEL,
+                 p != nullptr && p->func != nullptr)
+STANDIN_ADD_NODE(cuGraphAddMemcpyNode, STANDIN_COMMA const CUDA_MEMCPY3D* p STANDIN_COMMA CUcontext,
+                 CU_GRAPH_NODE_TYPE_MEMCPY, p != nullptr)
+STANDIN_ADD_NODE(cuGraphAddMemsetNode, STANDIN_COMMA const CUDA_MEMSET_NODE_PARAMS* p STANDIN_COMMA CUcontext,
+                 CU_GRAPH_NODE_TYPE_MEMSET, p != nullptr)
+STANDIN_ADD_NODE(cuGraphAddHostNode, STANDIN_COMMA const CUDA_HOST_NODE_PARAMS* p, CU_GRAPH_NODE_TYPE_HOST,
+                 p != nullptr && p->fn != nullptr)
+STANDIN_ADD_NODE(cuGraphAddChildGraphNode, STANDIN_COMMA CUgraph child, CU_GRAPH_NODE_TYPE_GRAPH,
+                 handles().contains(child, HandleKind::Graph))
+STANDIN_ADD_NODE(cuGraphAddEmptyNode, , CU_GRAPH_NODE_TYPE_EMPTY, true)
+STANDIN_ADD_NODE(cuGraphAddEventRecordNode, STANDIN_COMMA CUevent e, CU_GRAPH_NODE_TYPE_EVENT_RECORD,
+                 handles().contains(e, HandleKind::Event))
+STANDIN_ADD_NODE(cuGraphAddEventWaitNode, STANDIN_COMMA CUevent e, CU_GRAPH_NODE_TYPE_WAIT_EVENT,
+                 handles().contains(e, HandleKind::Event))
+STANDIN_ADD_NODE(cuGraphAddNode, STANDIN_COMMA CUgraphNodeParams* p, p != nullptr ? p->type : CU_GRAPH_NODE_TYPE_EMPTY,
+                 p != nullptr)
 CUresult cuGraphAddNode_v2(CUgraphNode* node, CUgraph graph, const CUgraphNode* dependencies, const CUgraphEdgeData*,
                            size_t count, CUgraphNodeParams* params) {
   ENTRY();
-  return addNode(node, graph, dependencies, count, params != nullptr);
+  return addNode(node, graph, dependencies, count, params != nullptr ? params->type : CU_GRAPH_NODE_TYPE_EMPTY,
+                 params != nullptr);
+}
+STANDIN_SET_NODE(cuGraphKernelNodeSetParams, const CUDA_KERNEL_NODE_PARAMS_v1* p, CU_GRAPH_NODE_TYPE_KERNEL,
+                 p != nullptr && p->func != nullptr)
+STANDIN_SET_NODE(cuGraphKernelNodeSetParams_v2, const CUDA_KERNEL_NODE_PARAMS* p, CU_GRAPH_NODE_TYPE_KERNEL,
+                 p != nullptr && p->func != nullptr)
+STANDIN_SET_NODE(cuGraphMemcpyNodeSetParams, const CUDA_MEMCPY3D* p, CU_GRAPH_NODE_TYPE_MEMCPY, p != nullptr)
+STANDIN_SET_NODE(cuGraphMemsetNodeSetParams, const CUDA_MEMSET_NODE_PARAMS* p, CU_GRAPH_NODE_TYPE_MEMSET, p != nullptr)
+STANDIN_SET_NODE(cuGraphHostNodeSetParams, const CUDA_HOST_NODE_PARAMS* p, CU_GRAPH_NODE_TYPE_HOST,
+                 p != nullptr && p->fn != nullptr)
+STANDIN_SET_NODE(cuGraphEventRecordNodeSetEvent, CUevent e, CU_GRAPH_NODE_TYPE_EVENT_RECORD,
+                 handles().contains(e, HandleKind::Event))
+STANDIN_SET_NODE(cuGraphEventWaitNodeSetEvent, CUevent e, CU_GRAPH_NODE_TYPE_WAIT_EVENT,
+                 handles().contains(e, HandleKind::Event))
+STANDIN_SET_NODE(cuGraphNodeSetParams, CUgraphNodeParams* p, p != nullptr ? p->type : CU_GRAPH_NODE_TYPE_EMPTY,
+                 p != nullptr)
+STANDIN_SET_EXEC_NODE(cuGraphExecKernelNodeSetParams, const CUDA_KERNEL_NODE_PARAMS_v1* p, CU_GRAPH_NODE_TYPE_KERNEL,
+                      p != nullptr && p->func != nullptr)
+STANDIN_SET_EXEC_NODE(cuGraphExecKernelNodeSetParams_v2, const CUDA_KERNEL_NODE_PARAMS* p, CU_GRAPH_NODE_TYPE_KERNEL,
+                      p != nullptr && p->func != nullptr)
+STANDIN_SET_EXEC_NODE(cuGraphExecMemcpyNodeSetParams, const CUDA_MEMCPY3D* p STANDIN_COMMA CUcontext,
+                      CU_GRAPH_NODE_TYPE_MEMCPY, p != nullptr)
+STANDIN_SET_EXEC_NODE(cuGraphExecMemsetNodeSetParams, const CUDA_MEMSET_NODE_PARAMS* p STANDIN_COMMA CUcontext,
+                      CU_GRAPH_NODE_TYPE_MEMSET, p != nullptr)
+STANDIN_SET_EXEC_NODE(cuGraphExecHostNodeSetParams, const CUDA_HOST_NODE_PARAMS* p, CU_GRAPH_NODE_TYPE_HOST,
+                      p != nullptr && p->fn != nullptr)
+STANDIN_SET_EXEC_NODE(cuGraphExecChildGraphNodeSetParams, CUgraph child, CU_GRAPH_NODE_TYPE_GRAPH,
+                      handles().contains(child, HandleKind::Graph))
+STANDIN_SET_EXEC_NODE(cuGraphExecEventRecordNodeSetEvent, CUevent e, CU_GRAPH_NODE_TYPE_EVENT_RECORD,
+                      handles().contains(e, HandleKind::Event))
+STANDIN_SET_EXEC_NODE(cuGraphExecEventWaitNodeSetEvent, CUevent e, CU_GRAPH_NODE_TYPE_WAIT_EVENT,
+                      handles().contains(e, HandleKind::Event))
+STANDIN_SET_EXEC_NODE(cuGraphExecNodeSetParams, CUgraphNodeParams* p, p != nullptr ? p->type : CU_GRAPH_NODE_TYPE_EMPTY,
+                      p != nullptr)
+CUresult cuGraphExecUpdate(CUgraphExec exec, CUgraph graph, CUgraphNode* errorNode, CUgraphExecUpdateResult* result) {
+  ENTRY();
+  if (errorNode == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *errorNode = nullptr;
+  return updateExec(exec, graph, result);
+}
+CUresult cuGraphExecUpdate_v2(CUgraphExec exec, CUgraph graph, CUgraphExecUpdateResultInfo* info) {
+  ENTRY();
+  if (info == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  info->errorNode = info->errorFromNode = nullptr;
+  return updateExec(exec, graph, &info->result);
 }
 #undef STANDIN_ADD_NODE
+#undef STANDIN_SET_NODE
+#undef STANDIN_SET_EXEC_NODE
 #undef STANDIN_COMMA
 CUresult cuGraphCreate(CUgraph* graph, unsigned flags) {
   ENTRY();
@@ -1756,6 +1854,25 @@ const ProcEntry kProcTable[] = {
     E(cuGraphAddEventWaitNode, 11010, cuGraphAddEventWaitNode),
     E(cuGraphAddNode, 12020, cuGraphAddNode),
     E(cuGraphAddNode, 12030, cuGraphAddNode_v2),
+    E(cuGraphKernelNodeSetParams, 10000, cuGraphKernelNodeSetParams),
+    E(cuGraphKernelNodeSetParams, 12000, cuGraphKernelNodeSetParams_v2),
+    E(cuGraphMemcpyNodeSetParams, 10000, cuGraphMemcpyNodeSetParams),
+    E(cuGraphMemsetNodeSetParams, 10000, cuGraphMemsetNodeSetParams),
+    E(cuGraphHostNodeSetParams, 10000, cuGraphHostNodeSetParams),
+    E(cuGraphEventRecordNodeSetEvent, 11010, cuGraphEventRecordNodeSetEvent),
+    E(cuGraphEventWaitNodeSetEvent, 11010, cuGraphEventWaitNodeSetEvent),
+    E(cuGraphNodeSetParams, 12020, cuGraphNodeSetParams),
+    E(cuGraphExecKernelNodeSetParams, 10010, cuGraphExecKernelNodeSetParams),
+    E(cuGraphExecKernelNodeSetParams, 12000, cuGraphExecKernelNodeSetParams_v2),
+    E(cuGraphExecMemcpyNodeSetParams, 10020, cuGraphExecMemcpyNodeSetParams),
+    E(cuGraphExecMemsetNodeSetParams, 10020, cuGraphExecMemsetNodeSetParams),
+    E(cuGraphExecHostNodeSetParams, 10020, cuGraphExecHostNodeSetParams),
+    E(cuGraphExecChildGraphNodeSetParams, 11010, cuGraphExecChildGraphNodeSetParams),
+    E(cuGraphExecEventRecordNodeSetEvent, 11010, cuGraphExecEventRecordNodeSetEvent),
+    E(cuGraphExecEventWaitNodeSetEvent, 11010, cuGraphExecEventWaitNodeSetEvent),
+    E(cuGraphExecNodeSetParams, 12020, cuGraphExecNodeSetParams),
+    E(cuGraphExecUpdate, 10020, cuGraphExecUpdate),
+    E(cuGraphExecUpdate, 12000, cuGraphExecUpdate_v2),
     E(cuGraphDestroy, 10000, cuGraphDestroy),
     E(cuGraphExecDestroy, 10000, cuGraphExecDestroy),
     E(cuGraphUpload, 11010, cuGraphUpload),

@@ -96,6 +96,22 @@ constexpr int kRuntimeVersion = CUDART_VERSION;
   X(cuGraphAddEventRecordNode, cuGraphAddEventRecordNode, kRuntimeVersion)                                    \
   X(cuGraphAddEventWaitNode, cuGraphAddEventWaitNode, kRuntimeVersion)                                        \
   X(cuGraphAddNode, cuGraphAddNode_v2, kRuntimeVersion)                                                       \
+  X(cuGraphKernelNodeSetParams, cuGraphKernelNodeSetParams_v2, kRuntimeVersion)                              \
+  X(cuGraphMemcpyNodeSetParams, cuGraphMemcpyNodeSetParams, kRuntimeVersion)                                  \
+  X(cuGraphMemsetNodeSetParams, cuGraphMemsetNodeSetParams, kRuntimeVersion)                                  \
+  X(cuGraphHostNodeSetParams, cuGraphHostNodeSetParams, kRuntimeVersion)                                      \
+  X(cuGraphEventRecordNodeSetEvent, cuGraphEventRecordNodeSetEvent, kRuntimeVersion)                          \
+  X(cuGraphEventWaitNodeSetEvent, cuGraphEventWaitNodeSetEvent, kRuntimeVersion)                              \
+  X(cuGraphNodeSetParams, cuGraphNodeSetParams, kRuntimeVersion)                                              \
+  X(cuGraphExecKernelNodeSetParams, cuGraphExecKernelNodeSetParams_v2, kRuntimeVersion)                      \
+  X(cuGraphExecMemcpyNodeSetParams, cuGraphExecMemcpyNodeSetParams, kRuntimeVersion)                          \
+  X(cuGraphExecMemsetNodeSetParams, cuGraphExecMemsetNodeSetParams, kRuntimeVersion)                          \
+  X(cuGraphExecHostNodeSetParams, cuGraphExecHostNodeSetParams, kRuntimeVersion)                              \
+  X(cuGraphExecChildGraphNodeSetParams, cuGraphExecChildGraphNodeSetParams, kRuntimeVersion)                  \
+  X(cuGraphExecEventRecordNodeSetEvent, cuGraphExecEventRecordNodeSetEvent, kRuntimeVersion)                  \
+  X(cuGraphExecEventWaitNodeSetEvent, cuGraphExecEventWaitNodeSetEvent, kRuntimeVersion)                      \
+  X(cuGraphExecNodeSetParams, cuGraphExecNodeSetParams, kRuntimeVersion)                                      \
+  X(cuGraphExecUpdate, cuGraphExecUpdate_v2, kRuntimeVersion)                                                 \
   X(cuGraphDestroy, cuGraphDestroy, kRuntimeVersion)                                                          \
   X(cuGraphExecDestroy, cuGraphExecDestroy, kRuntimeVersion)                                                  \
   X(cuMemAlloc, cuMemAlloc_v2, kRuntimeVersion)                                                               \
@@ -281,6 +297,7 @@ cudaError_t fromDriver(CUresult r) {
     case CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED: return cudaErrorStreamCaptureUnsupported;
     case CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED: return cudaErrorHostMemoryAlreadyRegistered;
     case CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED: return cudaErrorHostMemoryNotRegistered;
+    case CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE: return cudaErrorGraphExecUpdateFailure;
     default: return cudaErrorUnknown;
   }
 }
@@ -726,20 +743,38 @@ cudaError_t cudaGraphCreate(cudaGraph_t* graph, unsigned flags) {
   STANDIN_DRIVER(false);
   return call(D->cuGraphCreate(reinterpret_cast<CUgraph*>(graph), flags));
 }
+// A node's parameters as the driver's: for nodes added and nodes set.
+static cudaError_t kernelNodeParams(const DriverTable& d, const cudaKernelNodeParams* p, CUDA_KERNEL_NODE_PARAMS& c) {
+  if (p == nullptr) return cudaErrorInvalidValue;
+  CUkernel k = nullptr;
+  if (cudaError_t e = resolveKernel(d, p->func, k)) return e;
+  c = CUDA_KERNEL_NODE_PARAMS{};
+  c.func = reinterpret_cast<CUfunction>(k);
+  c.gridDimX = p->gridDim.x, c.gridDimY = p->gridDim.y, c.gridDimZ = p->gridDim.z;
+  c.blockDimX = p->blockDim.x, c.blockDimY = p->blockDim.y, c.blockDimZ = p->blockDim.z;
+  c.sharedMemBytes = p->sharedMemBytes, c.kernelParams = p->kernelParams, c.extra = p->extra;
+  return cudaSuccess;
+}
+static cudaError_t memsetNodeParams(const cudaMemsetParams* p, CUDA_MEMSET_NODE_PARAMS& c) {
+  if (p == nullptr) return cudaErrorInvalidValue;
+  c = CUDA_MEMSET_NODE_PARAMS{};
+  c.dst = dptr(p->dst), c.pitch = p->pitch, c.value = p->value, c.elementSize = p->elementSize;
+  c.width = p->width, c.height = p->height;
+  return cudaSuccess;
+}
+static cudaError_t hostNodeParams(const cudaHostNodeParams* p, CUDA_HOST_NODE_PARAMS& c) {
+  if (p == nullptr) return cudaErrorInvalidValue;
+  c = CUDA_HOST_NODE_PARAMS{p->fn, p->userData};
+  return cudaSuccess;
+}
 // Graphs built node by node: each node through the driver's call for it, its parameters converted.
 #define STANDIN_NODE_ARGS reinterpret_cast<CUgraphNode*>(node), reinterpret_cast<CUgraph>(graph), \
                           reinterpret_cast<const CUgraphNode*>(dependencies), count
 cudaError_t cudaGraphAddKernelNode(cudaGraphNode_t* node, cudaGraph_t graph, const cudaGraphNode_t* dependencies,
                                    size_t count, const cudaKernelNodeParams* p) {
   STANDIN_DRIVER(false);
-  if (p == nullptr) return record(cudaErrorInvalidValue);
-  CUkernel k = nullptr;
-  if (cudaError_t e = resolveKernel(*D, p->func, k)) return record(e);
-  CUDA_KERNEL_NODE_PARAMS c{};
-  c.func = reinterpret_cast<CUfunction>(k);
-  c.gridDimX = p->gridDim.x, c.gridDimY = p->gridDim.y, c.gridDimZ = p->gridDim.z;
-  c.blockDimX = p->blockDim.x, c.blockDimY = p->blockDim.y, c.blockDimZ = p->blockDim.z;
-  c.sharedMemBytes = p->sharedMemBytes, c.kernelParams = p->kernelParams, c.extra = p->extra;
+  CUDA_KERNEL_NODE_PARAMS c;
+  if (cudaError_t e = kernelNodeParams(*D, p, c)) return record(e);
   return call(D->cuGraphAddKernelNode(STANDIN_NODE_ARGS, &c));
 }
 cudaError_t cudaGraphAddMemcpyNode(cudaGraphNode_t* node, cudaGraph_t graph, const cudaGraphNode_t* dependencies,
@@ -752,17 +787,15 @@ cudaError_t cudaGraphAddMemcpyNode(cudaGraphNode_t* node, cudaGraph_t graph, con
 cudaError_t cudaGraphAddMemsetNode(cudaGraphNode_t* node, cudaGraph_t graph, const cudaGraphNode_t* dependencies,
                                    size_t count, const cudaMemsetParams* p) {
   STANDIN_DRIVER(false);
-  if (p == nullptr) return record(cudaErrorInvalidValue);
-  CUDA_MEMSET_NODE_PARAMS c{};
-  c.dst = dptr(p->dst), c.pitch = p->pitch, c.value = p->value, c.elementSize = p->elementSize;
-  c.width = p->width, c.height = p->height;
+  CUDA_MEMSET_NODE_PARAMS c;
+  if (cudaError_t e = memsetNodeParams(p, c)) return record(e);
   return call(D->cuGraphAddMemsetNode(STANDIN_NODE_ARGS, &c, rt().context));
 }
 cudaError_t cudaGraphAddHostNode(cudaGraphNode_t* node, cudaGraph_t graph, const cudaGraphNode_t* dependencies,
                                  size_t count, const cudaHostNodeParams* p) {
   STANDIN_DRIVER(false);
-  if (p == nullptr) return record(cudaErrorInvalidValue);
-  const CUDA_HOST_NODE_PARAMS c{p->fn, p->userData};
+  CUDA_HOST_NODE_PARAMS c;
+  if (cudaError_t e = hostNodeParams(p, c)) return record(e);
   return call(D->cuGraphAddHostNode(STANDIN_NODE_ARGS, &c));
 }
 cudaError_t cudaGraphAddChildGraphNode(cudaGraphNode_t* node, cudaGraph_t graph, const cudaGraphNode_t* dependencies,
@@ -796,6 +829,96 @@ cudaError_t cudaGraphAddNode(cudaGraphNode_t* node, cudaGraph_t graph, const cud
                                 reinterpret_cast<const CUgraphNode*>(dependencies),
                                 reinterpret_cast<const CUgraphEdgeData*>(edges), count,
                                 reinterpret_cast<CUgraphNodeParams*>(params)));
+}
+// Graphs edited: a node's parameters set in its graph (`exec` null) or in an exec, through the
+// driver's calls, converted as for nodes added.
+#define STANDIN_NODE reinterpret_cast<CUgraphNode>(node)
+#define STANDIN_EXEC_NODE reinterpret_cast<CUgraphExec>(exec), reinterpret_cast<CUgraphNode>(node)
+cudaError_t cudaGraphKernelNodeSetParams(cudaGraphNode_t node, const cudaKernelNodeParams* p) {
+  STANDIN_DRIVER(false);
+  CUDA_KERNEL_NODE_PARAMS c;
+  if (cudaError_t e = kernelNodeParams(*D, p, c)) return record(e);
+  return call(D->cuGraphKernelNodeSetParams(STANDIN_NODE, &c));
+}
+cudaError_t cudaGraphExecKernelNodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t node, const cudaKernelNodeParams* p) {
+  STANDIN_DRIVER(false);
+  CUDA_KERNEL_NODE_PARAMS c;
+  if (cudaError_t e = kernelNodeParams(*D, p, c)) return record(e);
+  return call(D->cuGraphExecKernelNodeSetParams(STANDIN_EXEC_NODE, &c));
+}
+cudaError_t cudaGraphMemcpyNodeSetParams(cudaGraphNode_t node, const cudaMemcpy3DParms* p) {
+  STANDIN_DRIVER(false);
+  CUDA_MEMCPY3D c;
+  if (cudaError_t e = describe3D(p, c)) return record(e);
+  return call(D->cuGraphMemcpyNodeSetParams(STANDIN_NODE, &c));
+}
+cudaError_t cudaGraphExecMemcpyNodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t node, const cudaMemcpy3DParms* p) {
+  STANDIN_DRIVER(false);
+  CUDA_MEMCPY3D c;
+  if (cudaError_t e = describe3D(p, c)) return record(e);
+  return call(D->cuGraphExecMemcpyNodeSetParams(STANDIN_EXEC_NODE, &c, rt().context));
+}
+cudaError_t cudaGraphMemsetNodeSetParams(cudaGraphNode_t node, const cudaMemsetParams* p) {
+  STANDIN_DRIVER(false);
+  CUDA_MEMSET_NODE_PARAMS c;
+  if (cudaError_t e = memsetNodeParams(p, c)) return record(e);
+  return call(D->cuGraphMemsetNodeSetParams(STANDIN_NODE, &c));
+}
+cudaError_t cudaGraphExecMemsetNodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t node, const cudaMemsetParams* p) {
+  STANDIN_DRIVER(false);
+  CUDA_MEMSET_NODE_PARAMS c;
+  if (cudaError_t e = memsetNodeParams(p, c)) return record(e);
+  return call(D->cuGraphExecMemsetNodeSetParams(STANDIN_EXEC_NODE, &c, rt().context));
+}
+cudaError_t cudaGraphHostNodeSetParams(cudaGraphNode_t node, const cudaHostNodeParams* p) {
+  STANDIN_DRIVER(false);
+  CUDA_HOST_NODE_PARAMS c;
+  if (cudaError_t e = hostNodeParams(p, c)) return record(e);
+  return call(D->cuGraphHostNodeSetParams(STANDIN_NODE, &c));
+}
+cudaError_t cudaGraphExecHostNodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t node, const cudaHostNodeParams* p) {
+  STANDIN_DRIVER(false);
+  CUDA_HOST_NODE_PARAMS c;
+  if (cudaError_t e = hostNodeParams(p, c)) return record(e);
+  return call(D->cuGraphExecHostNodeSetParams(STANDIN_EXEC_NODE, &c));
+}
+cudaError_t cudaGraphEventRecordNodeSetEvent(cudaGraphNode_t node, cudaEvent_t event) {
+  STANDIN_DRIVER(false);
+  return call(D->cuGraphEventRecordNodeSetEvent(STANDIN_NODE, reinterpret_cast<CUevent>(event)));
+}
+cudaError_t cudaGraphExecEventRecordNodeSetEvent(cudaGraphExec_t exec, cudaGraphNode_t node, cudaEvent_t event) {
+  STANDIN_DRIVER(false);
+  return call(D->cuGraphExecEventRecordNodeSetEvent(STANDIN_EXEC_NODE, reinterpret_cast<CUevent>(event)));
+}
+cudaError_t cudaGraphEventWaitNodeSetEvent(cudaGraphNode_t node, cudaEvent_t event) {
+  STANDIN_DRIVER(false);
+  return call(D->cuGraphEventWaitNodeSetEvent(STANDIN_NODE, reinterpret_cast<CUevent>(event)));
+}
+cudaError_t cudaGraphExecEventWaitNodeSetEvent(cudaGraphExec_t exec, cudaGraphNode_t node, cudaEvent_t event) {
+  STANDIN_DRIVER(false);
+  return call(D->cuGraphExecEventWaitNodeSetEvent(STANDIN_EXEC_NODE, reinterpret_cast<CUevent>(event)));
+}
+cudaError_t cudaGraphExecChildGraphNodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t node, cudaGraph_t child) {
+  STANDIN_DRIVER(false);
+  return call(D->cuGraphExecChildGraphNodeSetParams(STANDIN_EXEC_NODE, reinterpret_cast<CUgraph>(child)));
+}
+cudaError_t cudaGraphNodeSetParams(cudaGraphNode_t node, cudaGraphNodeParams* params) {
+  STANDIN_DRIVER(false);
+  return call(D->cuGraphNodeSetParams(STANDIN_NODE, reinterpret_cast<CUgraphNodeParams*>(params)));
+}
+cudaError_t cudaGraphExecNodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t node, cudaGraphNodeParams* params) {
+  STANDIN_DRIVER(false);
+  return call(D->cuGraphExecNodeSetParams(STANDIN_EXEC_NODE, reinterpret_cast<CUgraphNodeParams*>(params)));
+}
+#undef STANDIN_NODE
+#undef STANDIN_EXEC_NODE
+// CUDA 12's and 13's (11's took an error node and a result out under this name). The result info is
+// the driver's, field for field.
+static_assert(sizeof(cudaGraphExecUpdateResultInfo) == sizeof(CUgraphExecUpdateResultInfo));
+cudaError_t cudaGraphExecUpdate(cudaGraphExec_t exec, cudaGraph_t graph, cudaGraphExecUpdateResultInfo* info) {
+  STANDIN_DRIVER(false);
+  return call(D->cuGraphExecUpdate(reinterpret_cast<CUgraphExec>(exec), reinterpret_cast<CUgraph>(graph),
+                                   reinterpret_cast<CUgraphExecUpdateResultInfo*>(info)));
 }
 // The runtime's parameters are the driver's, field for field.
 static_assert(sizeof(cudaGraphInstantiateParams) == sizeof(CUDA_GRAPH_INSTANTIATE_PARAMS));

@@ -2,7 +2,8 @@
  * two a buffer for the instantiation's log and its size (CUDA 12 took them out and kept the
  * name). Reports what arrived, so that a shim that forwards only the newer three is caught: the
  * real runtime writes its log through whatever pointer arrives. Its cudaMemPrefetchAsync takes a
- * device ordinal and the stream (CUDA 13's: a location, flags, the stream). Also what cutrace
+ * device ordinal and the stream (CUDA 13's: a location, flags, the stream); its cudaGraphExecUpdate
+ * an error node and a result out (CUDA 12's: one result info). Also what cutrace
  * looks a runtime up by (cudaGetDeviceCount), and its version.
  *
  *   built as a library; old_runtime links it */
@@ -35,5 +36,13 @@ void* lastPrefetchStream;
 int cudaMemPrefetchAsync(const void* p, size_t count, int dstDevice, void* stream) {
   if (p == NULL || count != 4096 || dstDevice != 0) return 1;
   lastPrefetchStream = stream;
+  return 0;
+}
+
+/* CUDA 11's: the node that failed and the result, each through its own pointer. */
+int cudaGraphExecUpdate(void* exec, void* graph, void** errorNode, int* result) {
+  if (exec == NULL || graph == NULL || errorNode == NULL || result == NULL) return 1;
+  *errorNode = NULL;
+  *result = 0; /* cudaGraphExecUpdateSuccess */
   return 0;
 }

@@ -3,7 +3,11 @@
  * wait, empty nodes, and nodes by their generic parameters, each through the first and the later
  * version where cuda.h renamed one. Every node added is recorded with its graph as the handle; a
  * node on no graph and one depending on another graph's node are refused and recorded with their
- * result. The graph is then instantiated and launched.
+ * result. The graph is then instantiated, edited as llama.cpp edits its graphs between launches
+ * (every kind of node's parameters set in the graph, with the node as the handle, and in the
+ * instantiated graph, with the exec as the handle; the exec updated from the graph), launched and
+ * destroyed. A kernel's parameters on a set node, a node of another graph set in the exec and an
+ * update from a graph of another shape are refused and recorded with their results.
  *
  *   usage: graph_build */
 #include <cuda.h>
@@ -18,6 +22,11 @@ CUresult addKernelNodeV1(CUgraphNode* node, CUgraph graph, const CUgraphNode* de
                          const CUDA_KERNEL_NODE_PARAMS_v1* params) __asm__("cuGraphAddKernelNode");
 CUresult addNodeV1(CUgraphNode* node, CUgraph graph, const CUgraphNode* dependencies, size_t count,
                    CUgraphNodeParams* params) __asm__("cuGraphAddNode");
+CUresult setKernelNodeV1(CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS_v1* params) __asm__("cuGraphKernelNodeSetParams");
+CUresult execSetKernelNodeV1(CUgraphExec exec, CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS_v1* params)
+    __asm__("cuGraphExecKernelNodeSetParams");
+CUresult execUpdateV1(CUgraphExec exec, CUgraph graph, CUgraphNode* errorNode, CUgraphExecUpdateResult* result)
+    __asm__("cuGraphExecUpdate");
 
 static void hostFunction(void* data) { (void)data; }
 
@@ -37,7 +46,7 @@ int main(void) {
   CUgraph graph, child;
   check(cuGraphCreate(&graph, 0), "cuGraphCreate");
   check(cuGraphCreate(&child, 0), "cuGraphCreate");
-  CUgraphNode start, kernel, kernelV1, set, copy, host, sub, record, wait, generic, genericV1, inChild, foreign;
+  CUgraphNode start, kernel, kernelV1, set, copy, host, sub, record, wait, generic, genericV1, inChild, childSet, foreign;
   check(cuGraphAddEmptyNode(&start, graph, NULL, 0), "cuGraphAddEmptyNode");
 
   CUDA_KERNEL_NODE_PARAMS k;
@@ -73,6 +82,7 @@ int main(void) {
   CUDA_HOST_NODE_PARAMS h = {hostFunction, NULL};
   check(cuGraphAddHostNode(&host, graph, &copy, 1, &h), "cuGraphAddHostNode");
   check(cuGraphAddEmptyNode(&inChild, child, NULL, 0), "cuGraphAddEmptyNode");
+  check(cuGraphAddMemsetNode(&childSet, child, &inChild, 1, &m, ctx), "cuGraphAddMemsetNode");
   check(cuGraphAddChildGraphNode(&sub, graph, &host, 1, child), "cuGraphAddChildGraphNode");
   check(cuGraphAddEventRecordNode(&record, graph, &sub, 1, event), "cuGraphAddEventRecordNode");
   check(cuGraphAddEventWaitNode(&wait, graph, &record, 1, event), "cuGraphAddEventWaitNode");
@@ -88,6 +98,46 @@ int main(void) {
 
   CUgraphExec exec;
   check(cuGraphInstantiateWithFlags(&exec, graph, 0), "cuGraphInstantiateWithFlags");
+
+  /* Edited in the graph, then in the exec; a memset node through the generic parameters. */
+  check(cuGraphKernelNodeSetParams(kernel, &k), "cuGraphKernelNodeSetParams_v2");
+  check(setKernelNodeV1(kernelV1, &k1), "cuGraphKernelNodeSetParams");
+  check(cuGraphMemsetNodeSetParams(set, &m), "cuGraphMemsetNodeSetParams");
+  check(cuGraphMemcpyNodeSetParams(copy, &c), "cuGraphMemcpyNodeSetParams");
+  check(cuGraphHostNodeSetParams(host, &h), "cuGraphHostNodeSetParams");
+  check(cuGraphEventRecordNodeSetEvent(record, event), "cuGraphEventRecordNodeSetEvent");
+  check(cuGraphEventWaitNodeSetEvent(wait, event), "cuGraphEventWaitNodeSetEvent");
+  CUgraphNodeParams setParams;
+  memset(&setParams, 0, sizeof(setParams));
+  setParams.type = CU_GRAPH_NODE_TYPE_MEMSET;
+  setParams.memset.dst = buffer;
+  setParams.memset.elementSize = 1;
+  setParams.memset.width = 2048;
+  setParams.memset.height = 1;
+  setParams.memset.ctx = ctx;
+  check(cuGraphNodeSetParams(set, &setParams), "cuGraphNodeSetParams");
+  check(cuGraphExecKernelNodeSetParams(exec, kernel, &k), "cuGraphExecKernelNodeSetParams_v2");
+  check(execSetKernelNodeV1(exec, kernelV1, &k1), "cuGraphExecKernelNodeSetParams");
+  check(cuGraphExecMemsetNodeSetParams(exec, set, &m, ctx), "cuGraphExecMemsetNodeSetParams");
+  check(cuGraphExecMemcpyNodeSetParams(exec, copy, &c, ctx), "cuGraphExecMemcpyNodeSetParams");
+  check(cuGraphExecHostNodeSetParams(exec, host, &h), "cuGraphExecHostNodeSetParams");
+  check(cuGraphExecChildGraphNodeSetParams(exec, sub, child), "cuGraphExecChildGraphNodeSetParams");
+  check(cuGraphExecEventRecordNodeSetEvent(exec, record, event), "cuGraphExecEventRecordNodeSetEvent");
+  check(cuGraphExecEventWaitNodeSetEvent(exec, wait, event), "cuGraphExecEventWaitNodeSetEvent");
+  check(cuGraphExecNodeSetParams(exec, set, &setParams), "cuGraphExecNodeSetParams");
+  CUgraphExecUpdateResultInfo info;
+  check(cuGraphExecUpdate(exec, graph, &info), "cuGraphExecUpdate_v2");
+  CUgraphNode errorNode;
+  CUgraphExecUpdateResult result;
+  check(execUpdateV1(exec, graph, &errorNode, &result), "cuGraphExecUpdate");
+  /* Refused: a kernel's parameters on a set node; another graph's node in the exec; an update
+   * from a graph of another shape. */
+  if (cuGraphKernelNodeSetParams(set, &k) != CUDA_ERROR_INVALID_VALUE) ++failures;
+  if (cuGraphExecNodeSetParams(exec, childSet, &setParams) != CUDA_ERROR_INVALID_VALUE) ++failures;
+  if (cuGraphExecUpdate(exec, child, &info) != CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE ||
+      info.result != CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED)
+    ++failures;
+
   check(cuGraphLaunch(exec, NULL), "cuGraphLaunch");
   check(cuCtxSynchronize(), "cuCtxSynchronize");
   check(cuGraphExecDestroy(exec), "cuGraphExecDestroy");
@@ -96,6 +146,6 @@ int main(void) {
   check(cuEventDestroy(event), "cuEventDestroy");
   check(cuMemFree(buffer), "cuMemFree");
   check(cuModuleUnload(module), "cuModuleUnload");
-  printf("built\n");
+  printf("built and edited\n");
   return failures == 0 ? 0 : 1;
 }

@@ -2,7 +2,11 @@
 // function, a child graph, event record and wait, empty nodes and a node by its generic
 // parameters. Each node added is recorded with its graph as the handle, and the driver call the
 // runtime makes for it nested inside; a node on no graph is refused and recorded with its result.
-// The graph is then instantiated and launched, and the kernel's and the copy's work checked.
+// The graph is then instantiated and edited (every kind of node's parameters set in the graph,
+// with the node as the handle, and in the instantiated graph, with the exec as the handle; the exec
+// updated from the graph), each edit with the driver call the runtime makes for it nested inside;
+// an update from a graph of another shape is refused and recorded with its result. The graph is
+// then launched and destroyed.
 //   usage: graph_build_runtime
 #include <cstdio>
 #include <cstring>
@@ -69,6 +73,37 @@ int main() {
 
   cudaGraphExec_t exec;
   checkRuntime(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
+
+  value = 9;  // the kernel's argument, read when its parameters are set again
+  checkRuntime(cudaGraphKernelNodeSetParams(kernel, &k), "cudaGraphKernelNodeSetParams");
+  checkRuntime(cudaGraphMemsetNodeSetParams(set, &m), "cudaGraphMemsetNodeSetParams");
+  checkRuntime(cudaGraphMemcpyNodeSetParams(copy, &c), "cudaGraphMemcpyNodeSetParams");
+  checkRuntime(cudaGraphHostNodeSetParams(host, &h), "cudaGraphHostNodeSetParams");
+  checkRuntime(cudaGraphEventRecordNodeSetEvent(record, event), "cudaGraphEventRecordNodeSetEvent");
+  checkRuntime(cudaGraphEventWaitNodeSetEvent(wait, event), "cudaGraphEventWaitNodeSetEvent");
+  alignas(cudaGraphNodeParams) unsigned char setStorage[sizeof(cudaGraphNodeParams)] = {};
+  auto* setParams = reinterpret_cast<cudaGraphNodeParams*>(setStorage);
+  setParams->type = cudaGraphNodeTypeMemset;
+  setParams->memset.dst = buffer;
+  setParams->memset.elementSize = 1;
+  setParams->memset.width = 2 * n * sizeof(int);
+  setParams->memset.height = 1;
+  checkRuntime(cudaGraphNodeSetParams(set, setParams), "cudaGraphNodeSetParams");
+  checkRuntime(cudaGraphExecKernelNodeSetParams(exec, kernel, &k), "cudaGraphExecKernelNodeSetParams");
+  checkRuntime(cudaGraphExecMemsetNodeSetParams(exec, set, &m), "cudaGraphExecMemsetNodeSetParams");
+  checkRuntime(cudaGraphExecMemcpyNodeSetParams(exec, copy, &c), "cudaGraphExecMemcpyNodeSetParams");
+  checkRuntime(cudaGraphExecHostNodeSetParams(exec, host, &h), "cudaGraphExecHostNodeSetParams");
+  checkRuntime(cudaGraphExecChildGraphNodeSetParams(exec, sub, child), "cudaGraphExecChildGraphNodeSetParams");
+  checkRuntime(cudaGraphExecEventRecordNodeSetEvent(exec, record, event), "cudaGraphExecEventRecordNodeSetEvent");
+  checkRuntime(cudaGraphExecEventWaitNodeSetEvent(exec, wait, event), "cudaGraphExecEventWaitNodeSetEvent");
+  checkRuntime(cudaGraphExecNodeSetParams(exec, set, setParams), "cudaGraphExecNodeSetParams");
+  cudaGraphExecUpdateResultInfo info;
+  checkRuntime(cudaGraphExecUpdate(exec, graph, &info), "cudaGraphExecUpdate");
+  // Refused: an update from a graph of another shape.
+  if (cudaGraphExecUpdate(exec, child, &info) != cudaErrorGraphExecUpdateFailure ||
+      info.result != cudaGraphExecUpdateErrorTopologyChanged)
+    ++failures;
+  (void)cudaGetLastError();
   checkRuntime(cudaGraphLaunch(exec, 0), "cudaGraphLaunch");
   checkRuntime(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
   int back[2 * 256];
@@ -79,6 +114,6 @@ int main() {
   checkRuntime(cudaGraphDestroy(child), "cudaGraphDestroy");
   checkRuntime(cudaEventDestroy(event), "cudaEventDestroy");
   checkRuntime(cudaFree(buffer), "cudaFree");
-  std::printf("built\n");
+  std::printf("built and edited\n");
   return failures == 0 ? 0 : 1;
 }
