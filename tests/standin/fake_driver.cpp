@@ -646,6 +646,33 @@ CUresult prefetchTo(CUdeviceptr p, size_t n, CUmemLocation location, unsigned fl
   }
 }
 
+// CUDA 13's batches: every range managed (prefetchTo's checks, each with the location whose index
+// run it falls in: the first index 0, each later one greater, the last below `count`), flags 0,
+// never the legacy stream. `locations` null: discards only.
+CUresult prefetchBatch(CUdeviceptr* ptrs, size_t* sizes, size_t count, CUmemLocation* locations, size_t* locationIdxs,
+                       size_t numLocations, unsigned long long flags, CUstream s) {
+  if (count == 0 || ptrs == nullptr || sizes == nullptr || flags != 0 || s == nullptr || s == CU_STREAM_LEGACY)
+    return CUDA_ERROR_INVALID_VALUE;
+  const bool prefetching = locations != nullptr || locationIdxs != nullptr || numLocations != 0;
+  if (prefetching) {
+    if (locations == nullptr || locationIdxs == nullptr || numLocations == 0 || numLocations > count ||
+        locationIdxs[0] != 0)
+      return CUDA_ERROR_INVALID_VALUE;
+    for (size_t k = 1; k < numLocations; ++k)
+      if (locationIdxs[k] <= locationIdxs[k - 1] || locationIdxs[k] >= count) return CUDA_ERROR_INVALID_VALUE;
+  }
+  size_t at = 0;  // the location of range i
+  for (size_t i = 0; i < count; ++i) {
+    if (!prefetching) {
+      if (CUresult r = prefetch(ptrs[i], sizes[i], true, 0, 0, s)) return r;
+      continue;
+    }
+    if (at + 1 < numLocations && locationIdxs[at + 1] == i) ++at;
+    if (CUresult r = prefetchTo(ptrs[i], sizes[i], locations[at], 0, s)) return r;
+  }
+  return CUDA_SUCCESS;
+}
+
 // One side of a 2D/3D copy: its base address by memory type (arrays are not modelled).
 bool side(CUmemorytype type, const void* host, CUdeviceptr device, uintptr_t& out) {
   switch (type) {
@@ -1566,6 +1593,17 @@ STANDIN_ENTRY_PTSZ(cuMemPrefetchAsync, (CUdeviceptr p, size_t n, CUdevice device
                    prefetch(p, n, device == CU_DEVICE_CPU, device, 0, s))
 STANDIN_ENTRY_PTSZ(cuMemPrefetchAsync_v2, (CUdeviceptr p, size_t n, CUmemLocation location, unsigned flags, CUstream s),
                    prefetchTo(p, n, location, flags, s))
+STANDIN_ENTRY_PTSZ(cuMemPrefetchBatchAsync,
+                   (CUdeviceptr * ptrs, size_t* sizes, size_t count, CUmemLocation* locations, size_t* locationIdxs,
+                    size_t numLocations, unsigned long long flags, CUstream s),
+                   prefetchBatch(ptrs, sizes, count, locations, locationIdxs, numLocations, flags, s))
+STANDIN_ENTRY_PTSZ(cuMemDiscardBatchAsync,
+                   (CUdeviceptr * ptrs, size_t* sizes, size_t count, unsigned long long flags, CUstream s),
+                   prefetchBatch(ptrs, sizes, count, nullptr, nullptr, 0, flags, s))
+STANDIN_ENTRY_PTSZ(cuMemDiscardAndPrefetchBatchAsync,
+                   (CUdeviceptr * ptrs, size_t* sizes, size_t count, CUmemLocation* locations, size_t* locationIdxs,
+                    size_t numLocations, unsigned long long flags, CUstream s),
+                   prefetchBatch(ptrs, sizes, count, locations, locationIdxs, numLocations, flags, s))
 STANDIN_COPY_ASYNC(cuMemcpyHtoDAsync_v2, CUdeviceptr, const void*)
 STANDIN_COPY_ASYNC(cuMemcpyHtoDAsync_v2_ptsz, CUdeviceptr, const void*)
 STANDIN_COPY_ASYNC(cuMemcpyDtoHAsync_v2, void*, CUdeviceptr)
@@ -1912,6 +1950,12 @@ const ProcEntry kProcTable[] = {
     PT(cuMemPrefetchAsync, 8000, cuMemPrefetchAsync_ptsz),
     E(cuMemPrefetchAsync, 12020, cuMemPrefetchAsync_v2),
     PT(cuMemPrefetchAsync, 12020, cuMemPrefetchAsync_v2_ptsz),
+    E(cuMemPrefetchBatchAsync, 13000, cuMemPrefetchBatchAsync),
+    PT(cuMemPrefetchBatchAsync, 13000, cuMemPrefetchBatchAsync_ptsz),
+    E(cuMemDiscardBatchAsync, 13000, cuMemDiscardBatchAsync),
+    PT(cuMemDiscardBatchAsync, 13000, cuMemDiscardBatchAsync_ptsz),
+    E(cuMemDiscardAndPrefetchBatchAsync, 13000, cuMemDiscardAndPrefetchBatchAsync),
+    PT(cuMemDiscardAndPrefetchBatchAsync, 13000, cuMemDiscardAndPrefetchBatchAsync_ptsz),
     E(cuMemcpyHtoD, 3020, cuMemcpyHtoD_v2),
     PT(cuMemcpyHtoD, 7000, cuMemcpyHtoD_v2_ptds),
     E(cuMemcpyDtoH, 3020, cuMemcpyDtoH_v2),

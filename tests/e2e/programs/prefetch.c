@@ -1,8 +1,10 @@
 /* Managed memory prefetched ahead of use, as unified-memory programs do: every entry point that
  * moves pages (the runtime's, the driver's first version with a device ordinal, its location
  * version, and both as cuGetProcAddress hands them to runtimes built for CUDA 12 and 13) is one
- * event with the bytes and the stream it was queued on. Prefetches of memory that is not managed,
- * or with flags, are refused and recorded with their result.
+ * event with the bytes and the stream it was queued on; so is each of CUDA 13's batches (of
+ * prefetches to two locations, of discards, of discards then prefetches), with the bytes of all its
+ * ranges. Prefetches of memory that is not managed, or with flags, and a batch with a range that
+ * is not managed are refused and recorded with their result.
  *
  *   usage: prefetch */
 #include <cuda.h>
@@ -44,9 +46,21 @@ int main(void) {
   struct cudaMemLocation runtimeToDevice = {cudaMemLocationTypeDevice, dev};
   checkRuntime(cudaMemPrefetchAsync((void*)managed, 32768, runtimeToDevice, 0, (cudaStream_t)s), "cudaMemPrefetchAsync");
 
-  /* Refused: memory that is not managed; flags. */
+  /* Three ranges (28 KiB), the first to the device, the others to the host. */
+  CUdeviceptr ranges[] = {managed, managed + 65536, managed + 131072};
+  size_t sizes[] = {4096, 8192, 16384};
+  CUmemLocation locations[] = {toDevice, toHost};
+  size_t locationIdxs[] = {0, 1};
+  check(cuMemPrefetchBatchAsync(ranges, sizes, 3, locations, locationIdxs, 2, 0, s), "cuMemPrefetchBatchAsync");
+  check(cuMemDiscardBatchAsync(ranges, sizes, 3, 0, s), "cuMemDiscardBatchAsync");
+  check(cuMemDiscardAndPrefetchBatchAsync(ranges, sizes, 3, locations, locationIdxs, 2, 0, s),
+        "cuMemDiscardAndPrefetchBatchAsync");
+
+  /* Refused: memory that is not managed; flags; a batch with a range that is not managed. */
   if (cuMemPrefetchAsync(plain, 4096, toDevice, 0, s) != CUDA_ERROR_INVALID_VALUE) ++failures;
   if (cuMemPrefetchAsync(managed, 4096, toDevice, 1, s) != CUDA_ERROR_INVALID_VALUE) ++failures;
+  CUdeviceptr mixed[] = {managed, plain};
+  if (cuMemPrefetchBatchAsync(mixed, sizes, 2, locations, locationIdxs, 1, 0, s) != CUDA_ERROR_INVALID_VALUE) ++failures;
 
   check(cuStreamSynchronize(s), "cuStreamSynchronize");
   check(cuMemFree(plain), "cuMemFree");
