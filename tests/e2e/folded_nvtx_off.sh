@@ -14,12 +14,13 @@ shopt -s nullglob
 streams=("$work"/out/*.pftrace)
 [ "${#streams[@]}" = 1 ] || fail "expected one stream, found ${#streams[@]}"
 stem=${streams[0]%.pftrace}
-# nvtx_ops: cuInit once, then 3,000 cuCtxSynchronize inside two ranges each (and 6,000 ranges
-# alone): two stacks, the ranges nowhere.
+# nvtx_ops: cuInit and cuDevicePrimaryCtxRetain once, then 3,000 cuCtxSynchronize inside two ranges
+# each (and 6,000 ranges alone): three stacks, the ranges nowhere.
 calls=$(sed 's/.*;//' "$stem.calls.folded" | sort | tr '\n' ' ')
-[ "$calls" = "cuCtxSynchronize 3000 cuInit 1 " ] || fail "calls.folded: expected cuCtxSynchronize 3000 and cuInit 1, got: ${calls:0:300}"
-[ "$(cut -d' ' -f1 "$stem.folded" | sed 's/.*;//' | sort | tr '\n' ' ')" = "cuCtxSynchronize cuInit " ] ||
-  fail "folded: expected the two calls' stacks only, got: $(cut -c1-200 "$stem.folded")"
+[ "$calls" = "cuCtxSynchronize 3000 cuDevicePrimaryCtxRetain 1 cuInit 1 " ] ||
+  fail "calls.folded: expected cuCtxSynchronize 3000, cuDevicePrimaryCtxRetain 1 and cuInit 1, got: ${calls:0:300}"
+[ "$(cut -d' ' -f1 "$stem.folded" | sed 's/.*;//' | sort | tr '\n' ' ')" = "cuCtxSynchronize cuDevicePrimaryCtxRetain cuInit " ] ||
+  fail "folded: expected the three calls' stacks only, got: $(cut -c1-200 "$stem.folded")"
 ! grep -q -e 'aten::' -e 'step' "$stem.folded" "$stem.calls.folded" || fail "an NVTX range is a frame"
 "$E2E_CUTRACE" export --no-nvtx-frames -o "$work/exported" "${streams[0]}" 2>>"$work/err" || fail "cutrace export failed"
 name=$(basename "$stem")

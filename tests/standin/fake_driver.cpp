@@ -894,6 +894,28 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext* ctx, CUdevice dev) {
   *ctx = primary();
   return CUDA_SUCCESS;
 }
+// A context created is the device's one context here (destroying it leaves it usable), made current.
+static CUresult createContext(CUcontext* ctx, unsigned flags, CUdevice dev) {
+  if (CUresult r = checkDevice(dev)) return r;
+  if (ctx == nullptr || (flags & ~unsigned{CU_CTX_FLAGS_MASK}) != 0) return CUDA_ERROR_INVALID_VALUE;
+  current = *ctx = primary();
+  return CUDA_SUCCESS;
+}
+CUresult cuCtxCreate_v2(CUcontext* ctx, unsigned flags, CUdevice dev) {
+  ENTRY();
+  return createContext(ctx, flags, dev);
+}
+CUresult cuCtxCreate_v3(CUcontext* ctx, CUexecAffinityParam* affinities, int count, unsigned flags, CUdevice dev) {
+  ENTRY();
+  if (count < 0 || (count > 0 && affinities == nullptr)) return CUDA_ERROR_INVALID_VALUE;
+  return createContext(ctx, flags, dev);
+}
+#undef cuCtxCreate
+CUresult cuCtxCreate_v4(CUcontext* ctx, CUctxCreateParams* params, unsigned flags, CUdevice dev) {
+  ENTRY();
+  (void)params;  // optional: affinities or a CIG context, neither modelled
+  return createContext(ctx, flags, dev);
+}
 CUresult cuDevicePrimaryCtxRelease(CUdevice dev) {
   ENTRY();
   return checkDevice(dev);
@@ -1831,6 +1853,9 @@ const ProcEntry kProcTable[] = {
     E(cuDeviceGetName, 2000, cuDeviceGetName),
     E(cuDeviceGetAttribute, 2000, cuDeviceGetAttribute),
     E(cuDevicePrimaryCtxRetain, 7000, cuDevicePrimaryCtxRetain),
+    E(cuCtxCreate, 3020, cuCtxCreate_v2),
+    E(cuCtxCreate, 11040, cuCtxCreate_v3),
+    E(cuCtxCreate, 12050, cuCtxCreate_v4),
     E(cuDevicePrimaryCtxRelease, 7000, cuDevicePrimaryCtxRelease),
     E(cuDevicePrimaryCtxRelease, 11000, cuDevicePrimaryCtxRelease_v2),
     E(cuDevicePrimaryCtxReset, 7000, cuDevicePrimaryCtxReset),
