@@ -1248,6 +1248,22 @@ CUresult cuGraphAddNode_v2(CUgraphNode* node, CUgraph graph, const CUgraphNode* 
   return addNode(node, graph, dependencies, count, params != nullptr ? params->type : CU_GRAPH_NODE_TYPE_EMPTY,
                  params != nullptr);
 }
+STANDIN_ADD_NODE(cuGraphAddMemFreeNode, STANDIN_COMMA CUdeviceptr p, CU_GRAPH_NODE_TYPE_MEM_FREE, p != 0)
+STANDIN_ADD_NODE(cuGraphAddBatchMemOpNode, STANDIN_COMMA const CUDA_BATCH_MEM_OP_NODE_PARAMS* p,
+                 CU_GRAPH_NODE_TYPE_BATCH_MEM_OP, p != nullptr && p->count != 0 && p->paramArray != nullptr)
+// Graph memory: device memory of a pool on the device; the address is the graph's for its runs,
+// which never come here (graphs run nothing): a range of its own that nothing reads, not memory.
+CUresult cuGraphAddMemAllocNode(CUgraphNode* node, CUgraph graph, const CUgraphNode* dependencies, size_t count,
+                                CUDA_MEM_ALLOC_NODE_PARAMS* p) {
+  ENTRY();
+  const bool valid = p != nullptr && p->bytesize != 0 && p->poolProps.allocType == CU_MEM_ALLOCATION_TYPE_PINNED &&
+                     p->poolProps.location.type == CU_MEM_LOCATION_TYPE_DEVICE && p->poolProps.location.id == 0;
+  if (CUresult r = addNode(node, graph, dependencies, count, CU_GRAPH_NODE_TYPE_MEM_ALLOC, valid)) return r;
+  constexpr uint64_t kGranule = uint64_t{2} << 20;
+  static std::atomic<uint64_t> next{uint64_t{1} << 44};
+  p->dptr = next.fetch_add((p->bytesize + kGranule - 1) / kGranule * kGranule);
+  return CUDA_SUCCESS;
+}
 STANDIN_SET_NODE(cuGraphKernelNodeSetParams, const CUDA_KERNEL_NODE_PARAMS_v1* p, CU_GRAPH_NODE_TYPE_KERNEL,
                  p != nullptr && p->func != nullptr)
 STANDIN_SET_NODE(cuGraphKernelNodeSetParams_v2, const CUDA_KERNEL_NODE_PARAMS* p, CU_GRAPH_NODE_TYPE_KERNEL,
@@ -1917,6 +1933,9 @@ const ProcEntry kProcTable[] = {
     E(cuGraphAddEventWaitNode, 11010, cuGraphAddEventWaitNode),
     E(cuGraphAddNode, 12020, cuGraphAddNode),
     E(cuGraphAddNode, 12030, cuGraphAddNode_v2),
+    E(cuGraphAddMemAllocNode, 11040, cuGraphAddMemAllocNode),
+    E(cuGraphAddMemFreeNode, 11040, cuGraphAddMemFreeNode),
+    E(cuGraphAddBatchMemOpNode, 11070, cuGraphAddBatchMemOpNode),
     E(cuGraphKernelNodeSetParams, 10000, cuGraphKernelNodeSetParams),
     E(cuGraphKernelNodeSetParams, 12000, cuGraphKernelNodeSetParams_v2),
     E(cuGraphMemcpyNodeSetParams, 10000, cuGraphMemcpyNodeSetParams),

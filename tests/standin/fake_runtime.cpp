@@ -96,6 +96,8 @@ constexpr int kRuntimeVersion = CUDART_VERSION;
   X(cuGraphAddEventRecordNode, cuGraphAddEventRecordNode, kRuntimeVersion)                                    \
   X(cuGraphAddEventWaitNode, cuGraphAddEventWaitNode, kRuntimeVersion)                                        \
   X(cuGraphAddNode, cuGraphAddNode_v2, kRuntimeVersion)                                                       \
+  X(cuGraphAddMemAllocNode, cuGraphAddMemAllocNode, kRuntimeVersion)                                        \
+  X(cuGraphAddMemFreeNode, cuGraphAddMemFreeNode, kRuntimeVersion)                                          \
   X(cuGraphKernelNodeSetParams, cuGraphKernelNodeSetParams_v2, kRuntimeVersion)                              \
   X(cuGraphMemcpyNodeSetParams, cuGraphMemcpyNodeSetParams, kRuntimeVersion)                                  \
   X(cuGraphMemsetNodeSetParams, cuGraphMemsetNodeSetParams, kRuntimeVersion)                                  \
@@ -817,6 +819,18 @@ cudaError_t cudaGraphAddEventWaitNode(cudaGraphNode_t* node, cudaGraph_t graph, 
                                       size_t count, cudaEvent_t event) {
   STANDIN_DRIVER(false);
   return call(D->cuGraphAddEventWaitNode(STANDIN_NODE_ARGS, reinterpret_cast<CUevent>(event)));
+}
+// The runtime's allocation parameters are the driver's, field for field.
+static_assert(sizeof(cudaMemAllocNodeParams) == sizeof(CUDA_MEM_ALLOC_NODE_PARAMS));
+cudaError_t cudaGraphAddMemAllocNode(cudaGraphNode_t* node, cudaGraph_t graph, const cudaGraphNode_t* dependencies,
+                                     size_t count, cudaMemAllocNodeParams* p) {
+  STANDIN_DRIVER(false);
+  return call(D->cuGraphAddMemAllocNode(STANDIN_NODE_ARGS, reinterpret_cast<CUDA_MEM_ALLOC_NODE_PARAMS*>(p)));
+}
+cudaError_t cudaGraphAddMemFreeNode(cudaGraphNode_t* node, cudaGraph_t graph, const cudaGraphNode_t* dependencies,
+                                    size_t count, void* p) {
+  STANDIN_DRIVER(false);
+  return call(D->cuGraphAddMemFreeNode(STANDIN_NODE_ARGS, dptr(p)));
 }
 #undef STANDIN_NODE_ARGS
 // CUDA 13's (12.x's took no edge data under this name). The runtime's parameters are the

@@ -1,7 +1,8 @@
 /* A CUDA graph built node by node with the driver's graph API, as programs that do not capture
  * streams build theirs: a kernel, a set, a copy, a host function, a child graph, event record and
  * wait, empty nodes, and nodes by their generic parameters, each through the first and the later
- * version where cuda.h renamed one. Every node added is recorded with its graph as the handle; a
+ * version where cuda.h renamed one; in a graph of their own, graph memory allocated and freed and
+ * a stream memory operation. Every node added is recorded with its graph as the handle; a
  * node on no graph and one depending on another graph's node are refused and recorded with their
  * result. The graph is then instantiated, edited as llama.cpp edits its graphs between launches
  * (every kind of node's parameters set in the graph, with the node as the handle, and in the
@@ -92,6 +93,28 @@ int main(void) {
   check(cuGraphAddNode(&generic, graph, &wait, NULL, 1, &empty), "cuGraphAddNode_v2");
   check(addNodeV1(&genericV1, graph, &generic, 1, &empty), "cuGraphAddNode");
 
+  /* Graph memory and a stream memory operation (memory nodes go in no child graph, and an exec
+   * with them is not updated: a graph of their own). */
+  CUgraph memory;
+  CUgraphNode alloc, freed, memop;
+  check(cuGraphCreate(&memory, 0), "cuGraphCreate");
+  CUDA_MEM_ALLOC_NODE_PARAMS a;
+  memset(&a, 0, sizeof(a));
+  a.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  a.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  a.poolProps.location.id = 0;
+  a.bytesize = 1 << 20;
+  check(cuGraphAddMemAllocNode(&alloc, memory, NULL, 0, &a), "cuGraphAddMemAllocNode");
+  if (a.dptr == 0) ++failures;
+  CUstreamBatchMemOpParams op;
+  memset(&op, 0, sizeof(op));
+  op.writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
+  op.writeValue.address = buffer;
+  op.writeValue.value = 1;
+  CUDA_BATCH_MEM_OP_NODE_PARAMS b = {ctx, 1, &op, 0};
+  check(cuGraphAddBatchMemOpNode(&memop, memory, &alloc, 1, &b), "cuGraphAddBatchMemOpNode");
+  check(cuGraphAddMemFreeNode(&freed, memory, &memop, 1, a.dptr), "cuGraphAddMemFreeNode");
+
   /* Refused: a node on no graph; a dependency on another graph's node. */
   if (cuGraphAddEmptyNode(&foreign, NULL, NULL, 0) != CUDA_ERROR_INVALID_VALUE) ++failures;
   if (cuGraphAddEmptyNode(&foreign, graph, &inChild, 1) != CUDA_ERROR_INVALID_VALUE) ++failures;
@@ -143,6 +166,7 @@ int main(void) {
   check(cuGraphExecDestroy(exec), "cuGraphExecDestroy");
   check(cuGraphDestroy(graph), "cuGraphDestroy");
   check(cuGraphDestroy(child), "cuGraphDestroy");
+  check(cuGraphDestroy(memory), "cuGraphDestroy");
   check(cuEventDestroy(event), "cuEventDestroy");
   check(cuMemFree(buffer), "cuMemFree");
   check(cuModuleUnload(module), "cuModuleUnload");

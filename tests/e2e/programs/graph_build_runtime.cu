@@ -1,6 +1,6 @@
 // A CUDA graph built node by node with the runtime's graph API: a kernel, a set, a copy, a host
 // function, a child graph, event record and wait, empty nodes and a node by its generic
-// parameters. Each node added is recorded with its graph as the handle, and the driver call the
+// parameters; in a graph of their own, graph memory allocated and freed. Each node added is recorded with its graph as the handle, and the driver call the
 // runtime makes for it nested inside; a node on no graph is refused and recorded with its result.
 // The graph is then instantiated and edited (every kind of node's parameters set in the graph,
 // with the node as the handle, and in the instantiated graph, with the exec as the handle; the exec
@@ -67,6 +67,19 @@ int main() {
   auto* empty = reinterpret_cast<cudaGraphNodeParams*>(storage);
   empty->type = cudaGraphNodeTypeEmpty;
   checkRuntime(cudaGraphAddNode(&generic, graph, &wait, nullptr, 1, empty), "cudaGraphAddNode");
+  // Graph memory, in a graph of its own (memory nodes go in no child graph).
+  cudaGraph_t memory;
+  cudaGraphNode_t alloc, freed;
+  checkRuntime(cudaGraphCreate(&memory, 0), "cudaGraphCreate");
+  cudaMemAllocNodeParams a;
+  std::memset(&a, 0, sizeof(a));
+  a.poolProps.allocType = cudaMemAllocationTypePinned;
+  a.poolProps.location.type = cudaMemLocationTypeDevice;
+  a.poolProps.location.id = 0;
+  a.bytesize = 1 << 20;
+  checkRuntime(cudaGraphAddMemAllocNode(&alloc, memory, nullptr, 0, &a), "cudaGraphAddMemAllocNode");
+  if (a.dptr == nullptr) ++failures;
+  checkRuntime(cudaGraphAddMemFreeNode(&freed, memory, &alloc, 1, a.dptr), "cudaGraphAddMemFreeNode");
   // Refused: a node on no graph.
   if (cudaGraphAddEmptyNode(&refused, nullptr, nullptr, 0) == cudaSuccess) ++failures;
   (void)cudaGetLastError();
@@ -112,6 +125,7 @@ int main() {
   checkRuntime(cudaGraphExecDestroy(exec), "cudaGraphExecDestroy");
   checkRuntime(cudaGraphDestroy(graph), "cudaGraphDestroy");
   checkRuntime(cudaGraphDestroy(child), "cudaGraphDestroy");
+  checkRuntime(cudaGraphDestroy(memory), "cudaGraphDestroy");
   checkRuntime(cudaEventDestroy(event), "cudaEventDestroy");
   checkRuntime(cudaFree(buffer), "cudaFree");
   std::printf("built and edited\n");
