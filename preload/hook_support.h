@@ -367,6 +367,32 @@ inline CopyKind copyKindOf(const CUDA_MEMCPY3D* p) {
 inline CopyKind copyKindOf(const cudaMemcpy3DParms* p) { return p ? copyKindOf(p->kind) : CopyKind::Unknown; }
 inline std::size_t bytes2D(const CUDA_MEMCPY2D* p) { return p ? p->WidthInBytes * p->Height : 0; }
 inline std::size_t bytes3D(const CUDA_MEMCPY3D* p) { return p ? p->WidthInBytes * p->Height * p->Depth : 0; }
+// A CUDA array's elements, in bytes (0 for a format without a fixed element size: compressed).
+inline std::size_t formatBytes(CUarray_format f) {
+  switch (f) {
+    case CU_AD_FORMAT_UNSIGNED_INT8:
+    case CU_AD_FORMAT_SIGNED_INT8: return 1;
+    case CU_AD_FORMAT_UNSIGNED_INT16:
+    case CU_AD_FORMAT_SIGNED_INT16:
+    case CU_AD_FORMAT_HALF: return 2;
+    case CU_AD_FORMAT_UNSIGNED_INT32:
+    case CU_AD_FORMAT_SIGNED_INT32:
+    case CU_AD_FORMAT_FLOAT: return 4;
+    default: return 0;
+  }
+}
+inline std::size_t extentElements(std::size_t w, std::size_t h, std::size_t d) { return w * (h ? h : 1) * (d ? d : 1); }
+inline std::size_t arrayBytes(const CUDA_ARRAY_DESCRIPTOR* a) {
+  return a ? extentElements(a->Width, a->Height, 0) * a->NumChannels * formatBytes(a->Format) : 0;
+}
+inline std::size_t arrayBytes(const CUDA_ARRAY3D_DESCRIPTOR* a) {
+  return a ? extentElements(a->Width, a->Height, a->Depth) * a->NumChannels * formatBytes(a->Format) : 0;
+}
+// The runtime's: an element of the channels' bits.
+inline std::size_t arrayBytes(const cudaChannelFormatDesc* f, std::size_t w, std::size_t h, std::size_t d) {
+  if (f == nullptr || f->x < 0 || f->y < 0 || f->z < 0 || f->w < 0) return 0;
+  return extentElements(w, h, d) * static_cast<std::size_t>(f->x + f->y + f->z + f->w) / 8;
+}
 inline std::size_t bytes3D(const cudaMemcpy3DParms* p) {
   // With a CUDA array on either side the extent is in elements; without, width is in bytes.
   return p ? p->extent.width * p->extent.height * p->extent.depth : 0;

@@ -129,7 +129,14 @@ struct Link {
   std::string image;
 };
 
-enum class HandleKind { Module, Function, Library, Kernel, Stream, Event, Physical, Graph, GraphExec, GraphNode, Link };
+// A CUDA array (cuArrayCreate): its elements in device memory (an allocation of the memory map, so
+// copies are checked as linear ones are), rows of `rowBytes`, `height` rows a slice.
+struct Array {
+  uintptr_t base;
+  size_t rowBytes, height, bytes;
+};
+
+enum class HandleKind { Module, Function, Library, Kernel, Stream, Event, Physical, Graph, GraphExec, GraphNode, Link, Array };
 
 class Registry {
  public:
@@ -673,14 +680,31 @@ CUresult prefetchBatch(CUdeviceptr* ptrs, size_t* sizes, size_t count, CUmemLoca
   return CUDA_SUCCESS;
 }
 
-// One side of a 2D/3D copy: its base address by memory type (arrays are not modelled).
-bool side(CUmemorytype type, const void* host, CUdeviceptr device, uintptr_t& out) {
+// One side of a 2D/3D copy: its base address by memory type; an array's rows and slices are its
+// own (`pitch` and `rows` replaced).
+bool side(CUmemorytype type, const void* host, CUdeviceptr device, CUarray array, size_t& pitch, size_t& rows,
+          uintptr_t& out) {
   switch (type) {
     case CU_MEMORYTYPE_HOST: out = addr(host); return true;
     case CU_MEMORYTYPE_DEVICE:
     case CU_MEMORYTYPE_UNIFIED: out = addr(device); return true;
+    case CU_MEMORYTYPE_ARRAY:
+      if (const auto* a = lookup<Array>(array, HandleKind::Array)) {
+        out = a->base, pitch = a->rowBytes, rows = a->height;
+        return true;
+      }
+      return false;
     default: return false;
   }
+}
+
+// `n` bytes at `offset` into an array's elements.
+CUresult arrayAt(CUarray array, size_t offset, size_t n, uintptr_t& out) {
+  const auto* a = lookup<Array>(array, HandleKind::Array);
+  if (a == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  if (offset > a->bytes || n > a->bytes - offset) return CUDA_ERROR_INVALID_VALUE;
+  out = a->base + offset;
+  return CUDA_SUCCESS;
 }
 
 // Rows of `width` bytes, `pitch` apart, `slicePitch` between `depth` slices, on both sides.
@@ -710,11 +734,13 @@ CUresult copyStrided(const Strided& c, CUstream s) {
 CUresult copy2D(const CUDA_MEMCPY2D* p, CUstream s = nullptr) {
   if (p == nullptr) return CUDA_ERROR_INVALID_VALUE;
   Strided c{};
-  if (!side(p->dstMemoryType, p->dstHost, p->dstDevice, c.dst) || !side(p->srcMemoryType, p->srcHost, p->srcDevice, c.src))
-    return CUDA_ERROR_INVALID_VALUE;
-  if (c.dst != 0) c.dst += p->dstY * p->dstPitch + p->dstXInBytes;
-  if (c.src != 0) c.src += p->srcY * p->srcPitch + p->srcXInBytes;
   c.dstPitch = p->dstPitch, c.srcPitch = p->srcPitch;
+  size_t rows = 0;  // a 2D copy has one slice
+  if (!side(p->dstMemoryType, p->dstHost, p->dstDevice, p->dstArray, c.dstPitch, rows, c.dst) ||
+      !side(p->srcMemoryType, p->srcHost, p->srcDevice, p->srcArray, c.srcPitch, rows, c.src))
+    return CUDA_ERROR_INVALID_VALUE;
+  if (c.dst != 0) c.dst += p->dstY * c.dstPitch + p->dstXInBytes;
+  if (c.src != 0) c.src += p->srcY * c.srcPitch + p->srcXInBytes;
   c.width = p->WidthInBytes, c.height = p->Height, c.depth = 1;
   return copyStrided(c, s);
 }
@@ -722,12 +748,14 @@ CUresult copy2D(const CUDA_MEMCPY2D* p, CUstream s = nullptr) {
 CUresult copy3D(const CUDA_MEMCPY3D* p, CUstream s = nullptr) {
   if (p == nullptr) return CUDA_ERROR_INVALID_VALUE;
   Strided c{};
-  if (!side(p->dstMemoryType, p->dstHost, p->dstDevice, c.dst) || !side(p->srcMemoryType, p->srcHost, p->srcDevice, c.src))
-    return CUDA_ERROR_INVALID_VALUE;
   c.dstPitch = p->dstPitch, c.srcPitch = p->srcPitch;
-  c.dstSlice = p->dstPitch * p->dstHeight, c.srcSlice = p->srcPitch * p->srcHeight;
-  if (c.dst != 0) c.dst += p->dstZ * c.dstSlice + p->dstY * p->dstPitch + p->dstXInBytes;
-  if (c.src != 0) c.src += p->srcZ * c.srcSlice + p->srcY * p->srcPitch + p->srcXInBytes;
+  size_t dstRows = p->dstHeight, srcRows = p->srcHeight;
+  if (!side(p->dstMemoryType, p->dstHost, p->dstDevice, p->dstArray, c.dstPitch, dstRows, c.dst) ||
+      !side(p->srcMemoryType, p->srcHost, p->srcDevice, p->srcArray, c.srcPitch, srcRows, c.src))
+    return CUDA_ERROR_INVALID_VALUE;
+  c.dstSlice = c.dstPitch * dstRows, c.srcSlice = c.srcPitch * srcRows;
+  if (c.dst != 0) c.dst += p->dstZ * c.dstSlice + p->dstY * c.dstPitch + p->dstXInBytes;
+  if (c.src != 0) c.src += p->srcZ * c.srcSlice + p->srcY * c.srcPitch + p->srcXInBytes;
   c.width = p->WidthInBytes, c.height = p->Height, c.depth = p->Depth;
   return copyStrided(c, s);
 }
@@ -1420,6 +1448,96 @@ CUresult cuMemFree_v2(CUdeviceptr p) {
   ENTRY();
   return release(addr(p), false);
 }
+// ------------------------------------------------------------------ arrays
+static size_t formatBytes(CUarray_format f) {
+  switch (f) {
+    case CU_AD_FORMAT_UNSIGNED_INT8:
+    case CU_AD_FORMAT_SIGNED_INT8: return 1;
+    case CU_AD_FORMAT_UNSIGNED_INT16:
+    case CU_AD_FORMAT_SIGNED_INT16:
+    case CU_AD_FORMAT_HALF: return 2;
+    case CU_AD_FORMAT_UNSIGNED_INT32:
+    case CU_AD_FORMAT_SIGNED_INT32:
+    case CU_AD_FORMAT_FLOAT: return 4;
+    default: return 0;  // the others (compressed, video formats) are not modelled
+  }
+}
+// Width elements of 1, 2 or 4 channels, a height of 0 for a 1D array, a depth of 0 for a 2D one.
+static CUresult createArray(CUarray* out, size_t width, size_t height, size_t depth, CUarray_format format,
+                            unsigned channels) {
+  if (CUresult r = needContext()) return r;
+  const size_t element = formatBytes(format) * channels;
+  if (out == nullptr || width == 0 || element == 0 || (channels != 1 && channels != 2 && channels != 4) ||
+      (depth != 0 && height == 0))
+    return CUDA_ERROR_INVALID_VALUE;
+  auto* a = new Array{0, width * element, height ? height : 1, 0};
+  a->bytes = a->rowBytes * a->height * (depth ? depth : 1);
+  if (CUresult r = allocate(&a->base, a->bytes, MemoryKind::Device)) {
+    delete a;
+    return r;
+  }
+  handles().add(a, HandleKind::Array);
+  *out = reinterpret_cast<CUarray>(a);
+  return CUDA_SUCCESS;
+}
+CUresult cuArrayCreate_v2(CUarray* out, const CUDA_ARRAY_DESCRIPTOR* d) {
+  ENTRY();
+  if (d == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  return createArray(out, d->Width, d->Height, 0, d->Format, d->NumChannels);
+}
+CUresult cuArray3DCreate_v2(CUarray* out, const CUDA_ARRAY3D_DESCRIPTOR* d) {
+  ENTRY();
+  if (d == nullptr || d->Flags != 0) return CUDA_ERROR_INVALID_VALUE;  // layered, surface, ... not modelled
+  return createArray(out, d->Width, d->Height, d->Depth, d->Format, d->NumChannels);
+}
+CUresult cuArrayDestroy(CUarray array) {
+  ENTRY();
+  if (CUresult r = needContext()) return r;
+  const auto* a = lookup<Array>(array, HandleKind::Array);
+  if (a == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  const uintptr_t base = a->base;
+  if (!handles().retire(array, HandleKind::Array)) return CUDA_ERROR_INVALID_HANDLE;
+  return release(base, false);
+}
+// Linear copies into and out of an array's elements, at a byte offset.
+static CUresult toArray(CUarray dst, size_t offset, uintptr_t src, size_t n, CUstream s = nullptr) {
+  if (CUresult r = needContext()) return r;
+  uintptr_t at = 0;
+  if (CUresult r = arrayAt(dst, offset, n, at)) return r;
+  return copyLinear(at, src, n, s);
+}
+static CUresult fromArray(uintptr_t dst, CUarray src, size_t offset, size_t n, CUstream s = nullptr) {
+  if (CUresult r = needContext()) return r;
+  uintptr_t at = 0;
+  if (CUresult r = arrayAt(src, offset, n, at)) return r;
+  return copyLinear(dst, at, n, s);
+}
+#define STANDIN_PTDS(name, params, call) \
+  CUresult name params {                 \
+    ENTRY();                             \
+    return call;                         \
+  }                                      \
+  CUresult name##_ptds params {          \
+    ENTRY();                             \
+    return call;                         \
+  }
+STANDIN_PTDS(cuMemcpyHtoA_v2, (CUarray dst, size_t offset, const void* src, size_t n), toArray(dst, offset, addr(src), n))
+STANDIN_PTDS(cuMemcpyDtoA_v2, (CUarray dst, size_t offset, CUdeviceptr src, size_t n), toArray(dst, offset, addr(src), n))
+STANDIN_PTDS(cuMemcpyAtoH_v2, (void* dst, CUarray src, size_t offset, size_t n), fromArray(addr(dst), src, offset, n))
+STANDIN_PTDS(cuMemcpyAtoD_v2, (CUdeviceptr dst, CUarray src, size_t offset, size_t n), fromArray(addr(dst), src, offset, n))
+static CUresult arrayToArray(CUarray dst, size_t dstOffset, CUarray src, size_t srcOffset, size_t n) {
+  if (CUresult r = needContext()) return r;
+  uintptr_t from = 0;
+  if (CUresult r = arrayAt(src, srcOffset, n, from)) return r;
+  return toArray(dst, dstOffset, from, n);
+}
+STANDIN_PTDS(cuMemcpyAtoA_v2, (CUarray dst, size_t dstOffset, CUarray src, size_t srcOffset, size_t n),
+             arrayToArray(dst, dstOffset, src, srcOffset, n))
+#undef STANDIN_PTDS
+STANDIN_ENTRY_PTSZ(cuMemcpyHtoAAsync_v2, (CUarray dst, size_t offset, const void* src, size_t n, CUstream s),
+                   toArray(dst, offset, addr(src), n, s))
+STANDIN_ENTRY_PTSZ(cuMemcpyAtoHAsync_v2, (void* dst, CUarray src, size_t offset, size_t n, CUstream s),
+                   fromArray(addr(dst), src, offset, n, s))
 CUresult cuMemFreeHost(void* p) {
   ENTRY();
   return release(addr(p), true);
@@ -1963,6 +2081,23 @@ const ProcEntry kProcTable[] = {
     PT(cuGraphLaunch, 10000, cuGraphLaunch_ptsz),
     E(cuMemAlloc, 3020, cuMemAlloc_v2),
     E(cuMemAllocPitch, 3020, cuMemAllocPitch_v2),
+    E(cuArrayCreate, 3020, cuArrayCreate_v2),
+    E(cuArray3DCreate, 3020, cuArray3DCreate_v2),
+    E(cuArrayDestroy, 2000, cuArrayDestroy),
+    E(cuMemcpyHtoA, 3020, cuMemcpyHtoA_v2),
+    PT(cuMemcpyHtoA, 7000, cuMemcpyHtoA_v2_ptds),
+    E(cuMemcpyAtoH, 3020, cuMemcpyAtoH_v2),
+    PT(cuMemcpyAtoH, 7000, cuMemcpyAtoH_v2_ptds),
+    E(cuMemcpyDtoA, 3020, cuMemcpyDtoA_v2),
+    PT(cuMemcpyDtoA, 7000, cuMemcpyDtoA_v2_ptds),
+    E(cuMemcpyAtoD, 3020, cuMemcpyAtoD_v2),
+    PT(cuMemcpyAtoD, 7000, cuMemcpyAtoD_v2_ptds),
+    E(cuMemcpyAtoA, 3020, cuMemcpyAtoA_v2),
+    PT(cuMemcpyAtoA, 7000, cuMemcpyAtoA_v2_ptds),
+    E(cuMemcpyHtoAAsync, 3020, cuMemcpyHtoAAsync_v2),
+    PT(cuMemcpyHtoAAsync, 7000, cuMemcpyHtoAAsync_v2_ptsz),
+    E(cuMemcpyAtoHAsync, 3020, cuMemcpyAtoHAsync_v2),
+    PT(cuMemcpyAtoHAsync, 7000, cuMemcpyAtoHAsync_v2_ptsz),
     E(cuMemAllocManaged, 6000, cuMemAllocManaged),
     E(cuMemAllocHost, 3020, cuMemAllocHost_v2),
     E(cuMemHostAlloc, 2020, cuMemHostAlloc),

@@ -122,6 +122,9 @@ constexpr int kRuntimeVersion = CUDART_VERSION;
   X(cuMemAllocHost, cuMemAllocHost_v2, kRuntimeVersion)                                                       \
   X(cuMemHostAlloc, cuMemHostAlloc, kRuntimeVersion)                                                          \
   X(cuMemFree, cuMemFree_v2, kRuntimeVersion)                                                                 \
+  X(cuArrayCreate, cuArrayCreate_v2, kRuntimeVersion)                                                         \
+  X(cuArray3DCreate, cuArray3DCreate_v2, kRuntimeVersion)                                                     \
+  X(cuArrayDestroy, cuArrayDestroy, kRuntimeVersion)                                                          \
   X(cuMemFreeHost, cuMemFreeHost, kRuntimeVersion)                                                            \
   X(cuMemHostRegister, cuMemHostRegister_v2, kRuntimeVersion)                                                \
   X(cuMemHostUnregister, cuMemHostUnregister, kRuntimeVersion)                                                \
@@ -1047,6 +1050,44 @@ cudaError_t cudaHostAlloc(void** p, size_t n, unsigned flags) {
   return call(D->cuMemHostAlloc(p, n, flags));
 }
 // cudaFree(nullptr) is the idiom that starts the runtime; it frees nothing.
+// A channel description as the driver's array format: channels of one size and kind.
+static bool arrayFormat(const cudaChannelFormatDesc* f, CUarray_format& format, unsigned& channels) {
+  if (f == nullptr || f->x <= 0) return false;
+  channels = 1 + (f->y != 0) + (f->z != 0) + (f->w != 0);
+  if ((f->y != 0 && f->y != f->x) || (f->z != 0 && f->z != f->x) || (f->w != 0 && f->w != f->x) || channels == 3)
+    return false;
+  switch (f->f) {
+    case cudaChannelFormatKindUnsigned:
+      format = f->x == 8 ? CU_AD_FORMAT_UNSIGNED_INT8 : f->x == 16 ? CU_AD_FORMAT_UNSIGNED_INT16 : CU_AD_FORMAT_UNSIGNED_INT32;
+      return f->x == 8 || f->x == 16 || f->x == 32;
+    case cudaChannelFormatKindSigned:
+      format = f->x == 8 ? CU_AD_FORMAT_SIGNED_INT8 : f->x == 16 ? CU_AD_FORMAT_SIGNED_INT16 : CU_AD_FORMAT_SIGNED_INT32;
+      return f->x == 8 || f->x == 16 || f->x == 32;
+    case cudaChannelFormatKindFloat:
+      format = f->x == 16 ? CU_AD_FORMAT_HALF : CU_AD_FORMAT_FLOAT;
+      return f->x == 16 || f->x == 32;
+    default: return false;
+  }
+}
+cudaError_t cudaMallocArray(cudaArray_t* array, const cudaChannelFormatDesc* desc, size_t width, size_t height,
+                            unsigned flags) {
+  STANDIN_DRIVER(false);
+  CUDA_ARRAY_DESCRIPTOR d{};
+  if (!arrayFormat(desc, d.Format, d.NumChannels) || flags != 0) return record(cudaErrorInvalidValue);
+  d.Width = width, d.Height = height;
+  return call(D->cuArrayCreate(reinterpret_cast<CUarray*>(array), &d));
+}
+cudaError_t cudaMalloc3DArray(cudaArray_t* array, const cudaChannelFormatDesc* desc, cudaExtent extent, unsigned flags) {
+  STANDIN_DRIVER(false);
+  CUDA_ARRAY3D_DESCRIPTOR d{};
+  if (!arrayFormat(desc, d.Format, d.NumChannels) || flags != 0) return record(cudaErrorInvalidValue);
+  d.Width = extent.width, d.Height = extent.height, d.Depth = extent.depth;
+  return call(D->cuArray3DCreate(reinterpret_cast<CUarray*>(array), &d));
+}
+cudaError_t cudaFreeArray(cudaArray_t array) {
+  STANDIN_DRIVER(false);
+  return array == nullptr ? cudaSuccess : call(D->cuArrayDestroy(reinterpret_cast<CUarray>(array)));
+}
 cudaError_t cudaFree(void* p) {
   STANDIN_DRIVER(false);
   return p == nullptr ? cudaSuccess : call(D->cuMemFree(dptr(p)));
@@ -1115,6 +1156,73 @@ cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t 
 cudaError_t cudaMemcpy2DAsync_ptsz(void* dst, size_t dpitch, const void* src, size_t spitch, size_t w, size_t h,
                                    cudaMemcpyKind kind, cudaStream_t s) {
   return copy2D(true, dst, dpitch, src, spitch, w, h, kind, true, s);
+}
+// CUDA arrays: the side that is an array replaces its linear description (a byte and row offset,
+// the array's own rows).
+namespace {
+cudaError_t arrayCopy(bool perThread, CUDA_MEMCPY2D c, bool async, cudaStream_t s) {
+  STANDIN_DRIVER(perThread);
+  return call(async ? D->cuMemcpy2DAsync(&c, s) : D->cuMemcpy2D(&c));
+}
+CUDA_MEMCPY2D toArrayCopy(cudaArray_t dst, size_t wOffset, size_t hOffset, const void* src, size_t spitch, size_t w,
+                          size_t h, cudaMemcpyKind kind) {
+  CUDA_MEMCPY2D c = describe2D(nullptr, 0, src, spitch, w, h, kind);
+  c.dstMemoryType = CU_MEMORYTYPE_ARRAY, c.dstArray = reinterpret_cast<CUarray>(dst);
+  c.dstXInBytes = wOffset, c.dstY = hOffset;
+  return c;
+}
+CUDA_MEMCPY2D fromArrayCopy(void* dst, size_t dpitch, cudaArray_const_t src, size_t wOffset, size_t hOffset, size_t w,
+                            size_t h, cudaMemcpyKind kind) {
+  CUDA_MEMCPY2D c = describe2D(dst, dpitch, nullptr, 0, w, h, kind);
+  c.srcMemoryType = CU_MEMORYTYPE_ARRAY, c.srcArray = reinterpret_cast<CUarray>(const_cast<cudaArray*>(src));
+  c.srcXInBytes = wOffset, c.srcY = hOffset;
+  return c;
+}
+// An array on a side the kind says is host memory is refused.
+bool arrayKind(cudaMemcpyKind kind, bool source) {
+  return validKind(kind) && memoryType(kind, source) != CU_MEMORYTYPE_HOST;
+}
+}  // namespace
+#define STANDIN_TO_ARRAY(name, perThread, async, streamParam, stream)                                                 \
+  cudaError_t name(cudaArray_t dst, size_t wOffset, size_t hOffset, const void* src, size_t spitch, size_t w, size_t h, \
+                   cudaMemcpyKind kind streamParam) {                                                                  \
+    if (!arrayKind(kind, false)) return record(cudaErrorInvalidMemcpyDirection);                                      \
+    return arrayCopy(perThread, toArrayCopy(dst, wOffset, hOffset, src, spitch, w, h, kind), async, stream);          \
+  }
+#define STANDIN_FROM_ARRAY(name, perThread, async, streamParam, stream)                                              \
+  cudaError_t name(void* dst, size_t dpitch, cudaArray_const_t src, size_t wOffset, size_t hOffset, size_t w, size_t h, \
+                   cudaMemcpyKind kind streamParam) {                                                                  \
+    if (!arrayKind(kind, true)) return record(cudaErrorInvalidMemcpyDirection);                                       \
+    return arrayCopy(perThread, fromArrayCopy(dst, dpitch, src, wOffset, hOffset, w, h, kind), async, stream);        \
+  }
+#define STANDIN_COMMA ,
+STANDIN_TO_ARRAY(cudaMemcpy2DToArray, false, false, , nullptr)
+STANDIN_TO_ARRAY(cudaMemcpy2DToArray_ptds, true, false, , nullptr)
+STANDIN_TO_ARRAY(cudaMemcpy2DToArrayAsync, false, true, STANDIN_COMMA cudaStream_t s, s)
+STANDIN_TO_ARRAY(cudaMemcpy2DToArrayAsync_ptsz, true, true, STANDIN_COMMA cudaStream_t s, s)
+STANDIN_FROM_ARRAY(cudaMemcpy2DFromArray, false, false, , nullptr)
+STANDIN_FROM_ARRAY(cudaMemcpy2DFromArray_ptds, true, false, , nullptr)
+STANDIN_FROM_ARRAY(cudaMemcpy2DFromArrayAsync, false, true, STANDIN_COMMA cudaStream_t s, s)
+STANDIN_FROM_ARRAY(cudaMemcpy2DFromArrayAsync_ptsz, true, true, STANDIN_COMMA cudaStream_t s, s)
+#undef STANDIN_TO_ARRAY
+#undef STANDIN_FROM_ARRAY
+#undef STANDIN_COMMA
+static cudaError_t arrayToArray(bool perThread, cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst,
+                                cudaArray_const_t src, size_t wOffsetSrc, size_t hOffsetSrc, size_t w, size_t h,
+                                cudaMemcpyKind kind) {
+  if (!arrayKind(kind, true) || !arrayKind(kind, false)) return record(cudaErrorInvalidMemcpyDirection);
+  CUDA_MEMCPY2D c = fromArrayCopy(nullptr, 0, src, wOffsetSrc, hOffsetSrc, w, h, kind);
+  c.dstMemoryType = CU_MEMORYTYPE_ARRAY, c.dstArray = reinterpret_cast<CUarray>(dst);
+  c.dstXInBytes = wOffsetDst, c.dstY = hOffsetDst;
+  return arrayCopy(perThread, c, false, nullptr);
+}
+cudaError_t cudaMemcpy2DArrayToArray(cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst, cudaArray_const_t src,
+                                     size_t wOffsetSrc, size_t hOffsetSrc, size_t w, size_t h, cudaMemcpyKind kind) {
+  return arrayToArray(false, dst, wOffsetDst, hOffsetDst, src, wOffsetSrc, hOffsetSrc, w, h, kind);
+}
+cudaError_t cudaMemcpy2DArrayToArray_ptds(cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst, cudaArray_const_t src,
+                                          size_t wOffsetSrc, size_t hOffsetSrc, size_t w, size_t h, cudaMemcpyKind kind) {
+  return arrayToArray(true, dst, wOffsetDst, hOffsetDst, src, wOffsetSrc, hOffsetSrc, w, h, kind);
 }
 cudaError_t cudaMemcpy3D(const cudaMemcpy3DParms* p) { return copy3D(false, p, false, nullptr); }
 cudaError_t cudaMemcpy3D_ptds(const cudaMemcpy3DParms* p) { return copy3D(true, p, false, nullptr); }
