@@ -851,54 +851,28 @@ cudaError_t cudaGraphAddNode(cudaGraphNode_t* node, cudaGraph_t graph, const cud
 // driver's calls, converted as for nodes added.
 #define STANDIN_NODE reinterpret_cast<CUgraphNode>(node)
 #define STANDIN_EXEC_NODE reinterpret_cast<CUgraphExec>(exec), reinterpret_cast<CUgraphNode>(node)
-cudaError_t cudaGraphKernelNodeSetParams(cudaGraphNode_t node, const cudaKernelNodeParams* p) {
-  STANDIN_DRIVER(false);
-  CUDA_KERNEL_NODE_PARAMS c;
-  if (cudaError_t e = kernelNodeParams(*D, p, c)) return record(e);
-  return call(D->cuGraphKernelNodeSetParams(STANDIN_NODE, &c));
-}
-cudaError_t cudaGraphExecKernelNodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t node, const cudaKernelNodeParams* p) {
-  STANDIN_DRIVER(false);
-  CUDA_KERNEL_NODE_PARAMS c;
-  if (cudaError_t e = kernelNodeParams(*D, p, c)) return record(e);
-  return call(D->cuGraphExecKernelNodeSetParams(STANDIN_EXEC_NODE, &c));
-}
-cudaError_t cudaGraphMemcpyNodeSetParams(cudaGraphNode_t node, const cudaMemcpy3DParms* p) {
-  STANDIN_DRIVER(false);
-  CUDA_MEMCPY3D c;
-  if (cudaError_t e = describe3D(p, c)) return record(e);
-  return call(D->cuGraphMemcpyNodeSetParams(STANDIN_NODE, &c));
-}
-cudaError_t cudaGraphExecMemcpyNodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t node, const cudaMemcpy3DParms* p) {
-  STANDIN_DRIVER(false);
-  CUDA_MEMCPY3D c;
-  if (cudaError_t e = describe3D(p, c)) return record(e);
-  return call(D->cuGraphExecMemcpyNodeSetParams(STANDIN_EXEC_NODE, &c, rt().context));
-}
-cudaError_t cudaGraphMemsetNodeSetParams(cudaGraphNode_t node, const cudaMemsetParams* p) {
-  STANDIN_DRIVER(false);
-  CUDA_MEMSET_NODE_PARAMS c;
-  if (cudaError_t e = memsetNodeParams(p, c)) return record(e);
-  return call(D->cuGraphMemsetNodeSetParams(STANDIN_NODE, &c));
-}
-cudaError_t cudaGraphExecMemsetNodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t node, const cudaMemsetParams* p) {
-  STANDIN_DRIVER(false);
-  CUDA_MEMSET_NODE_PARAMS c;
-  if (cudaError_t e = memsetNodeParams(p, c)) return record(e);
-  return call(D->cuGraphExecMemsetNodeSetParams(STANDIN_EXEC_NODE, &c, rt().context));
-}
-cudaError_t cudaGraphHostNodeSetParams(cudaGraphNode_t node, const cudaHostNodeParams* p) {
-  STANDIN_DRIVER(false);
-  CUDA_HOST_NODE_PARAMS c;
-  if (cudaError_t e = hostNodeParams(p, c)) return record(e);
-  return call(D->cuGraphHostNodeSetParams(STANDIN_NODE, &c));
-}
-cudaError_t cudaGraphExecHostNodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t node, const cudaHostNodeParams* p) {
-  STANDIN_DRIVER(false);
-  CUDA_HOST_NODE_PARAMS c;
-  if (cudaError_t e = hostNodeParams(p, c)) return record(e);
-  return call(D->cuGraphExecHostNodeSetParams(STANDIN_EXEC_NODE, &c));
-}
+// A kind's parameters converted once, then set in the graph or in an exec (`execExtra`: the
+// driver's exec call's context, where it takes one).
+#define STANDIN_SET_PARAMS(Kind, RuntimeParams, DriverParams, convert, execExtra)                                    \
+  cudaError_t cudaGraph##Kind##NodeSetParams(cudaGraphNode_t node, const RuntimeParams* p) {                        \
+    STANDIN_DRIVER(false);                                                                                          \
+    DriverParams c;                                                                                                 \
+    if (cudaError_t e = convert) return record(e);                                                                  \
+    return call(D->cuGraph##Kind##NodeSetParams(STANDIN_NODE, &c));                                                 \
+  }                                                                                                                 \
+  cudaError_t cudaGraphExec##Kind##NodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t node, const RuntimeParams* p) { \
+    STANDIN_DRIVER(false);                                                                                          \
+    DriverParams c;                                                                                                 \
+    if (cudaError_t e = convert) return record(e);                                                                  \
+    return call(D->cuGraphExec##Kind##NodeSetParams(STANDIN_EXEC_NODE, &c execExtra));                              \
+  }
+#define STANDIN_COMMA ,
+STANDIN_SET_PARAMS(Kernel, cudaKernelNodeParams, CUDA_KERNEL_NODE_PARAMS, kernelNodeParams(*D, p, c), )
+STANDIN_SET_PARAMS(Memcpy, cudaMemcpy3DParms, CUDA_MEMCPY3D, describe3D(p, c), STANDIN_COMMA rt().context)
+STANDIN_SET_PARAMS(Memset, cudaMemsetParams, CUDA_MEMSET_NODE_PARAMS, memsetNodeParams(p, c), STANDIN_COMMA rt().context)
+STANDIN_SET_PARAMS(Host, cudaHostNodeParams, CUDA_HOST_NODE_PARAMS, hostNodeParams(p, c), )
+#undef STANDIN_SET_PARAMS
+#undef STANDIN_COMMA
 cudaError_t cudaGraphEventRecordNodeSetEvent(cudaGraphNode_t node, cudaEvent_t event) {
   STANDIN_DRIVER(false);
   return call(D->cuGraphEventRecordNodeSetEvent(STANDIN_NODE, reinterpret_cast<CUevent>(event)));
