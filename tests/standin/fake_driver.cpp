@@ -1229,6 +1229,17 @@ static CUresult updateExec(CUgraphExec exec, CUgraph graph, CUgraphExecUpdateRes
   *result = CU_GRAPH_EXEC_UPDATE_SUCCESS;
   return CUDA_SUCCESS;
 }
+// What each kind of node's parameters must hold, when added and when set.
+extern "C++" {
+template <typename P>
+static bool hasFunction(const P* p) {
+  return p != nullptr && p->func != nullptr;
+}
+static bool hasHostFunction(const CUDA_HOST_NODE_PARAMS* p) { return p != nullptr && p->fn != nullptr; }
+static bool isEvent(CUevent e) { return handles().contains(e, HandleKind::Event); }
+static bool isGraph(CUgraph g) { return handles().contains(g, HandleKind::Graph); }
+static CUgraphNodeType typeOf(const CUgraphNodeParams* p) { return p != nullptr ? p->type : CU_GRAPH_NODE_TYPE_EMPTY; }
+}
 #define STANDIN_ADD_NODE(name, extra, type, valid)                                                         \
   CUresult name(CUgraphNode* node, CUgraph graph, const CUgraphNode* dependencies, size_t count extra) { \
     ENTRY();                                                                                             \
@@ -1252,28 +1263,24 @@ static CUresult updateExec(CUgraphExec exec, CUgraph graph, CUgraphExecUpdateRes
 #undef cuGraphExecKernelNodeSetParams
 #undef cuGraphExecUpdate
 STANDIN_ADD_NODE(cuGraphAddKernelNode, STANDIN_COMMA const CUDA_KERNEL_NODE_PARAMS_v1* p, CU_GRAPH_NODE_TYPE_KERNEL,
-                 p != nullptr && p->func != nullptr)
+                 hasFunction(p))
 STANDIN_ADD_NODE(cuGraphAddKernelNode_v2, STANDIN_COMMA const CUDA_KERNEL_NODE_PARAMS* p, CU_GRAPH_NODE_TYPE_KERNEL,
-                 p != nullptr && p->func != nullptr)
+                 hasFunction(p))
 STANDIN_ADD_NODE(cuGraphAddMemcpyNode, STANDIN_COMMA const CUDA_MEMCPY3D* p STANDIN_COMMA CUcontext,
                  CU_GRAPH_NODE_TYPE_MEMCPY, p != nullptr)
 STANDIN_ADD_NODE(cuGraphAddMemsetNode, STANDIN_COMMA const CUDA_MEMSET_NODE_PARAMS* p STANDIN_COMMA CUcontext,
                  CU_GRAPH_NODE_TYPE_MEMSET, p != nullptr)
 STANDIN_ADD_NODE(cuGraphAddHostNode, STANDIN_COMMA const CUDA_HOST_NODE_PARAMS* p, CU_GRAPH_NODE_TYPE_HOST,
-                 p != nullptr && p->fn != nullptr)
-STANDIN_ADD_NODE(cuGraphAddChildGraphNode, STANDIN_COMMA CUgraph child, CU_GRAPH_NODE_TYPE_GRAPH,
-                 handles().contains(child, HandleKind::Graph))
+                 hasHostFunction(p))
+STANDIN_ADD_NODE(cuGraphAddChildGraphNode, STANDIN_COMMA CUgraph child, CU_GRAPH_NODE_TYPE_GRAPH, isGraph(child))
 STANDIN_ADD_NODE(cuGraphAddEmptyNode, , CU_GRAPH_NODE_TYPE_EMPTY, true)
-STANDIN_ADD_NODE(cuGraphAddEventRecordNode, STANDIN_COMMA CUevent e, CU_GRAPH_NODE_TYPE_EVENT_RECORD,
-                 handles().contains(e, HandleKind::Event))
-STANDIN_ADD_NODE(cuGraphAddEventWaitNode, STANDIN_COMMA CUevent e, CU_GRAPH_NODE_TYPE_WAIT_EVENT,
-                 handles().contains(e, HandleKind::Event))
-STANDIN_ADD_NODE(cuGraphAddNode, STANDIN_COMMA CUgraphNodeParams* p, p != nullptr ? p->type : CU_GRAPH_NODE_TYPE_EMPTY,
-                 p != nullptr)
+STANDIN_ADD_NODE(cuGraphAddEventRecordNode, STANDIN_COMMA CUevent e, CU_GRAPH_NODE_TYPE_EVENT_RECORD, isEvent(e))
+STANDIN_ADD_NODE(cuGraphAddEventWaitNode, STANDIN_COMMA CUevent e, CU_GRAPH_NODE_TYPE_WAIT_EVENT, isEvent(e))
+STANDIN_ADD_NODE(cuGraphAddNode, STANDIN_COMMA CUgraphNodeParams* p, typeOf(p), p != nullptr)
 CUresult cuGraphAddNode_v2(CUgraphNode* node, CUgraph graph, const CUgraphNode* dependencies, const CUgraphEdgeData*,
                            size_t count, CUgraphNodeParams* params) {
   ENTRY();
-  return addNode(node, graph, dependencies, count, params != nullptr ? params->type : CU_GRAPH_NODE_TYPE_EMPTY,
+  return addNode(node, graph, dependencies, count, typeOf(params),
                  params != nullptr);
 }
 STANDIN_ADD_NODE(cuGraphAddMemFreeNode, STANDIN_COMMA CUdeviceptr p, CU_GRAPH_NODE_TYPE_MEM_FREE, p != 0)
@@ -1293,37 +1300,29 @@ CUresult cuGraphAddMemAllocNode(CUgraphNode* node, CUgraph graph, const CUgraphN
   return CUDA_SUCCESS;
 }
 STANDIN_SET_NODE(cuGraphKernelNodeSetParams, const CUDA_KERNEL_NODE_PARAMS_v1* p, CU_GRAPH_NODE_TYPE_KERNEL,
-                 p != nullptr && p->func != nullptr)
+                 hasFunction(p))
 STANDIN_SET_NODE(cuGraphKernelNodeSetParams_v2, const CUDA_KERNEL_NODE_PARAMS* p, CU_GRAPH_NODE_TYPE_KERNEL,
-                 p != nullptr && p->func != nullptr)
+                 hasFunction(p))
 STANDIN_SET_NODE(cuGraphMemcpyNodeSetParams, const CUDA_MEMCPY3D* p, CU_GRAPH_NODE_TYPE_MEMCPY, p != nullptr)
 STANDIN_SET_NODE(cuGraphMemsetNodeSetParams, const CUDA_MEMSET_NODE_PARAMS* p, CU_GRAPH_NODE_TYPE_MEMSET, p != nullptr)
-STANDIN_SET_NODE(cuGraphHostNodeSetParams, const CUDA_HOST_NODE_PARAMS* p, CU_GRAPH_NODE_TYPE_HOST,
-                 p != nullptr && p->fn != nullptr)
-STANDIN_SET_NODE(cuGraphEventRecordNodeSetEvent, CUevent e, CU_GRAPH_NODE_TYPE_EVENT_RECORD,
-                 handles().contains(e, HandleKind::Event))
-STANDIN_SET_NODE(cuGraphEventWaitNodeSetEvent, CUevent e, CU_GRAPH_NODE_TYPE_WAIT_EVENT,
-                 handles().contains(e, HandleKind::Event))
-STANDIN_SET_NODE(cuGraphNodeSetParams, CUgraphNodeParams* p, p != nullptr ? p->type : CU_GRAPH_NODE_TYPE_EMPTY,
-                 p != nullptr)
+STANDIN_SET_NODE(cuGraphHostNodeSetParams, const CUDA_HOST_NODE_PARAMS* p, CU_GRAPH_NODE_TYPE_HOST, hasHostFunction(p))
+STANDIN_SET_NODE(cuGraphEventRecordNodeSetEvent, CUevent e, CU_GRAPH_NODE_TYPE_EVENT_RECORD, isEvent(e))
+STANDIN_SET_NODE(cuGraphEventWaitNodeSetEvent, CUevent e, CU_GRAPH_NODE_TYPE_WAIT_EVENT, isEvent(e))
+STANDIN_SET_NODE(cuGraphNodeSetParams, CUgraphNodeParams* p, typeOf(p), p != nullptr)
 STANDIN_SET_EXEC_NODE(cuGraphExecKernelNodeSetParams, const CUDA_KERNEL_NODE_PARAMS_v1* p, CU_GRAPH_NODE_TYPE_KERNEL,
-                      p != nullptr && p->func != nullptr)
+                      hasFunction(p))
 STANDIN_SET_EXEC_NODE(cuGraphExecKernelNodeSetParams_v2, const CUDA_KERNEL_NODE_PARAMS* p, CU_GRAPH_NODE_TYPE_KERNEL,
-                      p != nullptr && p->func != nullptr)
+                      hasFunction(p))
 STANDIN_SET_EXEC_NODE(cuGraphExecMemcpyNodeSetParams, const CUDA_MEMCPY3D* p STANDIN_COMMA CUcontext,
                       CU_GRAPH_NODE_TYPE_MEMCPY, p != nullptr)
 STANDIN_SET_EXEC_NODE(cuGraphExecMemsetNodeSetParams, const CUDA_MEMSET_NODE_PARAMS* p STANDIN_COMMA CUcontext,
                       CU_GRAPH_NODE_TYPE_MEMSET, p != nullptr)
 STANDIN_SET_EXEC_NODE(cuGraphExecHostNodeSetParams, const CUDA_HOST_NODE_PARAMS* p, CU_GRAPH_NODE_TYPE_HOST,
-                      p != nullptr && p->fn != nullptr)
-STANDIN_SET_EXEC_NODE(cuGraphExecChildGraphNodeSetParams, CUgraph child, CU_GRAPH_NODE_TYPE_GRAPH,
-                      handles().contains(child, HandleKind::Graph))
-STANDIN_SET_EXEC_NODE(cuGraphExecEventRecordNodeSetEvent, CUevent e, CU_GRAPH_NODE_TYPE_EVENT_RECORD,
-                      handles().contains(e, HandleKind::Event))
-STANDIN_SET_EXEC_NODE(cuGraphExecEventWaitNodeSetEvent, CUevent e, CU_GRAPH_NODE_TYPE_WAIT_EVENT,
-                      handles().contains(e, HandleKind::Event))
-STANDIN_SET_EXEC_NODE(cuGraphExecNodeSetParams, CUgraphNodeParams* p, p != nullptr ? p->type : CU_GRAPH_NODE_TYPE_EMPTY,
-                      p != nullptr)
+                      hasHostFunction(p))
+STANDIN_SET_EXEC_NODE(cuGraphExecChildGraphNodeSetParams, CUgraph child, CU_GRAPH_NODE_TYPE_GRAPH, isGraph(child))
+STANDIN_SET_EXEC_NODE(cuGraphExecEventRecordNodeSetEvent, CUevent e, CU_GRAPH_NODE_TYPE_EVENT_RECORD, isEvent(e))
+STANDIN_SET_EXEC_NODE(cuGraphExecEventWaitNodeSetEvent, CUevent e, CU_GRAPH_NODE_TYPE_WAIT_EVENT, isEvent(e))
+STANDIN_SET_EXEC_NODE(cuGraphExecNodeSetParams, CUgraphNodeParams* p, typeOf(p), p != nullptr)
 CUresult cuGraphExecUpdate(CUgraphExec exec, CUgraph graph, CUgraphNode* errorNode, CUgraphExecUpdateResult* result) {
   ENTRY();
   if (errorNode == nullptr) return CUDA_ERROR_INVALID_VALUE;
