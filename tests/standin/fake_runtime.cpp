@@ -1181,6 +1181,32 @@ STANDIN_FROM_ARRAY(cudaMemcpy2DFromArrayAsync_ptsz, true, true, STANDIN_COMMA cu
 #undef STANDIN_TO_ARRAY
 #undef STANDIN_FROM_ARRAY
 #undef STANDIN_COMMA
+// The first versions: `n` bytes from a byte and row offset on, one row of `n` bytes (the stand-in's
+// rows follow each other, so a copy past a row's end goes on in the next, as NVIDIA's does).
+#define STANDIN_TO_ARRAY_1D(name, perThread, async, streamParam, stream)                                               \
+  cudaError_t name(cudaArray_t dst, size_t wOffset, size_t hOffset, const void* src, size_t n,                         \
+                   cudaMemcpyKind kind streamParam) {                                                                  \
+    if (!arrayKind(kind, false)) return record(cudaErrorInvalidMemcpyDirection);                                      \
+    return arrayCopy(perThread, toArrayCopy(dst, wOffset, hOffset, src, n, n, 1, kind), async, stream);               \
+  }
+#define STANDIN_FROM_ARRAY_1D(name, perThread, async, streamParam, stream)                                             \
+  cudaError_t name(void* dst, cudaArray_const_t src, size_t wOffset, size_t hOffset, size_t n,                         \
+                   cudaMemcpyKind kind streamParam) {                                                                  \
+    if (!arrayKind(kind, true)) return record(cudaErrorInvalidMemcpyDirection);                                       \
+    return arrayCopy(perThread, fromArrayCopy(dst, n, src, wOffset, hOffset, n, 1, kind), async, stream);             \
+  }
+#define STANDIN_COMMA ,
+STANDIN_TO_ARRAY_1D(cudaMemcpyToArray, false, false, , nullptr)
+STANDIN_TO_ARRAY_1D(cudaMemcpyToArray_ptds, true, false, , nullptr)
+STANDIN_TO_ARRAY_1D(cudaMemcpyToArrayAsync, false, true, STANDIN_COMMA cudaStream_t s, s)
+STANDIN_TO_ARRAY_1D(cudaMemcpyToArrayAsync_ptsz, true, true, STANDIN_COMMA cudaStream_t s, s)
+STANDIN_FROM_ARRAY_1D(cudaMemcpyFromArray, false, false, , nullptr)
+STANDIN_FROM_ARRAY_1D(cudaMemcpyFromArray_ptds, true, false, , nullptr)
+STANDIN_FROM_ARRAY_1D(cudaMemcpyFromArrayAsync, false, true, STANDIN_COMMA cudaStream_t s, s)
+STANDIN_FROM_ARRAY_1D(cudaMemcpyFromArrayAsync_ptsz, true, true, STANDIN_COMMA cudaStream_t s, s)
+#undef STANDIN_TO_ARRAY_1D
+#undef STANDIN_FROM_ARRAY_1D
+#undef STANDIN_COMMA
 static cudaError_t arrayToArray(bool perThread, cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst,
                                 cudaArray_const_t src, size_t wOffsetSrc, size_t hOffsetSrc, size_t w, size_t h,
                                 cudaMemcpyKind kind) {
@@ -1193,6 +1219,14 @@ static cudaError_t arrayToArray(bool perThread, cudaArray_t dst, size_t wOffsetD
 cudaError_t cudaMemcpy2DArrayToArray(cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst, cudaArray_const_t src,
                                      size_t wOffsetSrc, size_t hOffsetSrc, size_t w, size_t h, cudaMemcpyKind kind) {
   return arrayToArray(false, dst, wOffsetDst, hOffsetDst, src, wOffsetSrc, hOffsetSrc, w, h, kind);
+}
+cudaError_t cudaMemcpyArrayToArray(cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst, cudaArray_const_t src,
+                                   size_t wOffsetSrc, size_t hOffsetSrc, size_t n, cudaMemcpyKind kind) {
+  return arrayToArray(false, dst, wOffsetDst, hOffsetDst, src, wOffsetSrc, hOffsetSrc, n, 1, kind);
+}
+cudaError_t cudaMemcpyArrayToArray_ptds(cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst, cudaArray_const_t src,
+                                        size_t wOffsetSrc, size_t hOffsetSrc, size_t n, cudaMemcpyKind kind) {
+  return arrayToArray(true, dst, wOffsetDst, hOffsetDst, src, wOffsetSrc, hOffsetSrc, n, 1, kind);
 }
 cudaError_t cudaMemcpy2DArrayToArray_ptds(cudaArray_t dst, size_t wOffsetDst, size_t hOffsetDst, cudaArray_const_t src,
                                           size_t wOffsetSrc, size_t hOffsetSrc, size_t w, size_t h, cudaMemcpyKind kind) {

@@ -1,7 +1,8 @@
 /* CUDA arrays (the memory of textures and surfaces) made, filled, copied and read back every way:
  * the driver's linear copies at a byte offset (from and to the host, at once and in stream order,
  * from and to device memory, array to array) and the runtime's 2D copies (a rectangle at a byte and
- * row offset, at once and in stream order, array to array). Each copy is one event with its bytes,
+ * row offset, at once and in stream order, array to array; and their deprecated first versions,
+ * bytes from an offset on, which old binaries call). Each copy is one event with its bytes,
  * direction and stream; each array an allocation of its elements' bytes, then its release. Copies
  * past an array's end are refused and recorded with their result. The data is checked after each
  * round trip.
@@ -69,6 +70,21 @@ int main(void) {
   checkRuntime(cudaStreamSynchronize((cudaStream_t)s), "cudaStreamSynchronize");
   for (int y = 0; y < 4; ++y)
     if (memcmp(read[y], &pixels[2 + y][16], 64) != 0) ++failures;
+  /* The first versions: 256 bytes at byte 32 of row 1 and back, 128 of them into the copy's last
+   * row; 64 bytes in stream order at the start, and back. */
+  float line1[64];
+  checkRuntime(cudaMemcpyToArray(image, 32, 1, values, 256, cudaMemcpyHostToDevice), "cudaMemcpyToArray");
+  checkRuntime(cudaMemcpyFromArray(line1, image, 32, 1, 256, cudaMemcpyDeviceToHost), "cudaMemcpyFromArray");
+  if (memcmp(line1, values, 256) != 0) ++failures;
+  checkRuntime(cudaMemcpyArrayToArray(copy, 0, 7, image, 32, 1, 128, cudaMemcpyDeviceToDevice), "cudaMemcpyArrayToArray");
+  checkRuntime(cudaMemcpyFromArray(line1, copy, 0, 7, 128, cudaMemcpyDeviceToHost), "cudaMemcpyFromArray");
+  if (memcmp(line1, values, 128) != 0) ++failures;
+  checkRuntime(cudaMemcpyToArrayAsync(image, 0, 0, &values[64], 64, cudaMemcpyHostToDevice, (cudaStream_t)s),
+               "cudaMemcpyToArrayAsync");
+  checkRuntime(cudaMemcpyFromArrayAsync(line1, image, 0, 0, 64, cudaMemcpyDeviceToHost, (cudaStream_t)s),
+               "cudaMemcpyFromArrayAsync");
+  checkRuntime(cudaStreamSynchronize((cudaStream_t)s), "cudaStreamSynchronize");
+  if (memcmp(line1, &values[64], 64) != 0) ++failures;
   /* Refused: four rows from row 6 of eight. */
   if (cudaMemcpy2DToArray(image, 0, 6, pixels, 128, 128, 4, cudaMemcpyHostToDevice) == cudaSuccess) ++failures;
   (void)cudaGetLastError();
