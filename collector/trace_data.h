@@ -35,7 +35,9 @@ enum class ApiKind : uint8_t {
   Launch, Graph, Memcpy, Memset,
   Alloc, Free,          // device memory (feeds the per-device memory counters)
   HostAlloc, HostFree,  // page-locked host memory
-  Sync, Profiler, Teardown, Init,
+  Sync, Profiler,
+  Teardown,  // contexts, streams and events destroyed
+  Init,      // the driver initialised; contexts, streams and events made
   // After the others: files store a hook's kind by number.
   Order,       // stream and event ordering that never blocks: event records, stream waits, queries
   GraphSetup,  // stream capture and graph instantiation: host work that makes graphs, no device work

@@ -295,6 +295,10 @@ class HookCall {
   void madeHandle(const void* h) {
     if (s_ != nullptr) r_.handle.handle = reinterpret_cast<uintptr_t>(h);
   }
+  // After a call that made a stream: the stream, where recording.
+  void madeStream(const void* stream) {
+    if (s_ != nullptr) r_.handle.stream = reinterpret_cast<uintptr_t>(stream);
+  }
 
  private:
   ThreadState* s_ = nullptr;
