@@ -56,17 +56,19 @@ void logCall(const char* name) {
 }
 
 #define ENTRY() logCall(__func__)
-// An entry point and its _ptsz twin (the same parameters, the same work: the stand-in has one
-// stream semantics). `call` is the work, an expression of the parameters.
-#define STANDIN_ENTRY_PTSZ(name, params, call) \
-  CUresult name params {                       \
-    ENTRY();                                   \
-    return call;                               \
-  }                                            \
-  CUresult name##_ptsz params {                \
-    ENTRY();                                   \
-    return call;                               \
+// An entry point and its _ptsz or _ptds twin (the same parameters, the same work: the stand-in
+// has one stream semantics). `call` is the work, an expression of the parameters.
+#define STANDIN_ENTRY_TWINS(name, twin, params, call) \
+  CUresult name params {                              \
+    ENTRY();                                          \
+    return call;                                      \
+  }                                                   \
+  CUresult twin params {                              \
+    ENTRY();                                          \
+    return call;                                      \
   }
+#define STANDIN_ENTRY_PTSZ(name, params, call) STANDIN_ENTRY_TWINS(name, name##_ptsz, params, call)
+#define STANDIN_ENTRY_PTDS(name, params, call) STANDIN_ENTRY_TWINS(name, name##_ptds, params, call)
 
 // ------------------------------------------------------------------ handles
 // Handles are pointers to these structs. They are never freed, only retired: a destroyed handle
@@ -1511,28 +1513,22 @@ static CUresult fromArray(uintptr_t dst, CUarray src, size_t offset, size_t n, C
   if (CUresult r = arrayAt(src, offset, n, at)) return r;
   return copyLinear(dst, at, n, s);
 }
-#define STANDIN_PTDS(name, params, call) \
-  CUresult name params {                 \
-    ENTRY();                             \
-    return call;                         \
-  }                                      \
-  CUresult name##_ptds params {          \
-    ENTRY();                             \
-    return call;                         \
-  }
-STANDIN_PTDS(cuMemcpyHtoA_v2, (CUarray dst, size_t offset, const void* src, size_t n), toArray(dst, offset, addr(src), n))
-STANDIN_PTDS(cuMemcpyDtoA_v2, (CUarray dst, size_t offset, CUdeviceptr src, size_t n), toArray(dst, offset, addr(src), n))
-STANDIN_PTDS(cuMemcpyAtoH_v2, (void* dst, CUarray src, size_t offset, size_t n), fromArray(addr(dst), src, offset, n))
-STANDIN_PTDS(cuMemcpyAtoD_v2, (CUdeviceptr dst, CUarray src, size_t offset, size_t n), fromArray(addr(dst), src, offset, n))
+STANDIN_ENTRY_PTDS(cuMemcpyHtoA_v2, (CUarray dst, size_t offset, const void* src, size_t n),
+                   toArray(dst, offset, addr(src), n))
+STANDIN_ENTRY_PTDS(cuMemcpyDtoA_v2, (CUarray dst, size_t offset, CUdeviceptr src, size_t n),
+                   toArray(dst, offset, addr(src), n))
+STANDIN_ENTRY_PTDS(cuMemcpyAtoH_v2, (void* dst, CUarray src, size_t offset, size_t n),
+                   fromArray(addr(dst), src, offset, n))
+STANDIN_ENTRY_PTDS(cuMemcpyAtoD_v2, (CUdeviceptr dst, CUarray src, size_t offset, size_t n),
+                   fromArray(addr(dst), src, offset, n))
 static CUresult arrayToArray(CUarray dst, size_t dstOffset, CUarray src, size_t srcOffset, size_t n) {
   if (CUresult r = needContext()) return r;
   uintptr_t from = 0;
   if (CUresult r = arrayAt(src, srcOffset, n, from)) return r;
   return toArray(dst, dstOffset, from, n);
 }
-STANDIN_PTDS(cuMemcpyAtoA_v2, (CUarray dst, size_t dstOffset, CUarray src, size_t srcOffset, size_t n),
-             arrayToArray(dst, dstOffset, src, srcOffset, n))
-#undef STANDIN_PTDS
+STANDIN_ENTRY_PTDS(cuMemcpyAtoA_v2, (CUarray dst, size_t dstOffset, CUarray src, size_t srcOffset, size_t n),
+                   arrayToArray(dst, dstOffset, src, srcOffset, n))
 STANDIN_ENTRY_PTSZ(cuMemcpyHtoAAsync_v2, (CUarray dst, size_t offset, const void* src, size_t n, CUstream s),
                    toArray(dst, offset, addr(src), n, s))
 STANDIN_ENTRY_PTSZ(cuMemcpyAtoHAsync_v2, (void* dst, CUarray src, size_t offset, size_t n, CUstream s),

@@ -775,34 +775,38 @@ static cudaError_t hostNodeParams(const cudaHostNodeParams* p, CUDA_HOST_NODE_PA
 // Graphs built node by node: each node through the driver's call for it, its parameters converted.
 #define STANDIN_NODE_ARGS reinterpret_cast<CUgraphNode*>(node), reinterpret_cast<CUgraph>(graph), \
                           reinterpret_cast<const CUgraphNode*>(dependencies), count
-cudaError_t cudaGraphAddKernelNode(cudaGraphNode_t* node, cudaGraph_t graph, const cudaGraphNode_t* dependencies,
-                                   size_t count, const cudaKernelNodeParams* p) {
-  STANDIN_DRIVER(false);
-  CUDA_KERNEL_NODE_PARAMS c;
-  if (cudaError_t e = kernelNodeParams(*D, p, c)) return record(e);
-  return call(D->cuGraphAddKernelNode(STANDIN_NODE_ARGS, &c));
-}
-cudaError_t cudaGraphAddMemcpyNode(cudaGraphNode_t* node, cudaGraph_t graph, const cudaGraphNode_t* dependencies,
-                                   size_t count, const cudaMemcpy3DParms* p) {
-  STANDIN_DRIVER(false);
-  CUDA_MEMCPY3D c;
-  if (cudaError_t e = describe3D(p, c)) return record(e);
-  return call(D->cuGraphAddMemcpyNode(STANDIN_NODE_ARGS, &c, rt().context));
-}
-cudaError_t cudaGraphAddMemsetNode(cudaGraphNode_t* node, cudaGraph_t graph, const cudaGraphNode_t* dependencies,
-                                   size_t count, const cudaMemsetParams* p) {
-  STANDIN_DRIVER(false);
-  CUDA_MEMSET_NODE_PARAMS c;
-  if (cudaError_t e = memsetNodeParams(p, c)) return record(e);
-  return call(D->cuGraphAddMemsetNode(STANDIN_NODE_ARGS, &c, rt().context));
-}
-cudaError_t cudaGraphAddHostNode(cudaGraphNode_t* node, cudaGraph_t graph, const cudaGraphNode_t* dependencies,
-                                 size_t count, const cudaHostNodeParams* p) {
-  STANDIN_DRIVER(false);
-  CUDA_HOST_NODE_PARAMS c;
-  if (cudaError_t e = hostNodeParams(p, c)) return record(e);
-  return call(D->cuGraphAddHostNode(STANDIN_NODE_ARGS, &c));
-}
+// Nodes whose runtime parameters are converted to the driver's: each kind's conversion once, for a
+// node added, set in its graph and set in an exec (`extra`: the context the driver's add and exec
+// calls take for copies and sets).
+#define STANDIN_NODE reinterpret_cast<CUgraphNode>(node)
+#define STANDIN_EXEC_NODE reinterpret_cast<CUgraphExec>(exec), reinterpret_cast<CUgraphNode>(node)
+#define STANDIN_NODE_PARAMS(Kind, RuntimeParams, DriverParams, convert, extra)                                       \
+  cudaError_t cudaGraphAdd##Kind##Node(cudaGraphNode_t* node, cudaGraph_t graph, const cudaGraphNode_t* dependencies, \
+                                       size_t count, const RuntimeParams* p) {                                      \
+    STANDIN_DRIVER(false);                                                                                          \
+    DriverParams c;                                                                                                 \
+    if (cudaError_t e = convert) return record(e);                                                                  \
+    return call(D->cuGraphAdd##Kind##Node(STANDIN_NODE_ARGS, &c extra));                                            \
+  }                                                                                                                 \
+  cudaError_t cudaGraph##Kind##NodeSetParams(cudaGraphNode_t node, const RuntimeParams* p) {                        \
+    STANDIN_DRIVER(false);                                                                                          \
+    DriverParams c;                                                                                                 \
+    if (cudaError_t e = convert) return record(e);                                                                  \
+    return call(D->cuGraph##Kind##NodeSetParams(STANDIN_NODE, &c));                                                 \
+  }                                                                                                                 \
+  cudaError_t cudaGraphExec##Kind##NodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t node, const RuntimeParams* p) { \
+    STANDIN_DRIVER(false);                                                                                          \
+    DriverParams c;                                                                                                 \
+    if (cudaError_t e = convert) return record(e);                                                                  \
+    return call(D->cuGraphExec##Kind##NodeSetParams(STANDIN_EXEC_NODE, &c extra));                                  \
+  }
+#define STANDIN_COMMA ,
+STANDIN_NODE_PARAMS(Kernel, cudaKernelNodeParams, CUDA_KERNEL_NODE_PARAMS, kernelNodeParams(*D, p, c), )
+STANDIN_NODE_PARAMS(Memcpy, cudaMemcpy3DParms, CUDA_MEMCPY3D, describe3D(p, c), STANDIN_COMMA rt().context)
+STANDIN_NODE_PARAMS(Memset, cudaMemsetParams, CUDA_MEMSET_NODE_PARAMS, memsetNodeParams(p, c), STANDIN_COMMA rt().context)
+STANDIN_NODE_PARAMS(Host, cudaHostNodeParams, CUDA_HOST_NODE_PARAMS, hostNodeParams(p, c), )
+#undef STANDIN_NODE_PARAMS
+#undef STANDIN_COMMA
 cudaError_t cudaGraphAddChildGraphNode(cudaGraphNode_t* node, cudaGraph_t graph, const cudaGraphNode_t* dependencies,
                                        size_t count, cudaGraph_t child) {
   STANDIN_DRIVER(false);
@@ -847,32 +851,7 @@ cudaError_t cudaGraphAddNode(cudaGraphNode_t* node, cudaGraph_t graph, const cud
                                 reinterpret_cast<const CUgraphEdgeData*>(edges), count,
                                 reinterpret_cast<CUgraphNodeParams*>(params)));
 }
-// Graphs edited: a node's parameters set in its graph (`exec` null) or in an exec, through the
-// driver's calls, converted as for nodes added.
-#define STANDIN_NODE reinterpret_cast<CUgraphNode>(node)
-#define STANDIN_EXEC_NODE reinterpret_cast<CUgraphExec>(exec), reinterpret_cast<CUgraphNode>(node)
-// A kind's parameters converted once, then set in the graph or in an exec (`execExtra`: the
-// driver's exec call's context, where it takes one).
-#define STANDIN_SET_PARAMS(Kind, RuntimeParams, DriverParams, convert, execExtra)                                    \
-  cudaError_t cudaGraph##Kind##NodeSetParams(cudaGraphNode_t node, const RuntimeParams* p) {                        \
-    STANDIN_DRIVER(false);                                                                                          \
-    DriverParams c;                                                                                                 \
-    if (cudaError_t e = convert) return record(e);                                                                  \
-    return call(D->cuGraph##Kind##NodeSetParams(STANDIN_NODE, &c));                                                 \
-  }                                                                                                                 \
-  cudaError_t cudaGraphExec##Kind##NodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t node, const RuntimeParams* p) { \
-    STANDIN_DRIVER(false);                                                                                          \
-    DriverParams c;                                                                                                 \
-    if (cudaError_t e = convert) return record(e);                                                                  \
-    return call(D->cuGraphExec##Kind##NodeSetParams(STANDIN_EXEC_NODE, &c execExtra));                              \
-  }
-#define STANDIN_COMMA ,
-STANDIN_SET_PARAMS(Kernel, cudaKernelNodeParams, CUDA_KERNEL_NODE_PARAMS, kernelNodeParams(*D, p, c), )
-STANDIN_SET_PARAMS(Memcpy, cudaMemcpy3DParms, CUDA_MEMCPY3D, describe3D(p, c), STANDIN_COMMA rt().context)
-STANDIN_SET_PARAMS(Memset, cudaMemsetParams, CUDA_MEMSET_NODE_PARAMS, memsetNodeParams(p, c), STANDIN_COMMA rt().context)
-STANDIN_SET_PARAMS(Host, cudaHostNodeParams, CUDA_HOST_NODE_PARAMS, hostNodeParams(p, c), )
-#undef STANDIN_SET_PARAMS
-#undef STANDIN_COMMA
+// Graphs edited, the other kinds: a node's event or child graph, or its generic parameters.
 cudaError_t cudaGraphEventRecordNodeSetEvent(cudaGraphNode_t node, cudaEvent_t event) {
   STANDIN_DRIVER(false);
   return call(D->cuGraphEventRecordNodeSetEvent(STANDIN_NODE, reinterpret_cast<CUevent>(event)));
