@@ -401,5 +401,9 @@ inline std::size_t bytes3D(const cudaMemcpy3DParms* p) {
   // With a CUDA array on either side the extent is in elements; without, width is in bytes.
   return p ? p->extent.width * p->extent.height * p->extent.depth : 0;
 }
+inline std::size_t bytes3D(const CUDA_MEMCPY3D_PEER* p) { return p ? p->WidthInBytes * p->Height * p->Depth : 0; }
+inline std::size_t bytes3D(const cudaMemcpy3DPeerParms* p) {
+  return p ? p->extent.width * p->extent.height * p->extent.depth : 0;
+}
 
 }  // namespace cutrace

@@ -766,6 +766,22 @@ CUresult peerContexts(CUcontext a, CUcontext b) {
   return a == primary() && b == primary() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
 }
 
+// A 3D copy between contexts: both must be the one context here; then as cuMemcpy3D.
+CUresult copy3DPeer(const CUDA_MEMCPY3D_PEER* p, CUstream s = nullptr) {
+  if (CUresult r = needContext()) return r;
+  if (p == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult r = peerContexts(p->dstContext, p->srcContext)) return r;
+  CUDA_MEMCPY3D c{};
+  c.srcXInBytes = p->srcXInBytes, c.srcY = p->srcY, c.srcZ = p->srcZ, c.srcLOD = p->srcLOD;
+  c.srcMemoryType = p->srcMemoryType, c.srcHost = p->srcHost, c.srcDevice = p->srcDevice, c.srcArray = p->srcArray;
+  c.srcPitch = p->srcPitch, c.srcHeight = p->srcHeight;
+  c.dstXInBytes = p->dstXInBytes, c.dstY = p->dstY, c.dstZ = p->dstZ, c.dstLOD = p->dstLOD;
+  c.dstMemoryType = p->dstMemoryType, c.dstHost = p->dstHost, c.dstDevice = p->dstDevice, c.dstArray = p->dstArray;
+  c.dstPitch = p->dstPitch, c.dstHeight = p->dstHeight;
+  c.WidthInBytes = p->WidthInBytes, c.Height = p->Height, c.Depth = p->Depth;
+  return copy3D(&c, s);
+}
+
 template <typename T>
 CUresult fill2D(CUdeviceptr dst, size_t pitch, T value, size_t width, size_t height, CUstream s = nullptr) {
   if (CUresult r = needStream(s)) return r;
@@ -848,6 +864,13 @@ CUresult runHostFunction(CUstream s, CUhostFn fn, void* userData) {
   if (CUresult r = needStream(s)) return r;
   if (fn == nullptr) return CUDA_ERROR_INVALID_VALUE;
   fn(userData);
+  return CUDA_SUCCESS;
+}
+// The same for a stream callback, told the stream and that its work succeeded; flags are reserved.
+CUresult runCallback(CUstream s, CUstreamCallback fn, void* userData, unsigned flags) {
+  if (CUresult r = needStream(s)) return r;
+  if (fn == nullptr || flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  fn(s, CUDA_SUCCESS, userData);
   return CUDA_SUCCESS;
 }
 CUresult checkEvent(CUevent e) {
@@ -1784,6 +1807,10 @@ STANDIN_COPY_STRUCT_ASYNC(cuMemcpy2DAsync_v2, CUDA_MEMCPY2D, copy2D)
 STANDIN_COPY_STRUCT_ASYNC(cuMemcpy2DAsync_v2_ptsz, CUDA_MEMCPY2D, copy2D)
 STANDIN_COPY_STRUCT_ASYNC(cuMemcpy3DAsync_v2, CUDA_MEMCPY3D, copy3D)
 STANDIN_COPY_STRUCT_ASYNC(cuMemcpy3DAsync_v2_ptsz, CUDA_MEMCPY3D, copy3D)
+STANDIN_COPY_STRUCT(cuMemcpy3DPeer, CUDA_MEMCPY3D_PEER, copy3DPeer)
+STANDIN_COPY_STRUCT(cuMemcpy3DPeer_ptds, CUDA_MEMCPY3D_PEER, copy3DPeer)
+STANDIN_COPY_STRUCT_ASYNC(cuMemcpy3DPeerAsync, CUDA_MEMCPY3D_PEER, copy3DPeer)
+STANDIN_COPY_STRUCT_ASYNC(cuMemcpy3DPeerAsync_ptsz, CUDA_MEMCPY3D_PEER, copy3DPeer)
 #undef STANDIN_COPY_STRUCT
 #undef STANDIN_COPY_STRUCT_ASYNC
 
@@ -1906,6 +1933,8 @@ STANDIN_ENTRY_PTSZ(cuEventRecord, (CUevent e, CUstream s), recordEvent(e, s))
 STANDIN_ENTRY_PTSZ(cuEventRecordWithFlags, (CUevent e, CUstream s, unsigned flags),
                    (flags & ~unsigned{CU_EVENT_RECORD_EXTERNAL}) != 0 ? CUDA_ERROR_INVALID_VALUE : recordEvent(e, s))
 STANDIN_ENTRY_PTSZ(cuLaunchHostFunc, (CUstream s, CUhostFn fn, void* userData), runHostFunction(s, fn, userData))
+STANDIN_ENTRY_PTSZ(cuStreamAddCallback, (CUstream s, CUstreamCallback fn, void* userData, unsigned flags),
+                   runCallback(s, fn, userData, flags))
 #define STANDIN_STREAM_MEMOPS(version)                                                                                 \
   STANDIN_ENTRY_PTSZ(cuStreamWaitValue32##version, (CUstream s, CUdeviceptr addr, cuuint32_t, unsigned flags),      \
                      waitValue(s, addr, 4, flags))                                                                     \
@@ -2152,6 +2181,10 @@ const ProcEntry kProcTable[] = {
     PT(cuMemcpy3D, 7000, cuMemcpy3D_v2_ptds),
     E(cuMemcpy3DAsync, 3020, cuMemcpy3DAsync_v2),
     PT(cuMemcpy3DAsync, 7000, cuMemcpy3DAsync_v2_ptsz),
+    E(cuMemcpy3DPeer, 4000, cuMemcpy3DPeer),
+    PT(cuMemcpy3DPeer, 7000, cuMemcpy3DPeer_ptds),
+    E(cuMemcpy3DPeerAsync, 4000, cuMemcpy3DPeerAsync),
+    PT(cuMemcpy3DPeerAsync, 7000, cuMemcpy3DPeerAsync_ptsz),
     E(cuMemcpyPeer, 4000, cuMemcpyPeer),
     PT(cuMemcpyPeer, 7000, cuMemcpyPeer_ptds),
     E(cuMemcpyPeerAsync, 4000, cuMemcpyPeerAsync),
@@ -2215,6 +2248,8 @@ const ProcEntry kProcTable[] = {
     PT(cuStreamBatchMemOp, 11070, cuStreamBatchMemOp_v2_ptsz),
     E(cuLaunchHostFunc, 10000, cuLaunchHostFunc),
     PT(cuLaunchHostFunc, 10000, cuLaunchHostFunc_ptsz),
+    E(cuStreamAddCallback, 5000, cuStreamAddCallback),
+    PT(cuStreamAddCallback, 7000, cuStreamAddCallback_ptsz),
     E(cuEventQuery, 2000, cuEventQuery),
     E(cuStreamWaitEvent, 2000, cuStreamWaitEvent),
     PT(cuStreamWaitEvent, 7000, cuStreamWaitEvent_ptsz),

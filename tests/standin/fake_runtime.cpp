@@ -143,6 +143,8 @@ constexpr int kRuntimeVersion = CUDART_VERSION;
   X(cuMemcpy2DAsync, cuMemcpy2DAsync_v2, kRuntimeVersion)                                                     \
   X(cuMemcpy3D, cuMemcpy3D_v2, kRuntimeVersion)                                                               \
   X(cuMemcpy3DAsync, cuMemcpy3DAsync_v2, kRuntimeVersion)                                                     \
+  X(cuMemcpy3DPeer, cuMemcpy3DPeer, kRuntimeVersion)                                                          \
+  X(cuMemcpy3DPeerAsync, cuMemcpy3DPeerAsync, kRuntimeVersion)                                                \
   X(cuMemcpyPeer, cuMemcpyPeer, kRuntimeVersion)                                                              \
   X(cuMemcpyPeerAsync, cuMemcpyPeerAsync, kRuntimeVersion)                                                    \
   X(cuMemPrefetchAsync, cuMemPrefetchAsync_v2, kRuntimeVersion)                                              \
@@ -159,6 +161,7 @@ constexpr int kRuntimeVersion = CUDART_VERSION;
   X(cuEventRecord, cuEventRecord, kRuntimeVersion)                                                            \
   X(cuEventRecordWithFlags, cuEventRecordWithFlags, kRuntimeVersion)                                          \
   X(cuLaunchHostFunc, cuLaunchHostFunc, kRuntimeVersion)                                                      \
+  X(cuStreamAddCallback, cuStreamAddCallback, kRuntimeVersion)                                                \
   X(cuEventQuery, cuEventQuery, kRuntimeVersion)                                                              \
   X(cuStreamWaitEvent, cuStreamWaitEvent, kRuntimeVersion)                                                    \
   X(cuEventSynchronize, cuEventSynchronize, kRuntimeVersion)                                                  \
@@ -544,6 +547,22 @@ cudaError_t copy3D(bool perThread, const cudaMemcpy3DParms* p, bool async, cudaS
   return call(async ? D->cuMemcpy3DAsync(&c, s) : D->cuMemcpy3D(&c));
 }
 
+// Between two devices' linear memory (the one device here, its primary context on both sides).
+cudaError_t copy3DPeer(bool perThread, const cudaMemcpy3DPeerParms* p, bool async, cudaStream_t s) {
+  STANDIN_DRIVER(perThread);
+  if (p == nullptr || p->srcArray != nullptr || p->dstArray != nullptr) return record(cudaErrorInvalidValue);
+  if (p->srcDevice != 0 || p->dstDevice != 0) return record(cudaErrorInvalidDevice);
+  CUDA_MEMCPY3D_PEER c{};
+  c.srcMemoryType = CU_MEMORYTYPE_DEVICE, c.srcDevice = dptr(p->srcPtr.ptr), c.srcContext = rt().context;
+  c.srcPitch = p->srcPtr.pitch, c.srcHeight = p->srcPtr.ysize;
+  c.srcXInBytes = p->srcPos.x, c.srcY = p->srcPos.y, c.srcZ = p->srcPos.z;
+  c.dstMemoryType = CU_MEMORYTYPE_DEVICE, c.dstDevice = dptr(p->dstPtr.ptr), c.dstContext = rt().context;
+  c.dstPitch = p->dstPtr.pitch, c.dstHeight = p->dstPtr.ysize;
+  c.dstXInBytes = p->dstPos.x, c.dstY = p->dstPos.y, c.dstZ = p->dstPos.z;
+  c.WidthInBytes = p->extent.width, c.Height = p->extent.height, c.Depth = p->extent.depth;
+  return call(async ? D->cuMemcpy3DPeerAsync(&c, s) : D->cuMemcpy3DPeer(&c));
+}
+
 // The device copy of a registered variable, checked against its size.
 cudaError_t symbolRange(const void* symbol, size_t offset, size_t n, char*& out) {
   Runtime& r = rt();
@@ -590,6 +609,37 @@ cudaError_t set2D(bool perThread, void* p, size_t pitch, int value, size_t width
   const auto v = static_cast<unsigned char>(value);
   return call(async ? D->cuMemsetD2D8Async(dptr(p), pitch, v, width, height, s)
                     : D->cuMemsetD2D8(dptr(p), pitch, v, width, height));
+}
+
+// A pitched volume, a slice (a 2D set) at a time: slices are `ysize` rows apart.
+cudaError_t set3D(bool perThread, cudaPitchedPtr p, int value, cudaExtent extent, bool async, cudaStream_t s) {
+  STANDIN_DRIVER(perThread);
+  if (extent.width > p.pitch || (extent.depth > 1 && extent.height > p.ysize)) return record(cudaErrorInvalidValue);
+  const auto v = static_cast<unsigned char>(value);
+  for (size_t z = 0; z < extent.depth; ++z) {
+    const CUdeviceptr slice = dptr(p.ptr) + z * p.pitch * p.ysize;
+    const cudaError_t e = call(async ? D->cuMemsetD2D8Async(slice, p.pitch, v, extent.width, extent.height, s)
+                                     : D->cuMemsetD2D8(slice, p.pitch, v, extent.width, extent.height));
+    if (e != cudaSuccess) return e;
+  }
+  return cudaSuccess;
+}
+
+// A runtime stream callback called through the driver's: the stand-in driver runs it before
+// cuStreamAddCallback returns, so the pair can live on the caller's stack.
+struct StreamCallback {
+  cudaStreamCallback_t fn;
+  void* userData;
+};
+void CUDA_CB runStreamCallback(CUstream s, CUresult status, void* data) {
+  const auto* c = static_cast<const StreamCallback*>(data);
+  c->fn(s, fromDriver(status), c->userData);
+}
+cudaError_t addCallback(bool perThread, cudaStream_t s, cudaStreamCallback_t fn, void* userData, unsigned flags) {
+  STANDIN_DRIVER(perThread);
+  if (fn == nullptr) return record(cudaErrorInvalidValue);
+  StreamCallback c{fn, userData};
+  return call(D->cuStreamAddCallback(s, runStreamCallback, &c, flags));
 }
 
 }  // namespace
@@ -994,6 +1044,16 @@ cudaError_t cudaMallocPitch(void** p, size_t* pitch, size_t width, size_t height
   STANDIN_DRIVER(false);
   return call(D->cuMemAllocPitch(reinterpret_cast<CUdeviceptr*>(p), pitch, width, height, 16));
 }
+// The slices' rows one after the other in one pitched allocation.
+cudaError_t cudaMalloc3D(cudaPitchedPtr* p, cudaExtent extent) {
+  STANDIN_DRIVER(false);
+  if (p == nullptr) return record(cudaErrorInvalidValue);
+  CUdeviceptr ptr = 0;
+  size_t pitch = 0;
+  if (cudaError_t e = call(D->cuMemAllocPitch(&ptr, &pitch, extent.width, extent.height * extent.depth, 16))) return e;
+  *p = cudaPitchedPtr{reinterpret_cast<void*>(ptr), pitch, extent.width, extent.height};
+  return cudaSuccess;
+}
 cudaError_t cudaMallocHost(void** p, size_t n) {
   STANDIN_DRIVER(false);
   return call(D->cuMemAllocHost(p, n));
@@ -1215,6 +1275,14 @@ cudaError_t cudaMemcpy3D(const cudaMemcpy3DParms* p) { return copy3D(false, p, f
 cudaError_t cudaMemcpy3D_ptds(const cudaMemcpy3DParms* p) { return copy3D(true, p, false, nullptr); }
 cudaError_t cudaMemcpy3DAsync(const cudaMemcpy3DParms* p, cudaStream_t s) { return copy3D(false, p, true, s); }
 cudaError_t cudaMemcpy3DAsync_ptsz(const cudaMemcpy3DParms* p, cudaStream_t s) { return copy3D(true, p, true, s); }
+cudaError_t cudaMemcpy3DPeer(const cudaMemcpy3DPeerParms* p) { return copy3DPeer(false, p, false, nullptr); }
+cudaError_t cudaMemcpy3DPeer_ptds(const cudaMemcpy3DPeerParms* p) { return copy3DPeer(true, p, false, nullptr); }
+cudaError_t cudaMemcpy3DPeerAsync(const cudaMemcpy3DPeerParms* p, cudaStream_t s) {
+  return copy3DPeer(false, p, true, s);
+}
+cudaError_t cudaMemcpy3DPeerAsync_ptsz(const cudaMemcpy3DPeerParms* p, cudaStream_t s) {
+  return copy3DPeer(true, p, true, s);
+}
 cudaError_t cudaMemcpyToSymbol(const void* symbol, const void* src, size_t n, size_t offset, cudaMemcpyKind kind) {
   return toSymbol(false, symbol, src, n, offset, kind, false, nullptr);
 }
@@ -1310,6 +1378,18 @@ cudaError_t cudaMemset2DAsync(void* p, size_t pitch, int value, size_t w, size_t
 cudaError_t cudaMemset2DAsync_ptsz(void* p, size_t pitch, int value, size_t w, size_t h, cudaStream_t s) {
   return set2D(true, p, pitch, value, w, h, true, s);
 }
+cudaError_t cudaMemset3D(cudaPitchedPtr p, int value, cudaExtent extent) {
+  return set3D(false, p, value, extent, false, nullptr);
+}
+cudaError_t cudaMemset3D_ptds(cudaPitchedPtr p, int value, cudaExtent extent) {
+  return set3D(true, p, value, extent, false, nullptr);
+}
+cudaError_t cudaMemset3DAsync(cudaPitchedPtr p, int value, cudaExtent extent, cudaStream_t s) {
+  return set3D(false, p, value, extent, true, s);
+}
+cudaError_t cudaMemset3DAsync_ptsz(cudaPitchedPtr p, int value, cudaExtent extent, cudaStream_t s) {
+  return set3D(true, p, value, extent, true, s);
+}
 
 // ------------------------------------------------------------------ streams
 cudaError_t cudaStreamCreate(cudaStream_t* s) {
@@ -1377,6 +1457,12 @@ cudaError_t cudaLaunchHostFunc(cudaStream_t s, cudaHostFn_t fn, void* userData) 
 cudaError_t cudaLaunchHostFunc_ptsz(cudaStream_t s, cudaHostFn_t fn, void* userData) {
   STANDIN_DRIVER(true);
   return call(D->cuLaunchHostFunc(s, fn, userData));
+}
+cudaError_t cudaStreamAddCallback(cudaStream_t s, cudaStreamCallback_t fn, void* userData, unsigned flags) {
+  return addCallback(false, s, fn, userData, flags);
+}
+cudaError_t cudaStreamAddCallback_ptsz(cudaStream_t s, cudaStreamCallback_t fn, void* userData, unsigned flags) {
+  return addCallback(true, s, fn, userData, flags);
 }
 cudaError_t cudaEventQuery(cudaEvent_t e) {
   STANDIN_DRIVER(false);
