@@ -282,6 +282,15 @@ class HookCall {
     for (std::size_t i = 0; i < count; ++i) bytes += sizes[i];
     r_.mem.bytes = bytes;
   }
+  // The same of a batch of 3D copies (the driver's or the runtime's operations): their extents'
+  // elements, bytes between pointers (arrays' elements are wider).
+  template <typename Op>
+  void batchBytes3D(const Op* ops, std::size_t count) {
+    if (s_ == nullptr) return;
+    std::size_t bytes = 0;
+    for (std::size_t i = 0; i < count; ++i) bytes += ops[i].extent.width * ops[i].extent.height * ops[i].extent.depth;
+    r_.mem.bytes = bytes;
+  }
   template <typename P>
   void release(P ptr, const void* stream) {
     set(0, stream);
@@ -323,10 +332,12 @@ uint32_t runtimeKernelNameSlow(const void* func);
 uint32_t driverKernelNameSlow(CUfunction f);
 // A module or library was unloaded: the names cached for driver handles are looked up again.
 void forgetKernelHandles();
-// The stream of the runtime's cudaMemPrefetchAsync, whose fourth and fifth words are the stream
-// and nothing (CUDA 11 and 12: a device ordinal third), or flags and the stream (CUDA 13: a
-// location third), by the loaded runtime's version; none when it cannot tell.
-const void* runtimePrefetchStream(uint64_t fourth, uint64_t fifth);
+// The stream of a runtime call whose parameters CUDA 13 changed under the same name, moving the
+// stream one word: `before13` where the loaded runtime is CUDA 11's or 12's, `since13` where 13's
+// or later; none when it cannot tell. (cudaMemPrefetchAsync: a device ordinal third, then the
+// stream; 13's a location and flags. cudaMemcpyBatchAsync and cudaMemcpy3DBatchAsync: 12.8's
+// have a failing index before the stream, 13's not.)
+const void* runtimeStream(uint64_t before13, uint64_t since13);
 
 // Handle -> interned name, filled by the registrations and the slow lookups (hook_table.cpp).
 extern PointerMap g_kernelNames;

@@ -497,7 +497,7 @@ uint32_t driverKernelNameSlow(CUfunction f) {
 
 void forgetKernelHandles() { g_kernelNames.forget(); }
 
-const void* runtimePrefetchStream(uint64_t fourth, uint64_t fifth) {
+const void* runtimeStream(uint64_t before13, uint64_t since13) {
   // The major version of the runtime the hooks resolved (0: it has no cudaRuntimeGetVersion).
   // Asked once; two threads asking at once both get the same answer.
   static std::atomic<int> major{-1};
@@ -512,7 +512,7 @@ const void* runtimePrefetchStream(uint64_t fourth, uint64_t fifth) {
     m = version / 1000;
     major.store(m, std::memory_order_relaxed);
   }
-  return reinterpret_cast<const void*>(m >= 13 ? fifth : m > 0 ? fourth : 0);
+  return reinterpret_cast<const void*>(m >= 13 ? since13 : m > 0 ? before13 : 0);
 }
 
 }  // namespace cutrace

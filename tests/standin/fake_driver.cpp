@@ -135,7 +135,7 @@ struct Link {
 // copies are checked as linear ones are), rows of `rowBytes`, `height` rows a slice.
 struct Array {
   uintptr_t base;
-  size_t rowBytes, height, bytes;
+  size_t rowBytes, height, bytes, elementBytes;
 };
 
 enum class HandleKind { Module, Function, Library, Kernel, Stream, Event, Physical, Graph, GraphExec, GraphNode, Link, Array };
@@ -625,16 +625,21 @@ CUresult copyLinear(uintptr_t dst, uintptr_t src, size_t n, CUstream s = nullptr
   return CUDA_SUCCESS;
 }
 
-// cuMemcpyBatchAsync (CUDA 13's, without the failing index): copies in stream order, the
-// attributes checked as the driver documents them (the first applies from copy 0); the legacy
-// stream is refused. Copies run at once, in order, up to the first refused.
+// cuMemcpyBatchAsync: copies in stream order, the attributes checked as the driver documents them
+// (the first applies from copy 0); the legacy stream is refused. Copies run at once, in order, up
+// to the first refused, whose index CUDA 12.8's first version returns in `failIdx` (SIZE_MAX: the
+// batch as a whole was refused).
 CUresult copyBatch(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count, CUmemcpyAttributes* attrs,
-                   size_t* attrsIdxs, size_t numAttrs, CUstream s) {
+                   size_t* attrsIdxs, size_t numAttrs, CUstream s, size_t* failIdx = nullptr) {
+  if (failIdx != nullptr) *failIdx = SIZE_MAX;
   if (count == 0 || dsts == nullptr || srcs == nullptr || sizes == nullptr || attrs == nullptr || attrsIdxs == nullptr ||
       numAttrs == 0 || numAttrs > count || attrsIdxs[0] != 0 || s == nullptr || s == CU_STREAM_LEGACY)
     return CUDA_ERROR_INVALID_VALUE;
   for (size_t i = 0; i < count; ++i)
-    if (CUresult r = copyLinear(dsts[i], srcs[i], sizes[i], s)) return r;
+    if (CUresult r = copyLinear(dsts[i], srcs[i], sizes[i], s)) {
+      if (failIdx != nullptr) *failIdx = i;
+      return r;
+    }
   return CUDA_SUCCESS;
 }
 
@@ -760,6 +765,66 @@ CUresult copy3D(const CUDA_MEMCPY3D* p, CUstream s = nullptr) {
   if (c.src != 0) c.src += p->srcZ * c.srcSlice + p->srcY * c.srcPitch + p->srcXInBytes;
   c.width = p->WidthInBytes, c.height = p->Height, c.depth = p->Depth;
   return copyStrided(c, s);
+}
+
+// One operand of a 3D batch copy as a side of cuMemcpy3D: a pointer whose rows are `rowLength`
+// elements apart and layers `layerHeight` rows (0: the extent's), or an array at an element offset.
+struct BatchSide {
+  CUmemorytype type;
+  CUdeviceptr device;
+  CUarray array;
+  size_t pitch, height, xBytes, y, z;
+};
+bool batchSide(const CUmemcpy3DOperand& o, const CUextent3D& e, size_t element, BatchSide& out) {
+  out = BatchSide{};
+  switch (o.type) {
+    case CU_MEMCPY_OPERAND_TYPE_POINTER:
+      out.type = CU_MEMORYTYPE_UNIFIED, out.device = o.op.ptr.ptr;
+      out.pitch = (o.op.ptr.rowLength != 0 ? o.op.ptr.rowLength : e.width) * element;
+      out.height = o.op.ptr.layerHeight != 0 ? o.op.ptr.layerHeight : e.height;
+      return true;
+    case CU_MEMCPY_OPERAND_TYPE_ARRAY:
+      out.type = CU_MEMORYTYPE_ARRAY, out.array = o.op.array.array;
+      out.xBytes = o.op.array.offset.x * element, out.y = o.op.array.offset.y, out.z = o.op.array.offset.z;
+      return true;
+    default: return false;
+  }
+}
+// The bytes of the operation's elements: an array's (either side's), else bytes between pointers.
+size_t batchElement(const CUDA_MEMCPY3D_BATCH_OP& op) {
+  for (const CUmemcpy3DOperand* o : {&op.src, &op.dst})
+    if (o->type == CU_MEMCPY_OPERAND_TYPE_ARRAY) {
+      const auto* a = lookup<Array>(o->op.array.array, HandleKind::Array);
+      return a != nullptr ? a->elementBytes : 0;
+    }
+  return 1;
+}
+CUresult copy3DOp(const CUDA_MEMCPY3D_BATCH_OP& op, CUstream s) {
+  const size_t element = batchElement(op);
+  BatchSide src, dst;
+  if (element == 0 || op.extent.width == 0 || op.extent.height == 0 || op.extent.depth == 0 ||
+      !batchSide(op.src, op.extent, element, src) || !batchSide(op.dst, op.extent, element, dst))
+    return CUDA_ERROR_INVALID_VALUE;
+  CUDA_MEMCPY3D c{};
+  c.srcMemoryType = src.type, c.srcDevice = src.device, c.srcArray = src.array;
+  c.srcPitch = src.pitch, c.srcHeight = src.height, c.srcXInBytes = src.xBytes, c.srcY = src.y, c.srcZ = src.z;
+  c.dstMemoryType = dst.type, c.dstDevice = dst.device, c.dstArray = dst.array;
+  c.dstPitch = dst.pitch, c.dstHeight = dst.height, c.dstXInBytes = dst.xBytes, c.dstY = dst.y, c.dstZ = dst.z;
+  c.WidthInBytes = op.extent.width * element, c.Height = op.extent.height, c.Depth = op.extent.depth;
+  return copy3D(&c, s);
+}
+// cuMemcpy3DBatchAsync: each operation as cuMemcpy3D, in order, up to the first refused (its index
+// in `failIdx` where given, as by cuMemcpyBatchAsync's first version); flags 0, never the legacy stream.
+CUresult copy3DBatch(size_t count, CUDA_MEMCPY3D_BATCH_OP* ops, unsigned long long flags, CUstream s,
+                     size_t* failIdx = nullptr) {
+  if (failIdx != nullptr) *failIdx = SIZE_MAX;
+  if (count == 0 || ops == nullptr || flags != 0 || s == nullptr || s == CU_STREAM_LEGACY) return CUDA_ERROR_INVALID_VALUE;
+  for (size_t i = 0; i < count; ++i)
+    if (CUresult r = copy3DOp(ops[i], s)) {
+      if (failIdx != nullptr) *failIdx = i;
+      return r;
+    }
+  return CUDA_SUCCESS;
 }
 
 CUresult peerContexts(CUcontext a, CUcontext b) {
@@ -1494,7 +1559,7 @@ static CUresult createArray(CUarray* out, size_t width, size_t height, size_t de
   if (out == nullptr || width == 0 || element == 0 || (channels != 1 && channels != 2 && channels != 4) ||
       (depth != 0 && height == 0))
     return CUDA_ERROR_INVALID_VALUE;
-  auto* a = new Array{0, width * element, height ? height : 1, 0};
+  auto* a = new Array{0, width * element, height ? height : 1, 0, element};
   a->bytes = a->rowBytes * a->height * (depth ? depth : 1);
   if (CUresult r = allocate(&a->base, a->bytes, MemoryKind::Device)) {
     delete a;
@@ -1760,6 +1825,18 @@ STANDIN_ENTRY_PTSZ(cuMemcpyBatchAsync_v2,
                    (CUdeviceptr * dsts, CUdeviceptr* srcs, size_t* sizes, size_t count, CUmemcpyAttributes* attrs,
                     size_t* attrsIdxs, size_t numAttrs, CUstream s),
                    copyBatch(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, s))
+// CUDA 12.8's first versions, still exported: the index of a copy that failed, out.
+STANDIN_ENTRY_PTSZ(cuMemcpyBatchAsync,
+                   (CUdeviceptr * dsts, CUdeviceptr* srcs, size_t* sizes, size_t count, CUmemcpyAttributes* attrs,
+                    size_t* attrsIdxs, size_t numAttrs, size_t* failIdx, CUstream s),
+                   failIdx == nullptr ? CUDA_ERROR_INVALID_VALUE
+                                      : copyBatch(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, s, failIdx))
+STANDIN_ENTRY_PTSZ(cuMemcpy3DBatchAsync_v2,
+                   (size_t count, CUDA_MEMCPY3D_BATCH_OP* ops, unsigned long long flags, CUstream s),
+                   copy3DBatch(count, ops, flags, s))
+STANDIN_ENTRY_PTSZ(cuMemcpy3DBatchAsync,
+                   (size_t count, CUDA_MEMCPY3D_BATCH_OP* ops, size_t* failIdx, unsigned long long flags, CUstream s),
+                   failIdx == nullptr ? CUDA_ERROR_INVALID_VALUE : copy3DBatch(count, ops, flags, s, failIdx))
 // The first version (a device ordinal) is still exported for programs built before CUDA 13, whose
 // header names CUDA 12.2's location version cuMemPrefetchAsync.
 #undef cuMemPrefetchAsync
@@ -2147,8 +2224,14 @@ const ProcEntry kProcTable[] = {
     PT(cuMemcpy, 7000, cuMemcpy_ptds),
     E(cuMemcpyAsync, 4000, cuMemcpyAsync),
     PT(cuMemcpyAsync, 7000, cuMemcpyAsync_ptsz),
+    E(cuMemcpyBatchAsync, 12080, cuMemcpyBatchAsync),
+    PT(cuMemcpyBatchAsync, 12080, cuMemcpyBatchAsync_ptsz),
     E(cuMemcpyBatchAsync, 13000, cuMemcpyBatchAsync_v2),
     PT(cuMemcpyBatchAsync, 13000, cuMemcpyBatchAsync_v2_ptsz),
+    E(cuMemcpy3DBatchAsync, 12080, cuMemcpy3DBatchAsync),
+    PT(cuMemcpy3DBatchAsync, 12080, cuMemcpy3DBatchAsync_ptsz),
+    E(cuMemcpy3DBatchAsync, 13000, cuMemcpy3DBatchAsync_v2),
+    PT(cuMemcpy3DBatchAsync, 13000, cuMemcpy3DBatchAsync_v2_ptsz),
     E(cuMemPrefetchAsync, 8000, cuMemPrefetchAsync),
     PT(cuMemPrefetchAsync, 8000, cuMemPrefetchAsync_ptsz),
     E(cuMemPrefetchAsync, 12020, cuMemPrefetchAsync_v2),

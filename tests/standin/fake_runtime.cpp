@@ -148,6 +148,11 @@ constexpr int kRuntimeVersion = CUDART_VERSION;
   X(cuMemcpyPeer, cuMemcpyPeer, kRuntimeVersion)                                                              \
   X(cuMemcpyPeerAsync, cuMemcpyPeerAsync, kRuntimeVersion)                                                    \
   X(cuMemPrefetchAsync, cuMemPrefetchAsync_v2, kRuntimeVersion)                                              \
+  X(cuMemcpyBatchAsync, cuMemcpyBatchAsync_v2, kRuntimeVersion)                                              \
+  X(cuMemcpy3DBatchAsync, cuMemcpy3DBatchAsync_v2, kRuntimeVersion)                                          \
+  X(cuMemPrefetchBatchAsync, cuMemPrefetchBatchAsync, kRuntimeVersion)                                        \
+  X(cuMemDiscardBatchAsync, cuMemDiscardBatchAsync, kRuntimeVersion)                                          \
+  X(cuMemDiscardAndPrefetchBatchAsync, cuMemDiscardAndPrefetchBatchAsync, kRuntimeVersion)                    \
   X(cuMemsetD8, cuMemsetD8_v2, kRuntimeVersion)                                                               \
   X(cuMemsetD8Async, cuMemsetD8Async, kRuntimeVersion)                                                        \
   X(cuMemsetD2D8, cuMemsetD2D8_v2, kRuntimeVersion)                                                           \
@@ -1360,6 +1365,107 @@ cudaError_t cudaMemPrefetchAsync_ptsz(const void* p, size_t n, cudaMemLocation l
                                       cudaStream_t s) {
   return prefetch(true, p, n, location, flags, s);
 }
+
+// ------------------------------------------------------------------ batches (CUDA 13's parameters)
+// The runtime's arrays converted to the driver's, whose types have the same members.
+namespace {
+CUdeviceptr* driverPointers(const void* const* p) { return reinterpret_cast<CUdeviceptr*>(const_cast<void**>(p)); }
+CUmemLocation driverLocation(const cudaMemLocation& l) {
+  CUmemLocation d{};
+  d.type = static_cast<CUmemLocationType>(l.type);
+  d.id = l.id;
+  return d;
+}
+cudaError_t copyBatch(bool perThread, void* const* dsts, const void* const* srcs, const size_t* sizes,
+                      size_t count, cudaMemcpyAttributes* attrs, size_t* attrsIdxs, size_t numAttrs, cudaStream_t s) {
+  STANDIN_DRIVER(perThread);
+  std::vector<CUmemcpyAttributes> driverAttrs(attrs != nullptr ? numAttrs : 0);
+  for (size_t i = 0; i < driverAttrs.size(); ++i) {
+    driverAttrs[i].srcAccessOrder = static_cast<CUmemcpySrcAccessOrder>(attrs[i].srcAccessOrder);
+    driverAttrs[i].srcLocHint = driverLocation(attrs[i].srcLocHint);
+    driverAttrs[i].dstLocHint = driverLocation(attrs[i].dstLocHint);
+    driverAttrs[i].flags = attrs[i].flags;
+  }
+  return call(D->cuMemcpyBatchAsync(driverPointers(dsts), driverPointers(srcs), const_cast<size_t*>(sizes), count,
+                                    attrs != nullptr ? driverAttrs.data() : nullptr, attrsIdxs, numAttrs, s));
+}
+CUmemcpy3DOperand driverOperand(const cudaMemcpy3DOperand& o) {
+  CUmemcpy3DOperand d{};
+  d.type = static_cast<CUmemcpy3DOperandType>(o.type);
+  if (o.type == cudaMemcpyOperandTypePointer) {
+    d.op.ptr.ptr = dptr(o.op.ptr.ptr);
+    d.op.ptr.rowLength = o.op.ptr.rowLength, d.op.ptr.layerHeight = o.op.ptr.layerHeight;
+    d.op.ptr.locHint = driverLocation(o.op.ptr.locHint);
+  } else {
+    d.op.array.array = reinterpret_cast<CUarray>(o.op.array.array);
+    d.op.array.offset = CUoffset3D{o.op.array.offset.x, o.op.array.offset.y, o.op.array.offset.z};
+  }
+  return d;
+}
+cudaError_t copy3DBatch(bool perThread, size_t count, cudaMemcpy3DBatchOp* ops, unsigned long long flags,
+                        cudaStream_t s) {
+  STANDIN_DRIVER(perThread);
+  std::vector<CUDA_MEMCPY3D_BATCH_OP> driverOps(ops != nullptr ? count : 0);
+  for (size_t i = 0; i < driverOps.size(); ++i) {
+    driverOps[i].src = driverOperand(ops[i].src);
+    driverOps[i].dst = driverOperand(ops[i].dst);
+    driverOps[i].extent = CUextent3D{ops[i].extent.width, ops[i].extent.height, ops[i].extent.depth};
+    driverOps[i].srcAccessOrder = static_cast<CUmemcpySrcAccessOrder>(ops[i].srcAccessOrder);
+    driverOps[i].flags = ops[i].flags;
+  }
+  return call(D->cuMemcpy3DBatchAsync(count, ops != nullptr ? driverOps.data() : nullptr, flags, s));
+}
+// Prefetches to the locations, discards, or discards then prefetches.
+enum class BatchKind { Prefetch, Discard, DiscardAndPrefetch };
+cudaError_t prefetchBatch(bool perThread, BatchKind kind, void** ptrs, size_t* sizes, size_t count,
+                          cudaMemLocation* locations, size_t* locationIdxs, size_t numLocations,
+                          unsigned long long flags, cudaStream_t s) {
+  STANDIN_DRIVER(perThread);
+  std::vector<CUmemLocation> to(locations != nullptr ? numLocations : 0);
+  for (size_t i = 0; i < to.size(); ++i) to[i] = driverLocation(locations[i]);
+  CUmemLocation* const at = locations != nullptr ? to.data() : nullptr;
+  CUdeviceptr* const p = driverPointers(ptrs);
+  switch (kind) {
+    case BatchKind::Prefetch:
+      return call(D->cuMemPrefetchBatchAsync(p, sizes, count, at, locationIdxs, numLocations, flags, s));
+    case BatchKind::Discard: return call(D->cuMemDiscardBatchAsync(p, sizes, count, flags, s));
+    case BatchKind::DiscardAndPrefetch:
+      return call(D->cuMemDiscardAndPrefetchBatchAsync(p, sizes, count, at, locationIdxs, numLocations, flags, s));
+  }
+  return record(cudaErrorInvalidValue);
+}
+}  // namespace
+// Each batch entry point and its _ptsz twin.
+#define STANDIN_BATCHES(suffix, perThread)                                                                             \
+  cudaError_t cudaMemcpyBatchAsync##suffix(void* const* dsts, const void* const* srcs, const size_t* sizes,            \
+                                           size_t count, cudaMemcpyAttributes* attrs, size_t* attrsIdxs,               \
+                                           size_t numAttrs, cudaStream_t s) {                                          \
+    return copyBatch(perThread, dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, s);                              \
+  }                                                                                                                    \
+  cudaError_t cudaMemcpy3DBatchAsync##suffix(size_t count, cudaMemcpy3DBatchOp* ops, unsigned long long flags,         \
+                                             cudaStream_t s) {                                                         \
+    return copy3DBatch(perThread, count, ops, flags, s);                                                               \
+  }                                                                                                                    \
+  cudaError_t cudaMemPrefetchBatchAsync##suffix(void** ptrs, size_t* sizes, size_t count, cudaMemLocation* locations, \
+                                                size_t* locationIdxs, size_t numLocations, unsigned long long flags,   \
+                                                cudaStream_t s) {                                                      \
+    return prefetchBatch(perThread, BatchKind::Prefetch, ptrs, sizes, count, locations, locationIdxs, numLocations,   \
+                         flags, s);                                                                                    \
+  }                                                                                                                    \
+  cudaError_t cudaMemDiscardBatchAsync##suffix(void** ptrs, size_t* sizes, size_t count, unsigned long long flags,     \
+                                               cudaStream_t s) {                                                       \
+    return prefetchBatch(perThread, BatchKind::Discard, ptrs, sizes, count, nullptr, nullptr, 0, flags, s);            \
+  }                                                                                                                    \
+  cudaError_t cudaMemDiscardAndPrefetchBatchAsync##suffix(void** ptrs, size_t* sizes, size_t count,                    \
+                                                          cudaMemLocation* locations, size_t* locationIdxs,            \
+                                                          size_t numLocations, unsigned long long flags,               \
+                                                          cudaStream_t s) {                                            \
+    return prefetchBatch(perThread, BatchKind::DiscardAndPrefetch, ptrs, sizes, count, locations, locationIdxs,        \
+                         numLocations, flags, s);                                                                      \
+  }
+STANDIN_BATCHES(, false)
+STANDIN_BATCHES(_ptsz, true)
+#undef STANDIN_BATCHES
 
 // ------------------------------------------------------------------ sets
 cudaError_t cudaMemset(void* p, int value, size_t n) { return set(false, p, value, n, false, nullptr); }

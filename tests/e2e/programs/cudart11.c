@@ -4,7 +4,9 @@
  * real runtime writes its log through whatever pointer arrives. Its cudaMemPrefetchAsync takes a
  * device ordinal and the stream (CUDA 13's: a location, flags, the stream); its cudaGraphExecUpdate
  * an error node and a result out (CUDA 12's: one result info). Also what cutrace
- * looks a runtime up by (cudaGetDeviceCount), and its version.
+ * looks a runtime up by (cudaGetDeviceCount), and its version. It stands for CUDA 12.8's runtime
+ * too, as any before 13: its batch copies take the index of a failed copy before the stream (13's
+ * not), cudaMemcpyBatchAsync's as a ninth parameter, on the stack.
  *
  *   built as a library; old_runtime links it */
 #include <stddef.h>
@@ -44,5 +46,26 @@ int cudaGraphExecUpdate(void* exec, void* graph, void** errorNode, int* result) 
   if (exec == NULL || graph == NULL || errorNode == NULL || result == NULL) return 1;
   *errorNode = NULL;
   *result = 0; /* cudaGraphExecUpdateSuccess */
+  return 0;
+}
+
+/* CUDA 12.8's: every copy made (the host's memory stands for the device's); the index of a failed
+ * copy out; the stream seen by old_runtime. */
+int cudaMemcpyBatchAsync(void* const* dsts, const void* const* srcs, const size_t* sizes, size_t count, void* attrs,
+                         size_t* attrsIdxs, size_t numAttrs, size_t* failIdx, void* stream) {
+  if (dsts == NULL || srcs == NULL || sizes == NULL || attrs == NULL || attrsIdxs == NULL || numAttrs != 1 ||
+      failIdx == NULL)
+    return 1;
+  for (size_t i = 0; i < count; ++i) memcpy(dsts[i], srcs[i], sizes[i]);
+  *failIdx = (size_t)-1;
+  lastPrefetchStream = stream;
+  return 0;
+}
+
+/* The index of a failed copy out, before the flags and the stream: one word more than 13's. */
+int cudaMemcpy3DBatchAsync(size_t count, void* ops, size_t* failIdx, unsigned long long flags, void* stream) {
+  if (count != 1 || ops == NULL || failIdx == NULL || flags != 0) return 1;
+  *failIdx = (size_t)-1;
+  lastPrefetchStream = stream;
   return 0;
 }

@@ -1,8 +1,10 @@
 /* A program built against CUDA 11's runtime instantiates a graph with the five-parameter
  * cudaGraphInstantiate (its log buffer and size last), updates it with the four-parameter
- * cudaGraphExecUpdate (the result out last) and prefetches with a device ordinal before the stream.
+ * cudaGraphExecUpdate (the result out last) and prefetches with a device ordinal before the stream;
+ * built against 12.8's, copies in batches with the index of a failed copy before the stream.
  * Under cutrace the calls must reach the runtime whole: the log written where the program asked,
- * the result written, the stream the one passed, and be recorded (the prefetch with its stream).
+ * the result written, the copies made, the stream the one passed, and be recorded (the prefetches
+ * and batches with their streams).
  *
  *   usage: old_runtime */
 #include <stddef.h>
@@ -12,6 +14,9 @@
 int cudaGraphInstantiate(void** exec, void* graph, void* errorNode, char* logBuffer, size_t bufferSize);
 int cudaGraphExecUpdate(void* exec, void* graph, void** errorNode, int* result);
 int cudaMemPrefetchAsync(const void* p, size_t count, int dstDevice, void* stream);
+int cudaMemcpyBatchAsync(void* const* dsts, const void* const* srcs, const size_t* sizes, size_t count, void* attrs,
+                         size_t* attrsIdxs, size_t numAttrs, size_t* failIdx, void* stream);
+int cudaMemcpy3DBatchAsync(size_t count, void* ops, size_t* failIdx, unsigned long long flags, void* stream);
 extern void* lastPrefetchStream;
 
 int main(void) {
@@ -39,6 +44,24 @@ int main(void) {
       printf("cudaMemPrefetchAsync: stream %p\n", lastPrefetchStream);
       return 1;
     }
+  }
+  /* A batch of two copies, then of one 3D copy, each on its own stream. */
+  char from[8] = "batched", to[8] = "", again[8] = "";
+  void* dsts[] = {to, again};
+  const void* srcs[] = {from, from};
+  size_t sizes[] = {sizeof(from), sizeof(from)}, attrsIdxs[] = {0}, failIdx = 0;
+  char attrs[64] = {0};
+  if (cudaMemcpyBatchAsync(dsts, srcs, sizes, 2, attrs, attrsIdxs, 1, &failIdx, (void*)0x5190) != 0 ||
+      strcmp(to, "batched") != 0 || strcmp(again, "batched") != 0 || failIdx != (size_t)-1 ||
+      lastPrefetchStream != (void*)0x5190) {
+    printf("cudaMemcpyBatchAsync: stream %p\n", lastPrefetchStream);
+    return 1;
+  }
+  failIdx = 0;
+  if (cudaMemcpy3DBatchAsync(1, attrs, &failIdx, 0, (void*)0x51a0) != 0 || failIdx != (size_t)-1 ||
+      lastPrefetchStream != (void*)0x51a0) {
+    printf("cudaMemcpy3DBatchAsync: stream %p\n", lastPrefetchStream);
+    return 1;
   }
   return 0;
 }

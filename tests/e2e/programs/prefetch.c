@@ -3,7 +3,7 @@
  * version, and both as cuGetProcAddress hands them to runtimes built for CUDA 12 and 13) is one
  * event with the bytes and the stream it was queued on; so is each of CUDA 13's batches (of
  * prefetches to two locations, of discards, of discards then prefetches), with the bytes of all its
- * ranges. Prefetches of memory that is not managed, or with flags, and a batch with a range that
+ * ranges, through the driver and the runtime. Prefetches of memory that is not managed, or with flags, and a batch with a range that
  * is not managed are refused and recorded with their result.
  *
  *   usage: prefetch */
@@ -55,12 +55,26 @@ int main(void) {
   check(cuMemDiscardBatchAsync(ranges, sizes, 3, 0, s), "cuMemDiscardBatchAsync");
   check(cuMemDiscardAndPrefetchBatchAsync(ranges, sizes, 3, locations, locationIdxs, 2, 0, s),
         "cuMemDiscardAndPrefetchBatchAsync");
+  /* The same through the runtime: two ranges (12 KiB), both to the device. */
+  void* runtimeRanges[] = {(void*)managed, (void*)(managed + 65536)};
+  struct cudaMemLocation runtimeLocations[] = {runtimeToDevice};
+  size_t runtimeLocationIdxs[] = {0};
+  checkRuntime(cudaMemPrefetchBatchAsync(runtimeRanges, sizes, 2, runtimeLocations, runtimeLocationIdxs, 1, 0,
+                                         (cudaStream_t)s),
+               "cudaMemPrefetchBatchAsync");
+  checkRuntime(cudaMemDiscardBatchAsync(runtimeRanges, sizes, 2, 0, (cudaStream_t)s), "cudaMemDiscardBatchAsync");
+  checkRuntime(cudaMemDiscardAndPrefetchBatchAsync(runtimeRanges, sizes, 2, runtimeLocations, runtimeLocationIdxs, 1,
+                                                   0, (cudaStream_t)s),
+               "cudaMemDiscardAndPrefetchBatchAsync");
 
   /* Refused: memory that is not managed; flags; a batch with a range that is not managed. */
   if (cuMemPrefetchAsync(plain, 4096, toDevice, 0, s) != CUDA_ERROR_INVALID_VALUE) ++failures;
   if (cuMemPrefetchAsync(managed, 4096, toDevice, 1, s) != CUDA_ERROR_INVALID_VALUE) ++failures;
   CUdeviceptr mixed[] = {managed, plain};
   if (cuMemPrefetchBatchAsync(mixed, sizes, 2, locations, locationIdxs, 1, 0, s) != CUDA_ERROR_INVALID_VALUE) ++failures;
+  void* runtimeMixed[] = {(void*)managed, (void*)plain};
+  if (cudaMemDiscardBatchAsync(runtimeMixed, sizes, 2, 0, (cudaStream_t)s) != cudaErrorInvalidValue) ++failures;
+  cudaGetLastError();
 
   check(cuStreamSynchronize(s), "cuStreamSynchronize");
   check(cuMemFree(plain), "cuMemFree");
