@@ -57,8 +57,11 @@ int main(void) {
     printf("cudaMemcpyBatchAsync: stream %p\n", lastPrefetchStream);
     return 1;
   }
+  /* One operation of an empty extent (zeros; larger than CUDA's cudaMemcpy3DBatchOp, which cutrace
+   * reads for the extent). */
+  static char op[256];
   failIdx = 0;
-  if (cudaMemcpy3DBatchAsync(1, attrs, &failIdx, 0, (void*)0x51a0) != 0 || failIdx != (size_t)-1 ||
+  if (cudaMemcpy3DBatchAsync(1, op, &failIdx, 0, (void*)0x51a0) != 0 || failIdx != (size_t)-1 ||
       lastPrefetchStream != (void*)0x51a0) {
     printf("cudaMemcpy3DBatchAsync: stream %p\n", lastPrefetchStream);
     return 1;
