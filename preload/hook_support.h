@@ -282,15 +282,9 @@ class HookCall {
     for (std::size_t i = 0; i < count; ++i) bytes += sizes[i];
     r_.mem.bytes = bytes;
   }
-  // The same of a batch of 3D copies (the driver's or the runtime's operations): their extents'
-  // elements, bytes between pointers (arrays' elements are wider).
+  // The same of a batch of 3D copies (the driver's or the runtime's operations; below).
   template <typename Op>
-  void batchBytes3D(const Op* ops, std::size_t count) {
-    if (s_ == nullptr) return;
-    std::size_t bytes = 0;
-    for (std::size_t i = 0; i < count; ++i) bytes += ops[i].extent.width * ops[i].extent.height * ops[i].extent.depth;
-    r_.mem.bytes = bytes;
-  }
+  void batchBytes3D(const Op* ops, std::size_t count);
   template <typename P>
   void release(P ptr, const void* stream) {
     set(0, stream);
@@ -396,25 +390,58 @@ inline std::size_t formatBytes(CUarray_format f) {
     default: return 0;
   }
 }
+inline std::size_t elementBytes(const CUDA_ARRAY_DESCRIPTOR* a) { return a ? a->NumChannels * formatBytes(a->Format) : 0; }
+inline std::size_t elementBytes(const CUDA_ARRAY3D_DESCRIPTOR* a) { return a ? a->NumChannels * formatBytes(a->Format) : 0; }
+// The runtime's: an element of the channels' bits.
+inline std::size_t elementBytes(const cudaChannelFormatDesc* f) {
+  if (f == nullptr || f->x < 0 || f->y < 0 || f->z < 0 || f->w < 0) return 0;
+  return static_cast<std::size_t>(f->x + f->y + f->z + f->w) / 8;
+}
 inline std::size_t extentElements(std::size_t w, std::size_t h, std::size_t d) { return w * (h ? h : 1) * (d ? d : 1); }
 inline std::size_t arrayBytes(const CUDA_ARRAY_DESCRIPTOR* a) {
-  return a ? extentElements(a->Width, a->Height, 0) * a->NumChannels * formatBytes(a->Format) : 0;
+  return a ? extentElements(a->Width, a->Height, 0) * elementBytes(a) : 0;
 }
 inline std::size_t arrayBytes(const CUDA_ARRAY3D_DESCRIPTOR* a) {
-  return a ? extentElements(a->Width, a->Height, a->Depth) * a->NumChannels * formatBytes(a->Format) : 0;
+  return a ? extentElements(a->Width, a->Height, a->Depth) * elementBytes(a) : 0;
 }
-// The runtime's: an element of the channels' bits.
 inline std::size_t arrayBytes(const cudaChannelFormatDesc* f, std::size_t w, std::size_t h, std::size_t d) {
-  if (f == nullptr || f->x < 0 || f->y < 0 || f->z < 0 || f->w < 0) return 0;
-  return extentElements(w, h, d) * static_cast<std::size_t>(f->x + f->y + f->z + f->w) / 8;
+  return extentElements(w, h, d) * elementBytes(f);
+}
+
+// CUDA arrays' element bytes, noted as cutrace sees them made (after the call, recording or not):
+// the extents of the runtime's 3D copies and of 3D batches count an array's elements. 1 for an
+// array not seen made (the elements are counted then), or once the table is full.
+void noteArrayElements(const void* array, std::size_t bytes);
+std::size_t arrayElementBytes(const void* array);
+// An extent between two sides, either of which may be an array: in bytes.
+inline std::size_t extentBytes(std::size_t w, std::size_t h, std::size_t d, const void* srcArray, const void* dstArray) {
+  const void* array = srcArray != nullptr ? srcArray : dstArray;
+  return w * h * d * (array != nullptr ? arrayElementBytes(array) : 1);
 }
 inline std::size_t bytes3D(const cudaMemcpy3DParms* p) {
-  // With a CUDA array on either side the extent is in elements; without, width is in bytes.
-  return p ? p->extent.width * p->extent.height * p->extent.depth : 0;
+  return p ? extentBytes(p->extent.width, p->extent.height, p->extent.depth, p->srcArray, p->dstArray) : 0;
 }
 inline std::size_t bytes3D(const CUDA_MEMCPY3D_PEER* p) { return p ? p->WidthInBytes * p->Height * p->Depth : 0; }
 inline std::size_t bytes3D(const cudaMemcpy3DPeerParms* p) {
-  return p ? p->extent.width * p->extent.height * p->extent.depth : 0;
+  return p ? extentBytes(p->extent.width, p->extent.height, p->extent.depth, p->srcArray, p->dstArray) : 0;
+}
+// The array operand of a 3D batch's copy, if any.
+inline const void* arrayOf(const CUmemcpy3DOperand& o) {
+  return o.type == CU_MEMCPY_OPERAND_TYPE_ARRAY ? o.op.array.array : nullptr;
+}
+inline const void* arrayOf(const cudaMemcpy3DOperand& o) {
+  return o.type == cudaMemcpyOperandTypeArray ? o.op.array.array : nullptr;
+}
+
+template <typename Op>
+void HookCall::batchBytes3D(const Op* ops, std::size_t count) {
+  if (s_ == nullptr) return;
+  std::size_t bytes = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    const Op& op = ops[i];
+    bytes += extentBytes(op.extent.width, op.extent.height, op.extent.depth, arrayOf(op.src), arrayOf(op.dst));
+  }
+  r_.mem.bytes = bytes;
 }
 
 }  // namespace cutrace

@@ -497,6 +497,21 @@ uint32_t driverKernelNameSlow(CUfunction f) {
 
 void forgetKernelHandles() { g_kernelNames.forget(); }
 
+// Array -> element bytes (PointerMap::kLasting: arrays are never forgotten; a handle the driver
+// hands out again is put again when made). Slots reserved at the first array made.
+constinit PointerMap g_arrayElements;
+
+void noteArrayElements(const void* array, std::size_t bytes) {
+  if (array == nullptr || bytes == 0 || bytes > UINT32_MAX) return;
+  if (!g_arrayElements.ready() && !g_arrayElements.init(1u << 12)) return;
+  g_arrayElements.put(array, static_cast<uint32_t>(bytes), PointerMap::kLasting);
+}
+
+std::size_t arrayElementBytes(const void* array) {
+  const uint32_t bytes = g_arrayElements.find(array);
+  return bytes != 0 ? bytes : 1;
+}
+
 const void* runtimeStream(uint64_t before13, uint64_t since13) {
   // The major version of the runtime the hooks resolved (0: it has no cudaRuntimeGetVersion).
   // Asked once; two threads asking at once both get the same answer.

@@ -216,6 +216,7 @@ struct Runtime {
   std::unordered_map<const void*, KernelEntry*> byHostFun;
   std::unordered_map<const void*, KernelEntry*> byKernel;
   std::unordered_map<const void*, Symbol> symbols;
+  std::unordered_map<const void*, size_t> arrayElements;  // the bytes of an element, by array made here
 };
 
 // Never destroyed: programs call the runtime from their own static destructors and atexit.
@@ -530,18 +531,38 @@ cudaError_t copy2D(bool perThread, void* dst, size_t dpitch, const void* src, si
   return call(async ? D->cuMemcpy2DAsync(&c, s) : D->cuMemcpy2D(&c));
 }
 
-// Linear memory only: the stand-in has no CUDA arrays. cudaSuccess when `p` describes a copy.
+// The bytes of an element of an array made by cudaMallocArray or cudaMalloc3DArray; 0 for another.
+size_t arrayElement(cudaArray_const_t array) {
+  Runtime& r = rt();
+  std::shared_lock lock(r.mutex);
+  const auto it = r.arrayElements.find(array);
+  return it != r.arrayElements.end() ? it->second : 0;
+}
+
+// Linear memory and arrays made here: with an array on a side, the positions' x and the extent's
+// width count its elements. cudaSuccess when `p` describes a copy.
 cudaError_t describe3D(const cudaMemcpy3DParms* p, CUDA_MEMCPY3D& c) {
-  if (p == nullptr || p->srcArray != nullptr || p->dstArray != nullptr) return cudaErrorInvalidValue;
+  if (p == nullptr) return cudaErrorInvalidValue;
   if (!validKind(p->kind)) return cudaErrorInvalidMemcpyDirection;
+  const cudaArray_const_t array = p->srcArray != nullptr ? p->srcArray : p->dstArray;
+  const size_t element = array != nullptr ? arrayElement(array) : 1;
+  if (element == 0) return cudaErrorInvalidValue;
   c = CUDA_MEMCPY3D{};
-  c.srcMemoryType = memoryType(p->kind, true), c.srcHost = p->srcPtr.ptr, c.srcDevice = dptr(p->srcPtr.ptr);
-  c.srcPitch = p->srcPtr.pitch, c.srcHeight = p->srcPtr.ysize;
-  c.srcXInBytes = p->srcPos.x, c.srcY = p->srcPos.y, c.srcZ = p->srcPos.z;
-  c.dstMemoryType = memoryType(p->kind, false), c.dstHost = p->dstPtr.ptr, c.dstDevice = dptr(p->dstPtr.ptr);
-  c.dstPitch = p->dstPtr.pitch, c.dstHeight = p->dstPtr.ysize;
-  c.dstXInBytes = p->dstPos.x, c.dstY = p->dstPos.y, c.dstZ = p->dstPos.z;
-  c.WidthInBytes = p->extent.width, c.Height = p->extent.height, c.Depth = p->extent.depth;
+  if (p->srcArray != nullptr) {
+    c.srcMemoryType = CU_MEMORYTYPE_ARRAY, c.srcArray = reinterpret_cast<CUarray>(p->srcArray);
+  } else {
+    c.srcMemoryType = memoryType(p->kind, true), c.srcHost = p->srcPtr.ptr, c.srcDevice = dptr(p->srcPtr.ptr);
+    c.srcPitch = p->srcPtr.pitch, c.srcHeight = p->srcPtr.ysize;
+  }
+  c.srcXInBytes = p->srcPos.x * element, c.srcY = p->srcPos.y, c.srcZ = p->srcPos.z;
+  if (p->dstArray != nullptr) {
+    c.dstMemoryType = CU_MEMORYTYPE_ARRAY, c.dstArray = reinterpret_cast<CUarray>(p->dstArray);
+  } else {
+    c.dstMemoryType = memoryType(p->kind, false), c.dstHost = p->dstPtr.ptr, c.dstDevice = dptr(p->dstPtr.ptr);
+    c.dstPitch = p->dstPtr.pitch, c.dstHeight = p->dstPtr.ysize;
+  }
+  c.dstXInBytes = p->dstPos.x * element, c.dstY = p->dstPos.y, c.dstZ = p->dstPos.z;
+  c.WidthInBytes = p->extent.width * element, c.Height = p->extent.height, c.Depth = p->extent.depth;
   return cudaSuccess;
 }
 
@@ -1087,24 +1108,38 @@ static bool arrayFormat(const cudaChannelFormatDesc* f, CUarray_format& format, 
     default: return false;
   }
 }
+// After an array was made: its element's bytes kept (cudaMemcpy3D counts its elements).
+static cudaError_t madeArray(cudaArray_t* array, size_t elementBytes, cudaError_t e) {
+  if (e == cudaSuccess) {
+    std::unique_lock lock(rt().mutex);
+    rt().arrayElements[*array] = elementBytes;
+  }
+  return e;
+}
 cudaError_t cudaMallocArray(cudaArray_t* array, const cudaChannelFormatDesc* desc, size_t width, size_t height,
                             unsigned flags) {
   STANDIN_DRIVER(false);
   CUDA_ARRAY_DESCRIPTOR d{};
   if (!arrayFormat(desc, d.Format, d.NumChannels) || flags != 0) return record(cudaErrorInvalidValue);
   d.Width = width, d.Height = height;
-  return call(D->cuArrayCreate(reinterpret_cast<CUarray*>(array), &d));
+  return madeArray(array, d.NumChannels * desc->x / 8, call(D->cuArrayCreate(reinterpret_cast<CUarray*>(array), &d)));
 }
 cudaError_t cudaMalloc3DArray(cudaArray_t* array, const cudaChannelFormatDesc* desc, cudaExtent extent, unsigned flags) {
   STANDIN_DRIVER(false);
   CUDA_ARRAY3D_DESCRIPTOR d{};
   if (!arrayFormat(desc, d.Format, d.NumChannels) || flags != 0) return record(cudaErrorInvalidValue);
   d.Width = extent.width, d.Height = extent.height, d.Depth = extent.depth;
-  return call(D->cuArray3DCreate(reinterpret_cast<CUarray*>(array), &d));
+  return madeArray(array, d.NumChannels * desc->x / 8, call(D->cuArray3DCreate(reinterpret_cast<CUarray*>(array), &d)));
 }
 cudaError_t cudaFreeArray(cudaArray_t array) {
   STANDIN_DRIVER(false);
-  return array == nullptr ? cudaSuccess : call(D->cuArrayDestroy(reinterpret_cast<CUarray>(array)));
+  if (array == nullptr) return cudaSuccess;
+  const cudaError_t e = call(D->cuArrayDestroy(reinterpret_cast<CUarray>(array)));
+  if (e == cudaSuccess) {
+    std::unique_lock lock(rt().mutex);
+    rt().arrayElements.erase(array);
+  }
+  return e;
 }
 cudaError_t cudaFree(void* p) {
   STANDIN_DRIVER(false);

@@ -2,7 +2,9 @@
  * the driver's linear copies at a byte offset (from and to the host, at once and in stream order,
  * from and to device memory, array to array) and the runtime's 2D copies (a rectangle at a byte and
  * row offset, at once and in stream order, array to array; and their deprecated first versions,
- * bytes from an offset on, which old binaries call). Each copy is one event with its bytes,
+ * bytes from an offset on, which old binaries call); 3D copies whose extents count the array's
+ * elements (the runtime's cudaMemcpy3D and cudaMemcpy3DAsync, and batches of the driver and the
+ * runtime: an array's elements are 2 and 4 bytes here). Each copy is one event with its bytes,
  * direction and stream; each array an allocation of its elements' bytes, then its release. Copies
  * past an array's end are refused and recorded with their result. The data is checked after each
  * round trip.
@@ -88,6 +90,56 @@ int main(void) {
   /* Refused: four rows from row 6 of eight. */
   if (cudaMemcpy2DToArray(image, 0, 6, pixels, 128, 128, 4, cudaMemcpyHostToDevice) == cudaSuccess) ++failures;
   (void)cudaGetLastError();
+
+  /* 3D: 4x4x2 pixels (128 bytes) into the cube and back, then out again in a batch; 8x8x4 shorts
+   * (512 bytes) into the driver's volume and back, in batches. */
+  unsigned texels[2][4][4], texelsBack[2][4][4];
+  for (int i = 0; i < 32; ++i) texels[i / 16][i / 4 % 4][i % 4] = 7000u + (unsigned)i;
+  struct cudaMemcpy3DParms p3;
+  memset(&p3, 0, sizeof(p3));
+  p3.srcPtr.ptr = texels, p3.srcPtr.pitch = 16, p3.srcPtr.xsize = 4, p3.srcPtr.ysize = 4;
+  p3.dstArray = cube;
+  p3.extent = extent;
+  p3.kind = cudaMemcpyHostToDevice;
+  checkRuntime(cudaMemcpy3D(&p3), "cudaMemcpy3D");
+  memset(&p3, 0, sizeof(p3));
+  p3.srcArray = cube;
+  p3.dstPtr.ptr = texelsBack, p3.dstPtr.pitch = 16, p3.dstPtr.xsize = 4, p3.dstPtr.ysize = 4;
+  p3.extent = extent;
+  p3.kind = cudaMemcpyDeviceToHost;
+  memset(texelsBack, 0, sizeof(texelsBack));
+  checkRuntime(cudaMemcpy3DAsync(&p3, (cudaStream_t)s), "cudaMemcpy3DAsync");
+  checkRuntime(cudaStreamSynchronize((cudaStream_t)s), "cudaStreamSynchronize");
+  if (memcmp(texels, texelsBack, sizeof(texels)) != 0) ++failures;
+  struct cudaMemcpy3DBatchOp out;
+  memset(&out, 0, sizeof(out));
+  out.src.type = cudaMemcpyOperandTypeArray, out.src.op.array.array = cube;
+  out.dst.type = cudaMemcpyOperandTypePointer, out.dst.op.ptr.ptr = texelsBack;
+  out.dst.op.ptr.rowLength = 4, out.dst.op.ptr.layerHeight = 4;
+  out.extent = extent;
+  out.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+  memset(texelsBack, 0, sizeof(texelsBack));
+  checkRuntime(cudaMemcpy3DBatchAsync(1, &out, 0, (cudaStream_t)s), "cudaMemcpy3DBatchAsync");
+  checkRuntime(cudaStreamSynchronize((cudaStream_t)s), "cudaStreamSynchronize");
+  if (memcmp(texels, texelsBack, sizeof(texels)) != 0) ++failures;
+
+  unsigned short voxels[4][8][8], voxelsBack[4][8][8];
+  for (int i = 0; i < 256; ++i) voxels[i / 64][i / 8 % 8][i % 8] = (unsigned short)(300 + i);
+  CUDA_MEMCPY3D_BATCH_OP in, back3D;
+  memset(&in, 0, sizeof(in));
+  in.src.type = CU_MEMCPY_OPERAND_TYPE_POINTER, in.src.op.ptr.ptr = (CUdeviceptr)voxels;
+  in.src.op.ptr.rowLength = 8, in.src.op.ptr.layerHeight = 8;
+  in.dst.type = CU_MEMCPY_OPERAND_TYPE_ARRAY, in.dst.op.array.array = volume;
+  in.extent.width = 8, in.extent.height = 8, in.extent.depth = 4;
+  in.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+  back3D = in;
+  back3D.src = in.dst, back3D.dst = in.src;
+  back3D.dst.op.ptr.ptr = (CUdeviceptr)voxelsBack;
+  memset(voxelsBack, 0, sizeof(voxelsBack));
+  check(cuMemcpy3DBatchAsync(1, &in, 0, s), "cuMemcpy3DBatchAsync");
+  check(cuMemcpy3DBatchAsync(1, &back3D, 0, s), "cuMemcpy3DBatchAsync");
+  check(cuStreamSynchronize(s), "cuStreamSynchronize");
+  if (memcmp(voxels, voxelsBack, sizeof(voxels)) != 0) ++failures;
 
   checkRuntime(cudaFreeArray(cube), "cudaFreeArray");
   checkRuntime(cudaFreeArray(copy), "cudaFreeArray");
