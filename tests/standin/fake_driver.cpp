@@ -660,6 +660,33 @@ CUresult prefetchTo(CUdeviceptr p, size_t n, CUmemLocation location, unsigned fl
   }
 }
 
+// cuMemAdvise: a range of one managed allocation, a known advice, the device or the host (a
+// location, or CU_DEVICE_CPU for the first version). Advice changes nothing here: the host's
+// memory is every side's.
+CUresult advise(CUdeviceptr p, size_t n, CUmem_advise advice, bool toHost, int device) {
+  if (CUresult r = needContext()) return r;
+  if (n == 0 || !memory().managed(addr(p), n) || advice < CU_MEM_ADVISE_SET_READ_MOSTLY ||
+      advice > CU_MEM_ADVISE_UNSET_ACCESSED_BY)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (!toHost && device != 0) return CUDA_ERROR_INVALID_DEVICE;
+  return CUDA_SUCCESS;
+}
+CUresult adviseTo(CUdeviceptr p, size_t n, CUmem_advise advice, CUmemLocation location) {
+  switch (location.type) {
+    case CU_MEM_LOCATION_TYPE_DEVICE: return advise(p, n, advice, false, location.id);
+    case CU_MEM_LOCATION_TYPE_HOST: return advise(p, n, advice, true, 0);
+    default: return CUDA_ERROR_INVALID_VALUE;
+  }
+}
+// cuStreamAttachMemAsync: a managed range (length 0: its whole allocation) attached to a stream,
+// to every stream, or to the host.
+CUresult attachMemory(CUstream s, CUdeviceptr p, size_t n, unsigned flags) {
+  if (CUresult r = needStream(s)) return r;
+  if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST && flags != CU_MEM_ATTACH_SINGLE)
+    return CUDA_ERROR_INVALID_VALUE;
+  return memory().managed(addr(p), n != 0 ? n : 1) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
 // CUDA 13's batches: every range managed (prefetchTo's checks, each with the location whose index
 // run it falls in: the first index 0, each later one greater, the last below `count`), flags 0,
 // never the legacy stream. `locations` null: discards only.
@@ -1844,6 +1871,18 @@ STANDIN_ENTRY_PTSZ(cuMemPrefetchAsync, (CUdeviceptr p, size_t n, CUdevice device
                    prefetch(p, n, device == CU_DEVICE_CPU, device, 0, s))
 STANDIN_ENTRY_PTSZ(cuMemPrefetchAsync_v2, (CUdeviceptr p, size_t n, CUmemLocation location, unsigned flags, CUstream s),
                    prefetchTo(p, n, location, flags, s))
+// As with prefetches, the first version takes a device ordinal.
+#undef cuMemAdvise
+CUresult cuMemAdvise(CUdeviceptr p, size_t n, CUmem_advise advice, CUdevice device) {
+  ENTRY();
+  return advise(p, n, advice, device == CU_DEVICE_CPU, device);
+}
+CUresult cuMemAdvise_v2(CUdeviceptr p, size_t n, CUmem_advise advice, CUmemLocation location) {
+  ENTRY();
+  return adviseTo(p, n, advice, location);
+}
+STANDIN_ENTRY_PTSZ(cuStreamAttachMemAsync, (CUstream s, CUdeviceptr p, size_t n, unsigned flags),
+                   attachMemory(s, p, n, flags))
 STANDIN_ENTRY_PTSZ(cuMemPrefetchBatchAsync,
                    (CUdeviceptr * ptrs, size_t* sizes, size_t count, CUmemLocation* locations, size_t* locationIdxs,
                     size_t numLocations, unsigned long long flags, CUstream s),
@@ -2235,6 +2274,10 @@ const ProcEntry kProcTable[] = {
     E(cuMemPrefetchAsync, 8000, cuMemPrefetchAsync),
     PT(cuMemPrefetchAsync, 8000, cuMemPrefetchAsync_ptsz),
     E(cuMemPrefetchAsync, 12020, cuMemPrefetchAsync_v2),
+    E(cuMemAdvise, 8000, cuMemAdvise),
+    E(cuMemAdvise, 12020, cuMemAdvise_v2),
+    E(cuStreamAttachMemAsync, 6000, cuStreamAttachMemAsync),
+    PT(cuStreamAttachMemAsync, 7000, cuStreamAttachMemAsync_ptsz),
     PT(cuMemPrefetchAsync, 12020, cuMemPrefetchAsync_v2_ptsz),
     E(cuMemPrefetchBatchAsync, 13000, cuMemPrefetchBatchAsync),
     PT(cuMemPrefetchBatchAsync, 13000, cuMemPrefetchBatchAsync_ptsz),

@@ -148,6 +148,8 @@ constexpr int kRuntimeVersion = CUDART_VERSION;
   X(cuMemcpyPeer, cuMemcpyPeer, kRuntimeVersion)                                                              \
   X(cuMemcpyPeerAsync, cuMemcpyPeerAsync, kRuntimeVersion)                                                    \
   X(cuMemPrefetchAsync, cuMemPrefetchAsync_v2, kRuntimeVersion)                                              \
+  X(cuMemAdvise, cuMemAdvise_v2, kRuntimeVersion)                                                            \
+  X(cuStreamAttachMemAsync, cuStreamAttachMemAsync, kRuntimeVersion)                                          \
   X(cuMemcpyBatchAsync, cuMemcpyBatchAsync_v2, kRuntimeVersion)                                              \
   X(cuMemcpy3DBatchAsync, cuMemcpy3DBatchAsync_v2, kRuntimeVersion)                                          \
   X(cuMemPrefetchBatchAsync, cuMemPrefetchBatchAsync, kRuntimeVersion)                                        \
@@ -1501,6 +1503,25 @@ cudaError_t prefetchBatch(bool perThread, BatchKind kind, void** ptrs, size_t* s
 STANDIN_BATCHES(, false)
 STANDIN_BATCHES(_ptsz, true)
 #undef STANDIN_BATCHES
+
+// ------------------------------------------------------------------ managed memory's placement
+// CUDA 13's cudaMemAdvise takes a location (12's a device ordinal, under the same name).
+cudaError_t cudaMemAdvise(const void* p, size_t n, cudaMemoryAdvise advice, cudaMemLocation location) {
+  STANDIN_DRIVER(false);
+  return call(D->cuMemAdvise(dptr(p), n, static_cast<CUmem_advise>(advice), driverLocation(location)));
+}
+namespace {
+cudaError_t attachMemory(bool perThread, cudaStream_t s, void* p, size_t n, unsigned flags) {
+  STANDIN_DRIVER(perThread);
+  return call(D->cuStreamAttachMemAsync(s, dptr(p), n, flags));
+}
+}  // namespace
+cudaError_t cudaStreamAttachMemAsync(cudaStream_t s, void* p, size_t n, unsigned flags) {
+  return attachMemory(false, s, p, n, flags);
+}
+cudaError_t cudaStreamAttachMemAsync_ptsz(cudaStream_t s, void* p, size_t n, unsigned flags) {
+  return attachMemory(true, s, p, n, flags);
+}
 
 // ------------------------------------------------------------------ sets
 cudaError_t cudaMemset(void* p, int value, size_t n) { return set(false, p, value, n, false, nullptr); }

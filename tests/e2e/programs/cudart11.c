@@ -6,7 +6,8 @@
  * an error node and a result out (CUDA 12's: one result info). Also what cutrace
  * looks a runtime up by (cudaGetDeviceCount), and its version. It stands for CUDA 12.8's runtime
  * too, as any before 13: its batch copies take the index of a failed copy before the stream (13's
- * not), cudaMemcpyBatchAsync's as a ninth parameter, on the stack.
+ * not), cudaMemcpyBatchAsync's as a ninth parameter, on the stack; its cudaMemAdvise takes a device
+ * ordinal (13's a location), and 12.2's location version is cudaMemAdvise_v2.
  *
  *   built as a library; old_runtime links it */
 #include <stddef.h>
@@ -67,5 +68,24 @@ int cudaMemcpy3DBatchAsync(size_t count, void* ops, size_t* failIdx, unsigned lo
   if (count != 1 || ops == NULL || failIdx == NULL || flags != 0) return 1;
   *failIdx = (size_t)-1;
   lastPrefetchStream = stream;
+  return 0;
+}
+
+/* The advice and device seen by old_runtime. */
+int lastAdvice, lastAdviceDevice;
+
+int cudaMemAdvise(const void* p, size_t count, int advice, int device) {
+  if (p == NULL || count == 0) return 1;
+  lastAdvice = advice, lastAdviceDevice = device;
+  return 0;
+}
+
+/* A location: its type and id. */
+struct Location {
+  int type, id;
+};
+int cudaMemAdvise_v2(const void* p, size_t count, int advice, struct Location location) {
+  if (p == NULL || count == 0 || location.type != 1) return 1;
+  lastAdvice = advice, lastAdviceDevice = location.id;
   return 0;
 }

@@ -1,7 +1,8 @@
 /* A program built against CUDA 11's runtime instantiates a graph with the five-parameter
  * cudaGraphInstantiate (its log buffer and size last), updates it with the four-parameter
  * cudaGraphExecUpdate (the result out last) and prefetches with a device ordinal before the stream;
- * built against 12.8's, copies in batches with the index of a failed copy before the stream.
+ * built against 12.8's, copies in batches with the index of a failed copy before the stream, and
+ * advises on managed memory with a device ordinal and (12.2's second version) a location.
  * Under cutrace the calls must reach the runtime whole: the log written where the program asked,
  * the result written, the copies made, the stream the one passed, and be recorded (the prefetches
  * and batches with their streams).
@@ -18,6 +19,12 @@ int cudaMemcpyBatchAsync(void* const* dsts, const void* const* srcs, const size_
                          size_t* attrsIdxs, size_t numAttrs, size_t* failIdx, void* stream);
 int cudaMemcpy3DBatchAsync(size_t count, void* ops, size_t* failIdx, unsigned long long flags, void* stream);
 extern void* lastPrefetchStream;
+int cudaMemAdvise(const void* p, size_t count, int advice, int device);
+struct Location {
+  int type, id;
+};
+int cudaMemAdvise_v2(const void* p, size_t count, int advice, struct Location location);
+extern int lastAdvice, lastAdviceDevice;
 
 int main(void) {
   static int graph;
@@ -64,6 +71,14 @@ int main(void) {
   if (cudaMemcpy3DBatchAsync(1, op, &failIdx, 0, (void*)0x51a0) != 0 || failIdx != (size_t)-1 ||
       lastPrefetchStream != (void*)0x51a0) {
     printf("cudaMemcpy3DBatchAsync: stream %p\n", lastPrefetchStream);
+    return 1;
+  }
+  /* Preferred on device 3 (cudaMemAdviseSetPreferredLocation), read by device 5 (SetAccessedBy). */
+  static char managedToo[8192];
+  const struct Location device5 = {1, 5};
+  if (cudaMemAdvise(managedToo, sizeof(managedToo), 3, 3) != 0 || lastAdvice != 3 || lastAdviceDevice != 3 ||
+      cudaMemAdvise_v2(managedToo, 4096, 5, device5) != 0 || lastAdvice != 5 || lastAdviceDevice != 5) {
+    printf("cudaMemAdvise: advice %d device %d\n", lastAdvice, lastAdviceDevice);
     return 1;
   }
   return 0;

@@ -3,7 +3,9 @@
  * version, and both as cuGetProcAddress hands them to runtimes built for CUDA 12 and 13) is one
  * event with the bytes and the stream it was queued on; so is each of CUDA 13's batches (of
  * prefetches to two locations, of discards, of discards then prefetches), with the bytes of all its
- * ranges, through the driver and the runtime. Prefetches of memory that is not managed, or with flags, and a batch with a range that
+ * ranges, through the driver and the runtime. Advice on where its pages belong (every version) is
+ * recorded with its range, a range attached to a stream with its address and stream. Prefetches
+ * of memory that is not managed, or with flags, and a batch with a range that
  * is not managed are refused and recorded with their result.
  *
  *   usage: prefetch */
@@ -13,8 +15,9 @@
 
 #include "cuda_check.h"
 
-/* The first version's symbol: cuda.h names its location version cuMemPrefetchAsync. */
+/* The first versions' symbols: cuda.h names their location versions cuMemPrefetchAsync, cuMemAdvise. */
 CUresult prefetchToDevice(CUdeviceptr p, size_t n, CUdevice device, CUstream s) __asm__("cuMemPrefetchAsync");
+CUresult adviseDevice(CUdeviceptr p, size_t n, CUmem_advise advice, CUdevice device) __asm__("cuMemAdvise");
 
 typedef CUresult (*PrefetchToDevice)(CUdeviceptr, size_t, CUdevice, CUstream);
 typedef CUresult (*PrefetchTo)(CUdeviceptr, size_t, CUmemLocation, unsigned, CUstream);
@@ -66,6 +69,15 @@ int main(void) {
   checkRuntime(cudaMemDiscardAndPrefetchBatchAsync(runtimeRanges, sizes, 2, runtimeLocations, runtimeLocationIdxs, 1,
                                                    0, (cudaStream_t)s),
                "cudaMemDiscardAndPrefetchBatchAsync");
+
+  /* Advice and attachment: 64 KiB preferred on the device, read by it, the first 4 KiB read mostly. */
+  check(cuMemAdvise(managed, 65536, CU_MEM_ADVISE_SET_PREFERRED_LOCATION, toDevice), "cuMemAdvise");
+  check(adviseDevice(managed, 65536, CU_MEM_ADVISE_SET_ACCESSED_BY, dev), "cuMemAdvise (first version)");
+  checkRuntime(cudaMemAdvise((void*)managed, 4096, cudaMemAdviseSetReadMostly, runtimeToDevice), "cudaMemAdvise");
+  check(cuStreamAttachMemAsync(s, managed, 0, CU_MEM_ATTACH_GLOBAL), "cuStreamAttachMemAsync");
+  checkRuntime(cudaStreamAttachMemAsync((cudaStream_t)s, (void*)managed, 0, cudaMemAttachGlobal),
+               "cudaStreamAttachMemAsync");
+  if (cuMemAdvise(plain, 4096, CU_MEM_ADVISE_SET_READ_MOSTLY, toDevice) != CUDA_ERROR_INVALID_VALUE) ++failures;
 
   /* Refused: memory that is not managed; flags; a batch with a range that is not managed. */
   if (cuMemPrefetchAsync(plain, 4096, toDevice, 0, s) != CUDA_ERROR_INVALID_VALUE) ++failures;
