@@ -541,6 +541,31 @@ size_t arrayElement(cudaArray_const_t array) {
   return it != r.arrayElements.end() ? it->second : 0;
 }
 
+// One side of a 3D copy: an array made here, or linear memory of `linear`'s type. With an array on
+// either side, positions' x count elements of `element` bytes.
+struct Side3D {
+  CUmemorytype type;
+  void* host;
+  CUdeviceptr device;
+  CUarray array;
+  size_t pitch, height, xBytes, y, z;
+};
+Side3D side3D(cudaArray_const_t array, const cudaPitchedPtr& ptr, const cudaPos& pos, size_t element,
+              CUmemorytype linear) {
+  Side3D s{};
+  if (array != nullptr) {
+    s.type = CU_MEMORYTYPE_ARRAY, s.array = reinterpret_cast<CUarray>(const_cast<cudaArray_t>(array));
+  } else {
+    s.type = linear, s.host = ptr.ptr, s.device = dptr(ptr.ptr), s.pitch = ptr.pitch, s.height = ptr.ysize;
+  }
+  s.xBytes = pos.x * element, s.y = pos.y, s.z = pos.z;
+  return s;
+}
+// Sets the `side` (src or dst) members of a CUDA_MEMCPY3D or CUDA_MEMCPY3D_PEER from Side3D `s`.
+#define STANDIN_SET_SIDE(c, side, s)                                                                    \
+  (c.side##MemoryType = s.type, c.side##Host = s.host, c.side##Device = s.device, c.side##Array = s.array, \
+   c.side##Pitch = s.pitch, c.side##Height = s.height, c.side##XInBytes = s.xBytes, c.side##Y = s.y, c.side##Z = s.z)
+
 // Linear memory and arrays made here: with an array on a side, the positions' x and the extent's
 // width count its elements. cudaSuccess when `p` describes a copy.
 cudaError_t describe3D(const cudaMemcpy3DParms* p, CUDA_MEMCPY3D& c) {
@@ -550,20 +575,10 @@ cudaError_t describe3D(const cudaMemcpy3DParms* p, CUDA_MEMCPY3D& c) {
   const size_t element = array != nullptr ? arrayElement(array) : 1;
   if (element == 0) return cudaErrorInvalidValue;
   c = CUDA_MEMCPY3D{};
-  if (p->srcArray != nullptr) {
-    c.srcMemoryType = CU_MEMORYTYPE_ARRAY, c.srcArray = reinterpret_cast<CUarray>(p->srcArray);
-  } else {
-    c.srcMemoryType = memoryType(p->kind, true), c.srcHost = p->srcPtr.ptr, c.srcDevice = dptr(p->srcPtr.ptr);
-    c.srcPitch = p->srcPtr.pitch, c.srcHeight = p->srcPtr.ysize;
-  }
-  c.srcXInBytes = p->srcPos.x * element, c.srcY = p->srcPos.y, c.srcZ = p->srcPos.z;
-  if (p->dstArray != nullptr) {
-    c.dstMemoryType = CU_MEMORYTYPE_ARRAY, c.dstArray = reinterpret_cast<CUarray>(p->dstArray);
-  } else {
-    c.dstMemoryType = memoryType(p->kind, false), c.dstHost = p->dstPtr.ptr, c.dstDevice = dptr(p->dstPtr.ptr);
-    c.dstPitch = p->dstPtr.pitch, c.dstHeight = p->dstPtr.ysize;
-  }
-  c.dstXInBytes = p->dstPos.x * element, c.dstY = p->dstPos.y, c.dstZ = p->dstPos.z;
+  const Side3D src = side3D(p->srcArray, p->srcPtr, p->srcPos, element, memoryType(p->kind, true));
+  const Side3D dst = side3D(p->dstArray, p->dstPtr, p->dstPos, element, memoryType(p->kind, false));
+  STANDIN_SET_SIDE(c, src, src);
+  STANDIN_SET_SIDE(c, dst, dst);
   c.WidthInBytes = p->extent.width * element, c.Height = p->extent.height, c.Depth = p->extent.depth;
   return cudaSuccess;
 }
@@ -581,15 +596,15 @@ cudaError_t copy3DPeer(bool perThread, const cudaMemcpy3DPeerParms* p, bool asyn
   if (p == nullptr || p->srcArray != nullptr || p->dstArray != nullptr) return record(cudaErrorInvalidValue);
   if (p->srcDevice != 0 || p->dstDevice != 0) return record(cudaErrorInvalidDevice);
   CUDA_MEMCPY3D_PEER c{};
-  c.srcMemoryType = CU_MEMORYTYPE_DEVICE, c.srcDevice = dptr(p->srcPtr.ptr), c.srcContext = rt().context;
-  c.srcPitch = p->srcPtr.pitch, c.srcHeight = p->srcPtr.ysize;
-  c.srcXInBytes = p->srcPos.x, c.srcY = p->srcPos.y, c.srcZ = p->srcPos.z;
-  c.dstMemoryType = CU_MEMORYTYPE_DEVICE, c.dstDevice = dptr(p->dstPtr.ptr), c.dstContext = rt().context;
-  c.dstPitch = p->dstPtr.pitch, c.dstHeight = p->dstPtr.ysize;
-  c.dstXInBytes = p->dstPos.x, c.dstY = p->dstPos.y, c.dstZ = p->dstPos.z;
+  const Side3D src = side3D(nullptr, p->srcPtr, p->srcPos, 1, CU_MEMORYTYPE_DEVICE);
+  const Side3D dst = side3D(nullptr, p->dstPtr, p->dstPos, 1, CU_MEMORYTYPE_DEVICE);
+  STANDIN_SET_SIDE(c, src, src);
+  STANDIN_SET_SIDE(c, dst, dst);
+  c.srcContext = c.dstContext = rt().context;
   c.WidthInBytes = p->extent.width, c.Height = p->extent.height, c.Depth = p->extent.depth;
   return call(async ? D->cuMemcpy3DPeerAsync(&c, s) : D->cuMemcpy3DPeer(&c));
 }
+#undef STANDIN_SET_SIDE
 
 // The device copy of a registered variable, checked against its size.
 cudaError_t symbolRange(const void* symbol, size_t offset, size_t n, char*& out) {
