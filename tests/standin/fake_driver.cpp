@@ -1302,6 +1302,8 @@ STANDIN_LAUNCH_COOPERATIVE(cuLaunchCooperativeKernel_ptsz)
 STANDIN_ENTRY_PTSZ(cuLaunchKernelEx, (const CUlaunchConfig* config, CUfunction f, void** params, void** extra),
                    checkLaunchEx(config, f, params, extra))
 STANDIN_ENTRY_PTSZ(cuStreamBeginCapture_v2, (CUstream s, CUstreamCaptureMode mode), beginCapture(s, mode))
+// CUDA 10.0's, without a mode: the global one.
+STANDIN_ENTRY_PTSZ(cuStreamBeginCapture, (CUstream s), beginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL))
 STANDIN_ENTRY_PTSZ(cuStreamEndCapture, (CUstream s, CUgraph* graph), endCapture(s, graph))
 STANDIN_ENTRY_PTSZ(cuStreamBeginCaptureToGraph,
                    (CUstream s, CUgraph graph, const CUgraphNode* dependencies, const CUgraphEdgeData* edges,
@@ -1468,6 +1470,20 @@ CUresult cuGraphCreate(CUgraph* graph, unsigned flags) {
 CUresult cuGraphInstantiateWithFlags(CUgraphExec* exec, CUgraph graph, unsigned long long flags) {
   ENTRY();
   return instantiate(exec, graph, flags);
+}
+// CUDA 10's and 11's: the node that failed and a log, neither written to here but to say none.
+static CUresult instantiateWithLog(CUgraphExec* exec, CUgraph graph, CUgraphNode* errorNode, char* log, size_t logBytes) {
+  if (errorNode != nullptr) *errorNode = nullptr;
+  if (log != nullptr && logBytes != 0) log[0] = '\0';
+  return instantiate(exec, graph, 0);
+}
+CUresult cuGraphInstantiate(CUgraphExec* exec, CUgraph graph, CUgraphNode* errorNode, char* log, size_t logBytes) {
+  ENTRY();
+  return instantiateWithLog(exec, graph, errorNode, log, logBytes);
+}
+CUresult cuGraphInstantiate_v2(CUgraphExec* exec, CUgraph graph, CUgraphNode* errorNode, char* log, size_t logBytes) {
+  ENTRY();
+  return instantiateWithLog(exec, graph, errorNode, log, logBytes);
 }
 // ------------------------------------------------------------------ JIT links
 CUresult cuLinkCreate_v2(unsigned numOptions, CUjit_option* options, void** optionValues, CUlinkState* state) {
@@ -2164,10 +2180,14 @@ const ProcEntry kProcTable[] = {
     PT(cuLaunchKernelEx, 11060, cuLaunchKernelEx_ptsz),
     E(cuLaunchCooperativeKernel, 9000, cuLaunchCooperativeKernel),
     PT(cuLaunchCooperativeKernel, 9000, cuLaunchCooperativeKernel_ptsz),
+    E(cuStreamBeginCapture, 10000, cuStreamBeginCapture),
+    PT(cuStreamBeginCapture, 10000, cuStreamBeginCapture_ptsz),
     E(cuStreamBeginCapture, 10010, cuStreamBeginCapture_v2),
     PT(cuStreamBeginCapture, 10010, cuStreamBeginCapture_v2_ptsz),
     E(cuStreamEndCapture, 10000, cuStreamEndCapture),
     PT(cuStreamEndCapture, 10000, cuStreamEndCapture_ptsz),
+    E(cuGraphInstantiate, 10000, cuGraphInstantiate),
+    E(cuGraphInstantiate, 11000, cuGraphInstantiate_v2),
     E(cuGraphInstantiate, 12000, cuGraphInstantiateWithFlags),
     E(cuGraphInstantiateWithFlags, 11040, cuGraphInstantiateWithFlags),
     E(cuGraphInstantiateWithParams, 12000, cuGraphInstantiateWithParams),

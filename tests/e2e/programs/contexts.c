@@ -3,7 +3,8 @@
  * affinity one and the plain one are what programs built before it call), and the plain one as
  * cuGetProcAddress hands it out, each destroyed. Each creation is one event with the context made
  * as its handle, the one cuCtxDestroy_v2 then carries; a creation with flags the driver does not
- * know is refused and recorded with its result.
+ * know is refused and recorded with its result. The first versions of the primary context's release
+ * and reset and of cuCtxDestroy, which programs built before CUDA 11 (4.0) call, are recorded too.
  *
  *   usage: contexts */
 #include <cuda.h>
@@ -15,6 +16,10 @@
 CUresult createV2(CUcontext* ctx, unsigned flags, CUdevice dev) __asm__("cuCtxCreate_v2");
 CUresult createV3(CUcontext* ctx, CUexecAffinityParam* affinities, int count, unsigned flags, CUdevice dev)
     __asm__("cuCtxCreate_v3");
+
+CUresult releaseV1(CUdevice dev) __asm__("cuDevicePrimaryCtxRelease");
+CUresult resetV1(CUdevice dev) __asm__("cuDevicePrimaryCtxReset");
+CUresult destroyV1(CUcontext ctx) __asm__("cuCtxDestroy");
 
 typedef CUresult (*CreateV2)(CUcontext*, unsigned, CUdevice);
 
@@ -38,6 +43,12 @@ int main(void) {
   if (looked != NULL) check(looked(&made, 0, dev), "cuCtxCreate (4000)");
   check(cuCtxSynchronize(), "cuCtxSynchronize");
   check(cuCtxDestroy(made), "cuCtxDestroy");
+
+  check(cuDevicePrimaryCtxRetain(&primary, dev), "cuDevicePrimaryCtxRetain");
+  check(releaseV1(dev), "cuDevicePrimaryCtxRelease (first version)");
+  check(resetV1(dev), "cuDevicePrimaryCtxReset (first version)");
+  check(createV2(&made, 0, dev), "cuCtxCreate_v2");
+  check(destroyV1(made), "cuCtxDestroy (first version)");
 
   /* Refused: flags the driver does not know. */
   if (cuCtxCreate(&made, NULL, 0x10000, dev) != CUDA_ERROR_INVALID_VALUE) ++failures;

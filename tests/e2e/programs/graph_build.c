@@ -8,7 +8,9 @@
  * (every kind of node's parameters set in the graph, with the node as the handle, and in the
  * instantiated graph, with the exec as the handle; the exec updated from the graph), launched and
  * destroyed. A kernel's parameters on a set node, a node of another graph set in the exec and an
- * update from a graph of another shape are refused and recorded with their results.
+ * update from a graph of another shape are refused and recorded with their results. The graph is
+ * instantiated too through CUDA 10's and 11's cuGraphInstantiate (a log out), and a graph captured
+ * with CUDA 10.0's cuStreamBeginCapture (no mode), its set flagged as captured.
  *
  *   usage: graph_build */
 #include <cuda.h>
@@ -28,6 +30,11 @@ CUresult execSetKernelNodeV1(CUgraphExec exec, CUgraphNode node, const CUDA_KERN
     __asm__("cuGraphExecKernelNodeSetParams");
 CUresult execUpdateV1(CUgraphExec exec, CUgraph graph, CUgraphNode* errorNode, CUgraphExecUpdateResult* result)
     __asm__("cuGraphExecUpdate");
+CUresult instantiateV1(CUgraphExec* exec, CUgraph graph, CUgraphNode* errorNode, char* log, size_t logBytes)
+    __asm__("cuGraphInstantiate");
+CUresult instantiateV2(CUgraphExec* exec, CUgraph graph, CUgraphNode* errorNode, char* log, size_t logBytes)
+    __asm__("cuGraphInstantiate_v2");
+CUresult beginCaptureV1(CUstream s) __asm__("cuStreamBeginCapture");
 
 static void hostFunction(void* data) { (void)data; }
 
@@ -164,6 +171,27 @@ int main(void) {
   check(cuGraphLaunch(exec, NULL), "cuGraphLaunch");
   check(cuCtxSynchronize(), "cuCtxSynchronize");
   check(cuGraphExecDestroy(exec), "cuGraphExecDestroy");
+
+  /* The earlier instantiations, each exec launched and destroyed. */
+  CUgraphExec old[2];
+  char log[64];
+  CUgraphNode failed = start;
+  check(instantiateV1(&old[0], graph, &failed, log, sizeof(log)), "cuGraphInstantiate");
+  check(instantiateV2(&old[1], graph, &failed, log, sizeof(log)), "cuGraphInstantiate_v2");
+  if (failed != NULL) ++failures;
+  for (int i = 0; i < 2; ++i) {
+    check(cuGraphLaunch(old[i], NULL), "cuGraphLaunch");
+    check(cuGraphExecDestroy(old[i]), "cuGraphExecDestroy");
+  }
+  /* CUDA 10.0's capture: a set captured into a graph of its own. */
+  CUstream s;
+  CUgraph captured;
+  check(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+  check(beginCaptureV1(s), "cuStreamBeginCapture");
+  check(cuMemsetD8Async(buffer, 1, 64, s), "cuMemsetD8Async");
+  check(cuStreamEndCapture(s, &captured), "cuStreamEndCapture");
+  check(cuGraphDestroy(captured), "cuGraphDestroy");
+  check(cuStreamDestroy(s), "cuStreamDestroy");
   check(cuGraphDestroy(graph), "cuGraphDestroy");
   check(cuGraphDestroy(child), "cuGraphDestroy");
   check(cuGraphDestroy(memory), "cuGraphDestroy");
