@@ -617,14 +617,19 @@ cudaError_t symbolRange(const void* symbol, size_t offset, size_t n, char*& out)
   return cudaSuccess;
 }
 
+// The device bytes of a copy to (`to`) or from a registered variable, the direction checked.
+cudaError_t symbolSide(const void* symbol, size_t offset, size_t n, cudaMemcpyKind kind, bool to, char*& out) {
+  const cudaMemcpyKind host = to ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
+  if (kind != host && kind != cudaMemcpyDeviceToDevice && kind != cudaMemcpyDefault) return cudaErrorInvalidMemcpyDirection;
+  return symbolRange(symbol, offset, n, out);
+}
+
 cudaError_t toSymbol(bool perThread, const void* symbol, const void* src, size_t n, size_t offset, cudaMemcpyKind kind,
                      bool async, cudaStream_t s) {
   const DriverTable* D = nullptr;
   if (cudaError_t e = acquire(perThread, D)) return e;
-  if (kind != cudaMemcpyHostToDevice && kind != cudaMemcpyDeviceToDevice && kind != cudaMemcpyDefault)
-    return record(cudaErrorInvalidMemcpyDirection);
   char* device = nullptr;
-  if (cudaError_t e = symbolRange(symbol, offset, n, device)) return record(e);
+  if (cudaError_t e = symbolSide(symbol, offset, n, kind, true, device)) return record(e);
   return copyLinear(perThread, device, src, n, kind, async, s);
 }
 
@@ -632,11 +637,32 @@ cudaError_t fromSymbol(bool perThread, void* dst, const void* symbol, size_t n, 
                        bool async, cudaStream_t s) {
   const DriverTable* D = nullptr;
   if (cudaError_t e = acquire(perThread, D)) return e;
-  if (kind != cudaMemcpyDeviceToHost && kind != cudaMemcpyDeviceToDevice && kind != cudaMemcpyDefault)
-    return record(cudaErrorInvalidMemcpyDirection);
   char* device = nullptr;
-  if (cudaError_t e = symbolRange(symbol, offset, n, device)) return record(e);
+  if (cudaError_t e = symbolSide(symbol, offset, n, kind, false, device)) return record(e);
   return copyLinear(perThread, dst, device, n, kind, async, s);
+}
+
+// Copy nodes' shorthands as a 3D copy's description: a linear copy (one row), to or from a
+// registered variable.
+cudaError_t describe1D(void* dst, const void* src, size_t n, cudaMemcpyKind kind, CUDA_MEMCPY3D& c) {
+  cudaMemcpy3DParms p{};
+  p.srcPtr = cudaPitchedPtr{const_cast<void*>(src), n, n, 1};
+  p.dstPtr = cudaPitchedPtr{dst, n, n, 1};
+  p.extent = cudaExtent{n, 1, 1};
+  p.kind = kind;
+  return describe3D(&p, c);
+}
+cudaError_t describeToSymbol(const void* symbol, const void* src, size_t n, size_t offset, cudaMemcpyKind kind,
+                             CUDA_MEMCPY3D& c) {
+  char* device = nullptr;
+  if (cudaError_t e = symbolSide(symbol, offset, n, kind, true, device)) return e;
+  return describe1D(device, src, n, kind, c);
+}
+cudaError_t describeFromSymbol(void* dst, const void* symbol, size_t n, size_t offset, cudaMemcpyKind kind,
+                               CUDA_MEMCPY3D& c) {
+  char* device = nullptr;
+  if (cudaError_t e = symbolSide(symbol, offset, n, kind, false, device)) return e;
+  return describe1D(dst, device, n, kind, c);
 }
 
 // ------------------------------------------------------------------ sets
@@ -900,6 +926,37 @@ STANDIN_NODE_PARAMS(Memset, cudaMemsetParams, CUDA_MEMSET_NODE_PARAMS, memsetNod
 STANDIN_NODE_PARAMS(Host, cudaHostNodeParams, CUDA_HOST_NODE_PARAMS, hostNodeParams(p, c), )
 #undef STANDIN_NODE_PARAMS
 #undef STANDIN_COMMA
+// The copy nodes' shorthands, the same way: `params` their parameters after the node's, `convert`
+// their description.
+#define STANDIN_UNPAREN(...) __VA_ARGS__
+#define STANDIN_MEMCPY_NODE(Suffix, params, convert)                                                                    \
+  cudaError_t cudaGraphAddMemcpyNode##Suffix(cudaGraphNode_t* node, cudaGraph_t graph,                                 \
+                                             const cudaGraphNode_t* dependencies, size_t count, STANDIN_UNPAREN params) { \
+    STANDIN_DRIVER(false);                                                                                             \
+    CUDA_MEMCPY3D c;                                                                                                   \
+    if (cudaError_t e = convert) return record(e);                                                                     \
+    return call(D->cuGraphAddMemcpyNode(STANDIN_NODE_ARGS, &c, rt().context));                                        \
+  }                                                                                                                    \
+  cudaError_t cudaGraphMemcpyNodeSetParams##Suffix(cudaGraphNode_t node, STANDIN_UNPAREN params) {                     \
+    STANDIN_DRIVER(false);                                                                                             \
+    CUDA_MEMCPY3D c;                                                                                                   \
+    if (cudaError_t e = convert) return record(e);                                                                     \
+    return call(D->cuGraphMemcpyNodeSetParams(STANDIN_NODE, &c));                                                      \
+  }                                                                                                                    \
+  cudaError_t cudaGraphExecMemcpyNodeSetParams##Suffix(cudaGraphExec_t exec, cudaGraphNode_t node,                     \
+                                                       STANDIN_UNPAREN params) {                                       \
+    STANDIN_DRIVER(false);                                                                                             \
+    CUDA_MEMCPY3D c;                                                                                                   \
+    if (cudaError_t e = convert) return record(e);                                                                     \
+    return call(D->cuGraphExecMemcpyNodeSetParams(STANDIN_EXEC_NODE, &c, rt().context));                              \
+  }
+STANDIN_MEMCPY_NODE(1D, (void* dst, const void* src, size_t n, cudaMemcpyKind kind), describe1D(dst, src, n, kind, c))
+STANDIN_MEMCPY_NODE(ToSymbol, (const void* symbol, const void* src, size_t n, size_t offset, cudaMemcpyKind kind),
+                    describeToSymbol(symbol, src, n, offset, kind, c))
+STANDIN_MEMCPY_NODE(FromSymbol, (void* dst, const void* symbol, size_t n, size_t offset, cudaMemcpyKind kind),
+                    describeFromSymbol(dst, symbol, n, offset, kind, c))
+#undef STANDIN_MEMCPY_NODE
+#undef STANDIN_UNPAREN
 cudaError_t cudaGraphAddChildGraphNode(cudaGraphNode_t* node, cudaGraph_t graph, const cudaGraphNode_t* dependencies,
                                        size_t count, cudaGraph_t child) {
   STANDIN_DRIVER(false);

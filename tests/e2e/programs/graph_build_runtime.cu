@@ -1,6 +1,6 @@
 // A CUDA graph built node by node with the runtime's graph API: a kernel, a set, a copy, a host
-// function, a child graph, event record and wait, empty nodes and a node by its generic
-// parameters; in a graph of their own, graph memory allocated and freed. Each node added is recorded with its graph as the handle, and the driver call the
+// function, a child graph, event record and wait, empty nodes, a node by its generic parameters
+// and copies by the runtime's shorthands (linear, to and from a device variable); in a graph of their own, graph memory allocated and freed. Each node added is recorded with its graph as the handle, and the driver call the
 // runtime makes for it nested inside; a node on no graph is refused and recorded with its result.
 // The graph is then instantiated and edited (every kind of node's parameters set in the graph,
 // with the node as the handle, and in the instantiated graph, with the exec as the handle; the exec
@@ -12,6 +12,8 @@
 #include <cstring>
 
 #include "cuda_check.h"
+
+__device__ int deviceTable[16];
 
 __global__ void graph_fill(int* p, int v, int n) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -67,6 +69,16 @@ int main() {
   auto* empty = reinterpret_cast<cudaGraphNodeParams*>(storage);
   empty->type = cudaGraphNodeTypeEmpty;
   checkRuntime(cudaGraphAddNode(&generic, graph, &wait, nullptr, 1, empty), "cudaGraphAddNode");
+  // Copies by the runtime's shorthands: linear, into a device variable and out of it.
+  cudaGraphNode_t copy1D, toSymbol, fromSymbol;
+  const cudaMemcpyKind d2d = cudaMemcpyDeviceToDevice;
+  checkRuntime(cudaGraphAddMemcpyNode1D(&copy1D, graph, &generic, 1, buffer + n, buffer, n * sizeof(int), d2d),
+               "cudaGraphAddMemcpyNode1D");
+  checkRuntime(cudaGraphAddMemcpyNodeToSymbol(&toSymbol, graph, &copy1D, 1, deviceTable, buffer, sizeof(deviceTable), 0, d2d),
+               "cudaGraphAddMemcpyNodeToSymbol");
+  checkRuntime(cudaGraphAddMemcpyNodeFromSymbol(&fromSymbol, graph, &toSymbol, 1, buffer + n, deviceTable,
+                                                sizeof(deviceTable), 0, d2d),
+               "cudaGraphAddMemcpyNodeFromSymbol");
   // Graph memory, in a graph of its own (memory nodes go in no child graph).
   cudaGraph_t memory;
   cudaGraphNode_t alloc, freed;
@@ -80,8 +92,11 @@ int main() {
   checkRuntime(cudaGraphAddMemAllocNode(&alloc, memory, nullptr, 0, &a), "cudaGraphAddMemAllocNode");
   if (a.dptr == nullptr) ++failures;
   checkRuntime(cudaGraphAddMemFreeNode(&freed, memory, &alloc, 1, a.dptr), "cudaGraphAddMemFreeNode");
-  // Refused: a node on no graph.
+  // Refused: a node on no graph; a copy into a device variable from the device to the host.
   if (cudaGraphAddEmptyNode(&refused, nullptr, nullptr, 0) == cudaSuccess) ++failures;
+  if (cudaGraphAddMemcpyNodeToSymbol(&refused, graph, nullptr, 0, deviceTable, buffer, sizeof(deviceTable), 0,
+                                     cudaMemcpyDeviceToHost) != cudaErrorInvalidMemcpyDirection)
+    ++failures;
   (void)cudaGetLastError();
 
   cudaGraphExec_t exec;
@@ -102,6 +117,12 @@ int main() {
   setParams->memset.width = 2 * n * sizeof(int);
   setParams->memset.height = 1;
   checkRuntime(cudaGraphNodeSetParams(set, setParams), "cudaGraphNodeSetParams");
+  checkRuntime(cudaGraphMemcpyNodeSetParams1D(copy1D, buffer + n, buffer, n * sizeof(int), d2d),
+               "cudaGraphMemcpyNodeSetParams1D");
+  checkRuntime(cudaGraphMemcpyNodeSetParamsToSymbol(toSymbol, deviceTable, buffer, sizeof(deviceTable), 0, d2d),
+               "cudaGraphMemcpyNodeSetParamsToSymbol");
+  checkRuntime(cudaGraphMemcpyNodeSetParamsFromSymbol(fromSymbol, buffer + n, deviceTable, sizeof(deviceTable), 0, d2d),
+               "cudaGraphMemcpyNodeSetParamsFromSymbol");
   checkRuntime(cudaGraphExecKernelNodeSetParams(exec, kernel, &k), "cudaGraphExecKernelNodeSetParams");
   checkRuntime(cudaGraphExecMemsetNodeSetParams(exec, set, &m), "cudaGraphExecMemsetNodeSetParams");
   checkRuntime(cudaGraphExecMemcpyNodeSetParams(exec, copy, &c), "cudaGraphExecMemcpyNodeSetParams");
@@ -110,6 +131,13 @@ int main() {
   checkRuntime(cudaGraphExecEventRecordNodeSetEvent(exec, record, event), "cudaGraphExecEventRecordNodeSetEvent");
   checkRuntime(cudaGraphExecEventWaitNodeSetEvent(exec, wait, event), "cudaGraphExecEventWaitNodeSetEvent");
   checkRuntime(cudaGraphExecNodeSetParams(exec, set, setParams), "cudaGraphExecNodeSetParams");
+  checkRuntime(cudaGraphExecMemcpyNodeSetParams1D(exec, copy1D, buffer + n, buffer, n * sizeof(int), d2d),
+               "cudaGraphExecMemcpyNodeSetParams1D");
+  checkRuntime(cudaGraphExecMemcpyNodeSetParamsToSymbol(exec, toSymbol, deviceTable, buffer, sizeof(deviceTable), 0, d2d),
+               "cudaGraphExecMemcpyNodeSetParamsToSymbol");
+  checkRuntime(cudaGraphExecMemcpyNodeSetParamsFromSymbol(exec, fromSymbol, buffer + n, deviceTable, sizeof(deviceTable),
+                                                          0, d2d),
+               "cudaGraphExecMemcpyNodeSetParamsFromSymbol");
   cudaGraphExecUpdateResultInfo info;
   checkRuntime(cudaGraphExecUpdate(exec, graph, &info), "cudaGraphExecUpdate");
   // Refused: an update from a graph of another shape.
