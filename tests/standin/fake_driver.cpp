@@ -1538,6 +1538,61 @@ CUresult cuGraphDestroy(CUgraph graph) {
   ENTRY();
   return retireHandle(graph, HandleKind::Graph, CUDA_ERROR_INVALID_VALUE);
 }
+// Edges between two nodes of one graph, added or removed: checked, not kept (the stand-in runs no
+// graph's work, in any order). The second versions take each edge's data, optional here.
+static CUresult checkEdges(CUgraph graph, const CUgraphNode* from, const CUgraphNode* to, size_t count) {
+  if (CUresult r = needContext()) return r;
+  const auto* g = lookup<Graph>(graph, HandleKind::Graph);
+  if (g == nullptr || (count != 0 && (from == nullptr || to == nullptr))) return CUDA_ERROR_INVALID_VALUE;
+  for (size_t i = 0; i < count; ++i) {
+    const auto* a = lookup<GraphNode>(from[i], HandleKind::GraphNode);
+    const auto* b = lookup<GraphNode>(to[i], HandleKind::GraphNode);
+    if (a == nullptr || b == nullptr || a == b || a->graph != g || b->graph != g) return CUDA_ERROR_INVALID_VALUE;
+  }
+  return CUDA_SUCCESS;
+}
+CUresult cuGraphAddDependencies(CUgraph graph, const CUgraphNode* from, const CUgraphNode* to, size_t count) {
+  ENTRY();
+  return checkEdges(graph, from, to, count);
+}
+CUresult cuGraphAddDependencies_v2(CUgraph graph, const CUgraphNode* from, const CUgraphNode* to,
+                                   const CUgraphEdgeData* edges, size_t count) {
+  ENTRY();
+  (void)edges;
+  return checkEdges(graph, from, to, count);
+}
+CUresult cuGraphRemoveDependencies(CUgraph graph, const CUgraphNode* from, const CUgraphNode* to, size_t count) {
+  ENTRY();
+  return checkEdges(graph, from, to, count);
+}
+CUresult cuGraphRemoveDependencies_v2(CUgraph graph, const CUgraphNode* from, const CUgraphNode* to,
+                                      const CUgraphEdgeData* edges, size_t count) {
+  ENTRY();
+  (void)edges;
+  return checkEdges(graph, from, to, count);
+}
+// A node taken out of its graph (one node fewer: the stand-in's topology).
+CUresult cuGraphDestroyNode(CUgraphNode node) {
+  ENTRY();
+  if (CUresult r = needContext()) return r;
+  const auto* n = lookup<GraphNode>(node, HandleKind::GraphNode);
+  auto* g = n != nullptr ? lookup<Graph>(n->graph, HandleKind::Graph) : nullptr;
+  if (g == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  g->nodes.fetch_sub(1);
+  return retireHandle(node, HandleKind::GraphNode, CUDA_ERROR_INVALID_VALUE);
+}
+// A copy of a graph: as many nodes (whose handles in the copy the stand-in does not hand out).
+CUresult cuGraphClone(CUgraph* clone, CUgraph original) {
+  ENTRY();
+  if (CUresult r = needContext()) return r;
+  const auto* g = lookup<Graph>(original, HandleKind::Graph);
+  if (clone == nullptr || g == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  auto* copy = new Graph{g->stream};
+  copy->nodes.store(g->nodes.load());
+  handles().add(copy, HandleKind::Graph);
+  *clone = reinterpret_cast<CUgraph>(copy);
+  return CUDA_SUCCESS;
+}
 CUresult cuGraphExecDestroy(CUgraphExec exec) {
   ENTRY();
   return retireHandle(exec, HandleKind::GraphExec, CUDA_ERROR_INVALID_VALUE);
@@ -2234,6 +2289,12 @@ const ProcEntry kProcTable[] = {
     E(cuGraphExecUpdate, 10020, cuGraphExecUpdate),
     E(cuGraphExecUpdate, 12000, cuGraphExecUpdate_v2),
     E(cuGraphDestroy, 10000, cuGraphDestroy),
+    E(cuGraphAddDependencies, 10000, cuGraphAddDependencies),
+    E(cuGraphAddDependencies, 12030, cuGraphAddDependencies_v2),
+    E(cuGraphRemoveDependencies, 10000, cuGraphRemoveDependencies),
+    E(cuGraphRemoveDependencies, 12030, cuGraphRemoveDependencies_v2),
+    E(cuGraphDestroyNode, 10000, cuGraphDestroyNode),
+    E(cuGraphClone, 10000, cuGraphClone),
     E(cuGraphExecDestroy, 10000, cuGraphExecDestroy),
     E(cuGraphUpload, 11010, cuGraphUpload),
     PT(cuGraphUpload, 11010, cuGraphUpload_ptsz),

@@ -115,6 +115,10 @@ constexpr int kRuntimeVersion = CUDART_VERSION;
   X(cuGraphExecNodeSetParams, cuGraphExecNodeSetParams, kRuntimeVersion)                                      \
   X(cuGraphExecUpdate, cuGraphExecUpdate_v2, kRuntimeVersion)                                                 \
   X(cuGraphDestroy, cuGraphDestroy, kRuntimeVersion)                                                          \
+  X(cuGraphAddDependencies, cuGraphAddDependencies_v2, kRuntimeVersion)                                      \
+  X(cuGraphRemoveDependencies, cuGraphRemoveDependencies_v2, kRuntimeVersion)                                \
+  X(cuGraphDestroyNode, cuGraphDestroyNode, kRuntimeVersion)                                                  \
+  X(cuGraphClone, cuGraphClone, kRuntimeVersion)                                                              \
   X(cuGraphExecDestroy, cuGraphExecDestroy, kRuntimeVersion)                                                  \
   X(cuMemAlloc, cuMemAlloc_v2, kRuntimeVersion)                                                               \
   X(cuMemAllocPitch, cuMemAllocPitch_v2, kRuntimeVersion)                                                     \
@@ -866,6 +870,25 @@ cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
 cudaError_t cudaGraphCreate(cudaGraph_t* graph, unsigned flags) {
   STANDIN_DRIVER(false);
   return call(D->cuGraphCreate(reinterpret_cast<CUgraph*>(graph), flags));
+}
+// CUDA 13's edge calls: each edge's data before the count.
+cudaError_t cudaGraphAddDependencies(cudaGraph_t graph, const cudaGraphNode_t* from, const cudaGraphNode_t* to,
+                                     const cudaGraphEdgeData* edges, size_t count) {
+  STANDIN_DRIVER(false);
+  return call(D->cuGraphAddDependencies(graph, from, to, reinterpret_cast<const CUgraphEdgeData*>(edges), count));
+}
+cudaError_t cudaGraphRemoveDependencies(cudaGraph_t graph, const cudaGraphNode_t* from, const cudaGraphNode_t* to,
+                                        const cudaGraphEdgeData* edges, size_t count) {
+  STANDIN_DRIVER(false);
+  return call(D->cuGraphRemoveDependencies(graph, from, to, reinterpret_cast<const CUgraphEdgeData*>(edges), count));
+}
+cudaError_t cudaGraphDestroyNode(cudaGraphNode_t node) {
+  STANDIN_DRIVER(false);
+  return call(D->cuGraphDestroyNode(node));
+}
+cudaError_t cudaGraphClone(cudaGraph_t* clone, cudaGraph_t original) {
+  STANDIN_DRIVER(false);
+  return call(D->cuGraphClone(clone, original));
 }
 // A node's parameters as the driver's: for nodes added and nodes set.
 static cudaError_t kernelNodeParams(const DriverTable& d, const cudaKernelNodeParams* p, CUDA_KERNEL_NODE_PARAMS& c) {

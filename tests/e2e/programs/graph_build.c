@@ -10,7 +10,9 @@
  * destroyed. A kernel's parameters on a set node, a node of another graph set in the exec and an
  * update from a graph of another shape are refused and recorded with their results. The graph is
  * instantiated too through CUDA 10's and 11's cuGraphInstantiate (a log out), and a graph captured
- * with CUDA 10.0's cuStreamBeginCapture (no mode), its set flagged as captured.
+ * with CUDA 10.0's cuStreamBeginCapture (no mode), its set flagged as captured. A graph's
+ * structure is edited (an edge added and removed through both versions, the graph cloned, a node
+ * destroyed; an edge to another graph's node refused).
  *
  *   usage: graph_build */
 #include <cuda.h>
@@ -35,6 +37,10 @@ CUresult instantiateV1(CUgraphExec* exec, CUgraph graph, CUgraphNode* errorNode,
 CUresult instantiateV2(CUgraphExec* exec, CUgraph graph, CUgraphNode* errorNode, char* log, size_t logBytes)
     __asm__("cuGraphInstantiate_v2");
 CUresult beginCaptureV1(CUstream s) __asm__("cuStreamBeginCapture");
+CUresult addDependenciesV1(CUgraph graph, const CUgraphNode* from, const CUgraphNode* to, size_t count)
+    __asm__("cuGraphAddDependencies");
+CUresult removeDependenciesV1(CUgraph graph, const CUgraphNode* from, const CUgraphNode* to, size_t count)
+    __asm__("cuGraphRemoveDependencies");
 
 static void hostFunction(void* data) { (void)data; }
 
@@ -192,6 +198,22 @@ int main(void) {
   check(cuStreamEndCapture(s, &captured), "cuStreamEndCapture");
   check(cuGraphDestroy(captured), "cuGraphDestroy");
   check(cuStreamDestroy(s), "cuStreamDestroy");
+  /* A graph's structure edited. */
+  CUgraph shape, shapeCopy;
+  CUgraphNode first, second;
+  check(cuGraphCreate(&shape, 0), "cuGraphCreate");
+  check(cuGraphAddEmptyNode(&first, shape, NULL, 0), "cuGraphAddEmptyNode");
+  check(cuGraphAddEmptyNode(&second, shape, NULL, 0), "cuGraphAddEmptyNode");
+  check(addDependenciesV1(shape, &first, &second, 1), "cuGraphAddDependencies");
+  check(removeDependenciesV1(shape, &first, &second, 1), "cuGraphRemoveDependencies");
+  check(cuGraphAddDependencies(shape, &first, &second, NULL, 1), "cuGraphAddDependencies_v2");
+  check(cuGraphClone(&shapeCopy, shape), "cuGraphClone");
+  check(cuGraphRemoveDependencies(shape, &first, &second, NULL, 1), "cuGraphRemoveDependencies_v2");
+  check(cuGraphDestroyNode(second), "cuGraphDestroyNode");
+  if (cuGraphAddDependencies(shape, &first, &start, NULL, 1) != CUDA_ERROR_INVALID_VALUE) ++failures;
+  check(cuGraphDestroy(shapeCopy), "cuGraphDestroy");
+  check(cuGraphDestroy(shape), "cuGraphDestroy");
+
   check(cuGraphDestroy(graph), "cuGraphDestroy");
   check(cuGraphDestroy(child), "cuGraphDestroy");
   check(cuGraphDestroy(memory), "cuGraphDestroy");

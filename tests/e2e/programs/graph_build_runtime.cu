@@ -6,7 +6,8 @@
 // with the node as the handle, and in the instantiated graph, with the exec as the handle; the exec
 // updated from the graph), each edit with the driver call the runtime makes for it nested inside;
 // an update from a graph of another shape is refused and recorded with its result. The graph is
-// then launched and destroyed.
+// then launched and destroyed. A graph's structure is edited (an edge added and removed, the graph
+// cloned, a node destroyed; an edge to another graph's node refused).
 //   usage: graph_build_runtime
 #include <cstdio>
 #include <cstring>
@@ -151,6 +152,19 @@ int main() {
   checkRuntime(cudaMemcpy(back, buffer, sizeof(back), cudaMemcpyDeviceToHost), "cudaMemcpy");
   (void)hostRuns;  // the stand-in runs no graph's work: checked on a real GPU only
   checkRuntime(cudaGraphExecDestroy(exec), "cudaGraphExecDestroy");
+  cudaGraph_t shape, shapeCopy;
+  cudaGraphNode_t first, second;
+  checkRuntime(cudaGraphCreate(&shape, 0), "cudaGraphCreate");
+  checkRuntime(cudaGraphAddEmptyNode(&first, shape, nullptr, 0), "cudaGraphAddEmptyNode");
+  checkRuntime(cudaGraphAddEmptyNode(&second, shape, nullptr, 0), "cudaGraphAddEmptyNode");
+  checkRuntime(cudaGraphAddDependencies(shape, &first, &second, nullptr, 1), "cudaGraphAddDependencies");
+  checkRuntime(cudaGraphClone(&shapeCopy, shape), "cudaGraphClone");
+  checkRuntime(cudaGraphRemoveDependencies(shape, &first, &second, nullptr, 1), "cudaGraphRemoveDependencies");
+  checkRuntime(cudaGraphDestroyNode(second), "cudaGraphDestroyNode");
+  if (cudaGraphAddDependencies(shape, &first, &start, nullptr, 1) != cudaErrorInvalidValue) ++failures;
+  (void)cudaGetLastError();
+  checkRuntime(cudaGraphDestroy(shapeCopy), "cudaGraphDestroy");
+  checkRuntime(cudaGraphDestroy(shape), "cudaGraphDestroy");
   checkRuntime(cudaGraphDestroy(graph), "cudaGraphDestroy");
   checkRuntime(cudaGraphDestroy(child), "cudaGraphDestroy");
   checkRuntime(cudaGraphDestroy(memory), "cudaGraphDestroy");
