@@ -7,7 +7,8 @@
  * looks a runtime up by (cudaGetDeviceCount), and its version. It stands for CUDA 12.8's runtime
  * too, as any before 13: its batch copies take the index of a failed copy before the stream (13's
  * not), cudaMemcpyBatchAsync's as a ninth parameter, on the stack; its cudaMemAdvise takes a device
- * ordinal (13's a location), and 12.2's location version is cudaMemAdvise_v2.
+ * ordinal (13's a location), and 12.2's location version is cudaMemAdvise_v2; its
+ * cudaGraphAddDependencies takes no edge data (13's before the count).
  *
  *   built as a library; old_runtime links it */
 #include <stddef.h>
@@ -87,5 +88,14 @@ struct Location {
 int cudaMemAdvise_v2(const void* p, size_t count, int advice, struct Location location) {
   if (p == NULL || count == 0 || location.type != 1) return 1;
   lastAdvice = advice, lastAdviceDevice = location.id;
+  return 0;
+}
+
+/* The edges seen by old_runtime. */
+size_t lastEdges;
+
+int cudaGraphAddDependencies(void* graph, void* const* from, void* const* to, size_t count) {
+  if (graph == NULL || from == NULL || to == NULL) return 1;
+  lastEdges = count;
   return 0;
 }

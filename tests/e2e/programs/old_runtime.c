@@ -2,7 +2,8 @@
  * cudaGraphInstantiate (its log buffer and size last), updates it with the four-parameter
  * cudaGraphExecUpdate (the result out last) and prefetches with a device ordinal before the stream;
  * built against 12.8's, copies in batches with the index of a failed copy before the stream, and
- * advises on managed memory with a device ordinal and (12.2's second version) a location.
+ * advises on managed memory with a device ordinal and (12.2's second version) a location, and adds
+ * a graph's edges without their data.
  * Under cutrace the calls must reach the runtime whole: the log written where the program asked,
  * the result written, the copies made, the stream the one passed, and be recorded (the prefetches
  * and batches with their streams).
@@ -25,6 +26,8 @@ struct Location {
 };
 int cudaMemAdvise_v2(const void* p, size_t count, int advice, struct Location location);
 extern int lastAdvice, lastAdviceDevice;
+int cudaGraphAddDependencies(void* graph, void* const* from, void* const* to, size_t count);
+extern size_t lastEdges;
 
 int main(void) {
   static int graph;
@@ -79,6 +82,11 @@ int main(void) {
   if (cudaMemAdvise(managedToo, sizeof(managedToo), 3, 3) != 0 || lastAdvice != 3 || lastAdviceDevice != 3 ||
       cudaMemAdvise_v2(managedToo, 4096, 5, device5) != 0 || lastAdvice != 5 || lastAdviceDevice != 5) {
     printf("cudaMemAdvise: advice %d device %d\n", lastAdvice, lastAdviceDevice);
+    return 1;
+  }
+  void* const nodes[] = {&graph, &graph, &graph, &graph};
+  if (cudaGraphAddDependencies(&graph, nodes, nodes + 2, 2) != 0 || lastEdges != 2) {
+    printf("cudaGraphAddDependencies: %zu edges\n", lastEdges);
     return 1;
   }
   return 0;
