@@ -1538,8 +1538,9 @@ CUresult cuGraphDestroy(CUgraph graph) {
   ENTRY();
   return retireHandle(graph, HandleKind::Graph, CUDA_ERROR_INVALID_VALUE);
 }
-// Edges between two nodes of one graph, added or removed: checked, not kept (the stand-in runs no
-// graph's work, in any order). The second versions take each edge's data, optional here.
+// Edges between two nodes of one graph, added or removed (the same check: twins below): checked,
+// not kept (the stand-in runs no graph's work, in any order). The second versions take each edge's
+// data, optional here.
 static CUresult checkEdges(CUgraph graph, const CUgraphNode* from, const CUgraphNode* to, size_t count) {
   if (CUresult r = needContext()) return r;
   const auto* g = lookup<Graph>(graph, HandleKind::Graph);
@@ -1551,26 +1552,13 @@ static CUresult checkEdges(CUgraph graph, const CUgraphNode* from, const CUgraph
   }
   return CUDA_SUCCESS;
 }
-CUresult cuGraphAddDependencies(CUgraph graph, const CUgraphNode* from, const CUgraphNode* to, size_t count) {
-  ENTRY();
-  return checkEdges(graph, from, to, count);
-}
-CUresult cuGraphAddDependencies_v2(CUgraph graph, const CUgraphNode* from, const CUgraphNode* to,
-                                   const CUgraphEdgeData* edges, size_t count) {
-  ENTRY();
-  (void)edges;
-  return checkEdges(graph, from, to, count);
-}
-CUresult cuGraphRemoveDependencies(CUgraph graph, const CUgraphNode* from, const CUgraphNode* to, size_t count) {
-  ENTRY();
-  return checkEdges(graph, from, to, count);
-}
-CUresult cuGraphRemoveDependencies_v2(CUgraph graph, const CUgraphNode* from, const CUgraphNode* to,
-                                      const CUgraphEdgeData* edges, size_t count) {
-  ENTRY();
-  (void)edges;
-  return checkEdges(graph, from, to, count);
-}
+STANDIN_ENTRY_TWINS(cuGraphAddDependencies, cuGraphRemoveDependencies,
+                    (CUgraph graph, const CUgraphNode* from, const CUgraphNode* to, size_t count),
+                    checkEdges(graph, from, to, count))
+STANDIN_ENTRY_TWINS(cuGraphAddDependencies_v2, cuGraphRemoveDependencies_v2,
+                    (CUgraph graph, const CUgraphNode* from, const CUgraphNode* to, const CUgraphEdgeData*,
+                     size_t count),
+                    checkEdges(graph, from, to, count))
 // A node taken out of its graph (one node fewer: the stand-in's topology).
 CUresult cuGraphDestroyNode(CUgraphNode node) {
   ENTRY();
