@@ -285,6 +285,9 @@ class HookCall {
   // The same of a batch of 3D copies (the driver's or the runtime's operations; below).
   template <typename Op>
   void batchBytes3D(const Op* ops, std::size_t count);
+  // After a call that made a CUDA array: the array as the allocation, where recording, and its
+  // element's bytes noted whether recording or not (below).
+  void madeArray(const void* array, std::size_t elementBytes);
   template <typename P>
   void release(P ptr, const void* stream) {
     set(0, stream);
@@ -431,6 +434,11 @@ inline const void* arrayOf(const CUmemcpy3DOperand& o) {
 }
 inline const void* arrayOf(const cudaMemcpy3DOperand& o) {
   return o.type == cudaMemcpyOperandTypeArray ? o.op.array.array : nullptr;
+}
+
+inline void HookCall::madeArray(const void* array, std::size_t elementBytes) {
+  allocated(array);
+  noteArrayElements(array, elementBytes);
 }
 
 template <typename Op>
