@@ -652,12 +652,16 @@ CUresult prefetch(CUdeviceptr p, size_t n, bool toHost, int device, unsigned fla
   if (!toHost && device != 0) return CUDA_ERROR_INVALID_DEVICE;
   return CUDA_SUCCESS;
 }
+// A location as the first versions take one: the host, or a device's ordinal; false for another type.
+bool hostOrDevice(CUmemLocation location, bool& toHost, int& device) {
+  toHost = location.type == CU_MEM_LOCATION_TYPE_HOST;
+  device = toHost ? 0 : location.id;
+  return toHost || location.type == CU_MEM_LOCATION_TYPE_DEVICE;
+}
 CUresult prefetchTo(CUdeviceptr p, size_t n, CUmemLocation location, unsigned flags, CUstream s) {
-  switch (location.type) {
-    case CU_MEM_LOCATION_TYPE_DEVICE: return prefetch(p, n, false, location.id, flags, s);
-    case CU_MEM_LOCATION_TYPE_HOST: return prefetch(p, n, true, 0, flags, s);
-    default: return CUDA_ERROR_INVALID_VALUE;
-  }
+  bool toHost = false;
+  int device = 0;
+  return hostOrDevice(location, toHost, device) ? prefetch(p, n, toHost, device, flags, s) : CUDA_ERROR_INVALID_VALUE;
 }
 
 // cuMemAdvise: a range of one managed allocation, a known advice, the device or the host (a
@@ -672,11 +676,9 @@ CUresult advise(CUdeviceptr p, size_t n, CUmem_advise advice, bool toHost, int d
   return CUDA_SUCCESS;
 }
 CUresult adviseTo(CUdeviceptr p, size_t n, CUmem_advise advice, CUmemLocation location) {
-  switch (location.type) {
-    case CU_MEM_LOCATION_TYPE_DEVICE: return advise(p, n, advice, false, location.id);
-    case CU_MEM_LOCATION_TYPE_HOST: return advise(p, n, advice, true, 0);
-    default: return CUDA_ERROR_INVALID_VALUE;
-  }
+  bool toHost = false;
+  int device = 0;
+  return hostOrDevice(location, toHost, device) ? advise(p, n, advice, toHost, device) : CUDA_ERROR_INVALID_VALUE;
 }
 // cuStreamAttachMemAsync: a managed range (length 0: its whole allocation) attached to a stream,
 // to every stream, or to the host.
