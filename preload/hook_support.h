@@ -354,6 +354,29 @@ inline uint32_t driverKernelName(const HookCall& c, CUfunction f) {
   return id != 0 ? id : driverKernelNameSlow(f);
 }
 
+// The first launch API (cuLaunch, cuLaunchGrid, cuLaunchGridAsync) takes the block shape and
+// shared bytes set on the function before (cuFuncSetBlockShape, cuFuncSetSharedSize): noted per
+// function after those calls, recording or not, forgotten with the kernel names at an unload.
+void noteLegacyBlock(CUfunction f, int x, int y, int z);
+void noteLegacyShared(CUfunction f, unsigned bytes);
+// The block (LaunchPayload::packBlock; 0: none set) and shared bytes noted for `f`.
+uint32_t legacyBlock(CUfunction f);
+uint32_t legacyShared(CUfunction f);
+inline void legacyLaunch(HookCall& c, CUfunction f, int width, int height, CUstream stream) {
+  const uint32_t block = legacyBlock(f);
+  c.launch(driverKernelName(c, f), static_cast<unsigned>(width), static_cast<unsigned>(height), 1,
+           block & 0x7ff, block >> 11 & 0x7ff, block >> 22, legacyShared(f), stream);
+}
+// A cooperative launch on several devices at once: the first device's launch describes the call
+// (its kernel, geometry and stream; the devices' kernels all link to the call with CUPTI). An
+// empty list names no function: the launch's kernel is a null one, as for a null function.
+inline void multiDeviceLaunch(HookCall& c, const CUDA_LAUNCH_PARAMS* list, unsigned count) {
+  if (list == nullptr || count == 0) return c.launch(driverKernelName(c, nullptr), 0, 0, 0, 0, 0, 0, 0, nullptr);
+  const CUDA_LAUNCH_PARAMS& p = list[0];
+  c.launch(driverKernelName(c, p.function), p.gridDimX, p.gridDimY, p.gridDimZ, p.blockDimX, p.blockDimY, p.blockDimZ,
+           p.sharedMemBytes, p.hStream);
+}
+
 // cuGetProcAddress answered *pfn for `symbol`: swap in the shim with the same ABI.
 void redirectProcAddress(const char* symbol, void** pfn);
 

@@ -495,7 +495,36 @@ uint32_t driverKernelNameSlow(CUfunction f) {
   return unknownKernelName(f, generation);
 }
 
-void forgetKernelHandles() { g_kernelNames.forget(); }
+// Function -> block shape (packed), and -> shared bytes + 1 (0 is a value set). A function's
+// handle is handed out again after an unload: its values end with the kernel names'.
+constinit PointerMap g_legacyBlocks;
+constinit PointerMap g_legacyShared;
+
+namespace {
+void noteLegacy(PointerMap& map, CUfunction f, uint32_t value) {
+  if (f == nullptr) return;
+  if (!map.ready() && !map.init(1u << 10)) return;
+  map.put(f, value, map.generation());
+}
+}  // namespace
+
+void noteLegacyBlock(CUfunction f, int x, int y, int z) {
+  if (x > 0 && y > 0 && z > 0) noteLegacy(g_legacyBlocks, f, LaunchPayload::packBlock(x, y, z));
+}
+void noteLegacyShared(CUfunction f, unsigned bytes) {
+  noteLegacy(g_legacyShared, f, bytes == UINT32_MAX ? bytes : bytes + 1);
+}
+uint32_t legacyBlock(CUfunction f) { return g_legacyBlocks.find(f); }
+uint32_t legacyShared(CUfunction f) {
+  const uint32_t v = g_legacyShared.find(f);
+  return v != 0 ? v - 1 : 0;
+}
+
+void forgetKernelHandles() {
+  g_kernelNames.forget();
+  g_legacyBlocks.forget();
+  g_legacyShared.forget();
+}
 
 // Array -> element bytes (PointerMap::kLasting: arrays are never forgotten; a handle the driver
 // hands out again is put again when made). Slots reserved at the first array made.

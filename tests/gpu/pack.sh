@@ -12,7 +12,8 @@ mkdir -p "$bundle/bin" "$bundle/lib" "$bundle/workloads"
 cp "$build/preload/libtrace.so" "$build/tools/cutrace" "$build/tests/trace_check" "$build/tests/mt_kernels" \
    "$build/tests/driver_lookup" "$build/examples/pipeline" "$build/tests/graph_replay" \
    "$build/tests/prefetch" "$build/tests/batch_copy" "$build/tests/module_load" "$build/tests/contexts" \
-   "$build/tests/arrays" "$build/tests/pitched" "$build/tests/stream_order" "$bundle/bin/"
+   "$build/tests/arrays" "$build/tests/pitched" "$build/tests/stream_order" "$build/tests/legacy_launch" \
+   "$bundle/bin/"
 mkdir -p "$bundle/bin/static"  # the same name as the shared-runtime build: the same summary
 cp "$build/tests/e2e/static_runtime/mt_kernels" "$bundle/bin/static/"
 find "$bundle/bin" -type f -exec strip --strip-debug {} +

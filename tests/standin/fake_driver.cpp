@@ -79,6 +79,10 @@ void logCall(const char* name) {
 // must forget them at the unload.
 struct Function {
   std::string name;
+  // What the first launch API (cuLaunch, cuLaunchGrid*) launches with: set by cuFuncSetBlockShape
+  // and cuFuncSetSharedSize, a block of none until then (such a launch is refused).
+  unsigned blockX = 0, blockY = 0, blockZ = 0;
+  unsigned sharedBytes = 0;
 };
 struct Kernel {
   std::string name;
@@ -368,6 +372,7 @@ int deviceAttribute(int attribute) {
     case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY: return 1;
     case CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS: return 1;
     case CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH: return 1;
+    case CU_DEVICE_ATTRIBUTE_COOPERATIVE_MULTI_DEVICE_LAUNCH: return 1;
     case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: return 1;
     case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH: return 5120;
     case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: return 52428800;
@@ -466,10 +471,10 @@ CUresult addLinkInput(CUlinkState state, const void* image) {
   return CUDA_SUCCESS;
 }
 
-const Function* functionOf(CUfunction f) {
-  if (const auto* fn = lookup<Function>(f, HandleKind::Function)) return fn;
+Function* functionOf(CUfunction f) {
+  if (auto* fn = lookup<Function>(f, HandleKind::Function)) return fn;
   // The CUDA 13 runtime launches CUkernels cast to CUfunction.
-  if (const auto* k = lookup<Kernel>(f, HandleKind::Kernel)) return &k->function;
+  if (auto* k = lookup<Kernel>(f, HandleKind::Kernel)) return &k->function;
   return nullptr;
 }
 
@@ -1301,6 +1306,86 @@ STANDIN_LAUNCH(cuLaunchKernel_ptsz)
 STANDIN_LAUNCH_COOPERATIVE(cuLaunchCooperativeKernel)
 STANDIN_LAUNCH_COOPERATIVE(cuLaunchCooperativeKernel_ptsz)
 #undef STANDIN_LAUNCH_COOPERATIVE
+// The first launch API (deprecated since CUDA 3.2, still exported): the block shape and shared
+// bytes set on the function beforehand, a grid of width x height, its parameters set one by one
+// (cuParamSet*: the stand-in's kernels read none, so they are checked and dropped).
+static CUresult legacyLaunch(CUfunction f, int width, int height, CUstream s) {
+  if (CUresult r = needContext()) return r;
+  const Function* fn = functionOf(f);
+  if (fn == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  return checkLaunch(f, static_cast<unsigned>(width), static_cast<unsigned>(height), 1, fn->blockX, fn->blockY,
+                     fn->blockZ, fn->sharedBytes, s, nullptr, nullptr);
+}
+CUresult cuFuncSetBlockShape(CUfunction f, int x, int y, int z) {
+  ENTRY();
+  if (CUresult r = needContext()) return r;
+  Function* fn = functionOf(f);
+  if (fn == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  if (x <= 0 || y <= 0 || z <= 0) return CUDA_ERROR_INVALID_VALUE;
+  fn->blockX = static_cast<unsigned>(x);
+  fn->blockY = static_cast<unsigned>(y);
+  fn->blockZ = static_cast<unsigned>(z);
+  return CUDA_SUCCESS;
+}
+CUresult cuFuncSetSharedSize(CUfunction f, unsigned bytes) {
+  ENTRY();
+  if (CUresult r = needContext()) return r;
+  Function* fn = functionOf(f);
+  if (fn == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  fn->sharedBytes = bytes;
+  return CUDA_SUCCESS;
+}
+// A parameter at `offset` of `bytes`, within the 4 KiB a launch takes.
+static CUresult legacyParam(CUfunction f, int offset, size_t bytes) {
+  if (CUresult r = needContext()) return r;
+  if (functionOf(f) == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  return offset < 0 || static_cast<size_t>(offset) + bytes > 4096 ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+}
+CUresult cuParamSetSize(CUfunction f, unsigned bytes) {
+  ENTRY();
+  return legacyParam(f, 0, bytes);
+}
+CUresult cuParamSeti(CUfunction f, int offset, unsigned) {
+  ENTRY();
+  return legacyParam(f, offset, sizeof(unsigned));
+}
+CUresult cuParamSetf(CUfunction f, int offset, float) {
+  ENTRY();
+  return legacyParam(f, offset, sizeof(float));
+}
+CUresult cuParamSetv(CUfunction f, int offset, void* value, unsigned bytes) {
+  ENTRY();
+  return value == nullptr ? CUDA_ERROR_INVALID_VALUE : legacyParam(f, offset, bytes);
+}
+CUresult cuLaunch(CUfunction f) {
+  ENTRY();
+  return legacyLaunch(f, 1, 1, nullptr);
+}
+CUresult cuLaunchGrid(CUfunction f, int width, int height) {
+  ENTRY();
+  return legacyLaunch(f, width, height, nullptr);
+}
+CUresult cuLaunchGridAsync(CUfunction f, int width, int height, CUstream s) {
+  ENTRY();
+  return legacyLaunch(f, width, height, s);
+}
+// One cooperative launch on each of `count` devices (deprecated since CUDA 11.3): each entry
+// checked as a launch; the stand-in's one device takes one entry.
+CUresult cuLaunchCooperativeKernelMultiDevice(CUDA_LAUNCH_PARAMS* list, unsigned count, unsigned flags) {
+  ENTRY();
+  if (CUresult r = needContext()) return r;
+  constexpr unsigned kKnownFlags =
+      CUDA_COOPERATIVE_LAUNCH_MULTI_DEVICE_NO_PRE_LAUNCH_SYNC | CUDA_COOPERATIVE_LAUNCH_MULTI_DEVICE_NO_POST_LAUNCH_SYNC;
+  if (list == nullptr || count == 0 || (flags & ~kKnownFlags) != 0) return CUDA_ERROR_INVALID_VALUE;
+  if (count > 1) return CUDA_ERROR_INVALID_DEVICE;
+  for (unsigned i = 0; i < count; ++i) {
+    const CUDA_LAUNCH_PARAMS& p = list[i];
+    if (CUresult r = checkLaunch(p.function, p.gridDimX, p.gridDimY, p.gridDimZ, p.blockDimX, p.blockDimY,
+                                 p.blockDimZ, p.sharedMemBytes, p.hStream, p.kernelParams, nullptr))
+      return r;
+  }
+  return CUDA_SUCCESS;
+}
 STANDIN_ENTRY_PTSZ(cuLaunchKernelEx, (const CUlaunchConfig* config, CUfunction f, void** params, void** extra),
                    checkLaunchEx(config, f, params, extra))
 STANDIN_ENTRY_PTSZ(cuStreamBeginCapture_v2, (CUstream s, CUstreamCaptureMode mode), beginCapture(s, mode))
@@ -2225,6 +2310,16 @@ const ProcEntry kProcTable[] = {
     PT(cuLaunchKernelEx, 11060, cuLaunchKernelEx_ptsz),
     E(cuLaunchCooperativeKernel, 9000, cuLaunchCooperativeKernel),
     PT(cuLaunchCooperativeKernel, 9000, cuLaunchCooperativeKernel_ptsz),
+    E(cuLaunchCooperativeKernelMultiDevice, 9000, cuLaunchCooperativeKernelMultiDevice),
+    E(cuFuncSetBlockShape, 2000, cuFuncSetBlockShape),
+    E(cuFuncSetSharedSize, 2000, cuFuncSetSharedSize),
+    E(cuParamSetSize, 2000, cuParamSetSize),
+    E(cuParamSeti, 2000, cuParamSeti),
+    E(cuParamSetf, 2000, cuParamSetf),
+    E(cuParamSetv, 2000, cuParamSetv),
+    E(cuLaunch, 2000, cuLaunch),
+    E(cuLaunchGrid, 2000, cuLaunchGrid),
+    E(cuLaunchGridAsync, 2000, cuLaunchGridAsync),
     E(cuStreamBeginCapture, 10000, cuStreamBeginCapture),
     PT(cuStreamBeginCapture, 10000, cuStreamBeginCapture_ptsz),
     E(cuStreamBeginCapture, 10010, cuStreamBeginCapture_v2),
