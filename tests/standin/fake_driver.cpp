@@ -108,6 +108,13 @@ struct Event {
 struct Context {
   CUdevice device;
 };
+struct ResourceDesc {  // cuDevResourceGenerateDesc: the SMs a green context is made with
+  unsigned smCount;
+};
+struct GreenCtx {
+  CUdevice device;
+  unsigned smCount;
+};
 struct Physical {  // cuMemCreate: physical memory (mapping it only notes where: cuMemMap)
   size_t bytes;
 };
@@ -142,7 +149,9 @@ struct Array {
   size_t rowBytes, height, bytes, elementBytes;
 };
 
-enum class HandleKind { Module, Function, Library, Kernel, Stream, Event, Physical, Graph, GraphExec, GraphNode, Link, Array };
+enum class HandleKind {
+  Module, Function, Library, Kernel, Stream, Event, Physical, Graph, GraphExec, GraphNode, Link, Array, ResourceDesc, GreenCtx
+};
 
 class Registry {
  public:
@@ -910,6 +919,9 @@ CUresult recordEvent(CUevent e, CUstream s) {
   event->recorded.store(true, std::memory_order_release);
   return CUDA_SUCCESS;
 }
+// An event recorded for a whole context (cuCtxRecordEvent, cuGreenCtxRecordEvent): what the
+// context's streams were given is done when issued, so the event is complete at once.
+CUresult recordContextEvent(CUevent e) { return recordEvent(e, nullptr); }
 // Work completes when it is issued: a wait has nothing to wait for once its arguments are good.
 CUresult waitEvent(CUstream s, CUevent e, unsigned flags) {
   if (CUresult r = needStream(s)) return r;
@@ -1129,6 +1141,20 @@ CUresult cuCtxDestroy_v2(CUcontext ctx) {
 CUresult cuCtxSynchronize() {
   ENTRY();
   return needContext();  // nothing is ever pending
+}
+// Work of a context recorded into an event, and a context made to wait for one (CUDA 12.5): the
+// event of the same primary context to record; one of any context to wait for.
+CUresult cuCtxRecordEvent(CUcontext ctx, CUevent e) {
+  ENTRY();
+  if (CUresult r = needInit()) return r;
+  if (ctx != primary()) return CUDA_ERROR_INVALID_CONTEXT;
+  return recordContextEvent(e);
+}
+CUresult cuCtxWaitEvent(CUcontext ctx, CUevent e) {
+  ENTRY();
+  if (CUresult r = needInit()) return r;
+  if (ctx != primary()) return CUDA_ERROR_INVALID_CONTEXT;
+  return handles().contains(e, HandleKind::Event) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 CUresult cuCtxSynchronize_v2(CUcontext ctx) {
   ENTRY();
@@ -2157,6 +2183,71 @@ CUresult cuStreamCreateWithPriority(CUstream* s, unsigned flags, int priority) {
   *s = reinterpret_cast<CUstream>(stream);
   return CUDA_SUCCESS;
 }
+// ------------------------------------------------------------------ green contexts (CUDA 12.4)
+// A device's SMs as one resource, described, and a green context made of them, with streams of
+// its own; the stand-in runs everything at once, so a green context only checks and holds.
+CUresult cuDeviceGetDevResource(CUdevice dev, CUdevResource* resource, CUdevResourceType type) {
+  ENTRY();
+  if (CUresult r = checkDevice(dev)) return r;
+  if (resource == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (type != CU_DEV_RESOURCE_TYPE_SM) return CUDA_ERROR_INVALID_RESOURCE_TYPE;
+  memset(resource, 0, sizeof(*resource));
+  resource->type = CU_DEV_RESOURCE_TYPE_SM;
+  resource->sm.smCount = static_cast<unsigned>(deviceAttribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT));
+  return CUDA_SUCCESS;
+}
+CUresult cuDevResourceGenerateDesc(CUdevResourceDesc* desc, CUdevResource* resources, unsigned count) {
+  ENTRY();
+  if (CUresult r = needInit()) return r;
+  if (desc == nullptr || resources == nullptr || count == 0) return CUDA_ERROR_INVALID_VALUE;
+  unsigned sms = 0;
+  for (unsigned i = 0; i < count; ++i) {
+    if (resources[i].type != CU_DEV_RESOURCE_TYPE_SM) return CUDA_ERROR_INVALID_RESOURCE_TYPE;
+    sms += resources[i].sm.smCount;
+  }
+  if (sms == 0) return CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION;
+  auto* d = new ResourceDesc{sms};
+  handles().add(d, HandleKind::ResourceDesc);
+  *desc = reinterpret_cast<CUdevResourceDesc>(d);
+  return CUDA_SUCCESS;
+}
+CUresult cuGreenCtxCreate(CUgreenCtx* green, CUdevResourceDesc desc, CUdevice dev, unsigned flags) {
+  ENTRY();
+  if (CUresult r = checkDevice(dev)) return r;
+  if (green == nullptr || flags != CU_GREEN_CTX_DEFAULT_STREAM) return CUDA_ERROR_INVALID_VALUE;
+  const auto* d = lookup<ResourceDesc>(desc, HandleKind::ResourceDesc);
+  if (d == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  auto* g = new GreenCtx{dev, d->smCount};
+  handles().add(g, HandleKind::GreenCtx);
+  *green = reinterpret_cast<CUgreenCtx>(g);
+  return CUDA_SUCCESS;
+}
+CUresult cuGreenCtxDestroy(CUgreenCtx green) {
+  ENTRY();
+  return retireHandle(green, HandleKind::GreenCtx, CUDA_ERROR_INVALID_HANDLE);
+}
+CUresult cuGreenCtxStreamCreate(CUstream* s, CUgreenCtx green, unsigned flags, int priority) {
+  ENTRY();
+  if (CUresult r = needInit()) return r;
+  if (!handles().contains(green, HandleKind::GreenCtx)) return CUDA_ERROR_INVALID_HANDLE;
+  if (s == nullptr || flags != CU_STREAM_NON_BLOCKING) return CUDA_ERROR_INVALID_VALUE;
+  auto* stream = new Stream{flags, priority > 0 ? 0 : (priority < -5 ? -5 : priority)};
+  handles().add(stream, HandleKind::Stream);
+  *s = reinterpret_cast<CUstream>(stream);
+  return CUDA_SUCCESS;
+}
+CUresult cuGreenCtxRecordEvent(CUgreenCtx green, CUevent e) {
+  ENTRY();
+  if (CUresult r = needInit()) return r;
+  if (!handles().contains(green, HandleKind::GreenCtx)) return CUDA_ERROR_INVALID_HANDLE;
+  return recordContextEvent(e);
+}
+CUresult cuGreenCtxWaitEvent(CUgreenCtx green, CUevent e) {
+  ENTRY();
+  if (CUresult r = needInit()) return r;
+  if (!handles().contains(green, HandleKind::GreenCtx)) return CUDA_ERROR_INVALID_HANDLE;
+  return handles().contains(e, HandleKind::Event) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
 CUresult cuStreamCreate(CUstream* s, unsigned flags) {
   ENTRY();
   if (CUresult r = needContext()) return r;
@@ -2507,6 +2598,15 @@ const ProcEntry kProcTable[] = {
     PT(cuMemsetD2D32Async, 7000, cuMemsetD2D32Async_ptsz),
     E(cuStreamCreate, 2000, cuStreamCreate),
     E(cuStreamCreateWithPriority, 5050, cuStreamCreateWithPriority),
+    E(cuDeviceGetDevResource, 12040, cuDeviceGetDevResource),
+    E(cuDevResourceGenerateDesc, 12040, cuDevResourceGenerateDesc),
+    E(cuGreenCtxCreate, 12040, cuGreenCtxCreate),
+    E(cuGreenCtxDestroy, 12040, cuGreenCtxDestroy),
+    E(cuGreenCtxStreamCreate, 12050, cuGreenCtxStreamCreate),
+    E(cuGreenCtxRecordEvent, 12040, cuGreenCtxRecordEvent),
+    E(cuGreenCtxWaitEvent, 12040, cuGreenCtxWaitEvent),
+    E(cuCtxRecordEvent, 12050, cuCtxRecordEvent),
+    E(cuCtxWaitEvent, 12050, cuCtxWaitEvent),
     E(cuStreamDestroy, 2000, cuStreamDestroy),
     E(cuStreamDestroy, 4000, cuStreamDestroy_v2),
     E(cuStreamSynchronize, 2000, cuStreamSynchronize),
