@@ -285,6 +285,10 @@ class HookCall {
   // The same of a batch of 3D copies (the driver's or the runtime's operations; below).
   template <typename Op>
   void batchBytes3D(const Op* ops, std::size_t count);
+  // Device memory shared with or from another process (cuIpc*): the address and the bytes of the
+  // allocation it lies in (below). Before the call or after it, wherever the memory is there.
+  template <typename P>
+  void sharedMemory(P ptr);
   // After a call that made a CUDA array: the array as the allocation, where recording, and its
   // element's bytes noted whether recording or not (below).
   void madeArray(const void* array, std::size_t elementBytes);
@@ -457,6 +461,16 @@ inline const void* arrayOf(const CUmemcpy3DOperand& o) {
 }
 inline const void* arrayOf(const cudaMemcpy3DOperand& o) {
   return o.type == cudaMemcpyOperandTypeArray ? o.op.array.array : nullptr;
+}
+
+// The bytes of the device allocation that `ptr` lies in, as the driver knows it (a query of its
+// own, made only by the interprocess calls, which take milliseconds anyway); 0 when it does not.
+std::size_t deviceAllocationBytes(uint64_t ptr);
+template <typename P>
+void HookCall::sharedMemory(P ptr) {
+  if (s_ == nullptr) return;
+  const auto at = (uint64_t)(ptr);
+  range(at, deviceAllocationBytes(at));
 }
 
 inline void HookCall::madeArray(const void* array, std::size_t elementBytes) {

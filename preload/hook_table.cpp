@@ -541,6 +541,17 @@ std::size_t arrayElementBytes(const void* array) {
   return bytes != 0 ? bytes : 1;
 }
 
+std::size_t deviceAllocationBytes(uint64_t ptr) {
+  using AddressRange = CUresult (*)(CUdeviceptr*, size_t*, CUdeviceptr);
+  static std::atomic<void*> slot{nullptr};
+  ReentrancyGuard guard;
+  void* query = resolvedOnce(slot, ApiLayer::Driver, "cuMemGetAddressRange_v2");
+  CUdeviceptr base = 0;
+  std::size_t bytes = 0;
+  if (query == nullptr || reinterpret_cast<AddressRange>(query)(&base, &bytes, ptr) != CUDA_SUCCESS) return 0;
+  return bytes;
+}
+
 const void* runtimeStream(uint64_t before13, uint64_t since13) {
   // The major version of the runtime the hooks resolved (0: it has no cudaRuntimeGetVersion).
   // Asked once; two threads asking at once both get the same answer.

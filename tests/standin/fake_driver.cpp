@@ -271,6 +271,21 @@ class MemoryMap {
     return a != nullptr && a->second.kind == MemoryKind::Managed && p - a->first <= a->second.size &&
            n <= a->second.size - (p - a->first);
   }
+  // The allocation [p] lies in, as base and size; false when none.
+  bool containing(uintptr_t p, uintptr_t& base, size_t& size) const {
+    std::shared_lock lock(mutex_);
+    const auto* a = startingAtOrBefore(p);
+    if (a == nullptr || p - a->first >= a->second.size) return false;
+    base = a->first;
+    size = a->second.size;
+    return true;
+  }
+  // The size of the device allocation starting at `base`; 0 when none does.
+  size_t deviceSizeAt(uintptr_t base) const {
+    std::shared_lock lock(mutex_);
+    auto it = allocations_.find(base);
+    return it != allocations_.end() && it->second.kind == MemoryKind::Device ? it->second.size : 0;
+  }
   bool fits(uintptr_t p, size_t n) const {
     std::shared_lock lock(mutex_);
     const auto* a = startingAtOrBefore(p);
@@ -382,6 +397,7 @@ int deviceAttribute(int attribute) {
     case CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS: return 1;
     case CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH: return 1;
     case CU_DEVICE_ATTRIBUTE_COOPERATIVE_MULTI_DEVICE_LAUNCH: return 1;
+    case CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED: return 1;
     case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: return 1;
     case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH: return 5120;
     case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: return 52428800;
@@ -616,9 +632,63 @@ CUresult allocateHost(void** out, size_t n) {
   return r;
 }
 
+// Interprocess handles (cuIpc*, below): another process's device memory, as CUDA-aware MPI,
+// vLLM's all-reduce and PyTorch's shared CUDA tensors open it. The stand-in's device memory is its
+// process's own: a handle carries the exporter's pid and base, and the allocation's bytes as they
+// were when the handle was made go to a file of /dev/shm under that name (removed when the
+// allocation is freed), which the process that opens the handle reads into memory of its own. An
+// event's handle carries whether it was recorded. Either is refused in the process that made it,
+// as the driver refuses it.
+constexpr uint32_t kIpcMagic = 0x43505449;  // "ITPC"
+struct IpcHandle {
+  uint32_t magic;
+  int32_t pid;
+  uint64_t base;
+  uint64_t bytes;
+  uint32_t recorded;
+};
+static_assert(sizeof(IpcHandle) <= sizeof(CUipcMemHandle) && sizeof(IpcHandle) <= sizeof(CUipcEventHandle));
+
+std::string ipcPath(int pid, uint64_t base) {
+  char path[96];
+  snprintf(path, sizeof(path), "/dev/shm/cutrace-standin-ipc-%d-%llx", pid, static_cast<unsigned long long>(base));
+  return path;
+}
+std::mutex ipcMutex;
+std::vector<uintptr_t>& exportedBases() {  // this process's allocations with a file
+  static auto* bases = new std::vector<uintptr_t>();
+  return *bases;
+}
+std::vector<uintptr_t>& openedBases() {  // memory opened from another process's handle
+  static auto* bases = new std::vector<uintptr_t>();
+  return *bases;
+}
+// Removes `base` from `bases`; whether it was there. Under ipcMutex.
+bool take(std::vector<uintptr_t>& bases, uintptr_t base) {
+  auto it = std::find(bases.begin(), bases.end(), base);
+  if (it == bases.end()) return false;
+  bases.erase(it);
+  return true;
+}
+bool writeAll(int fd, const void* data, size_t n) {
+  for (size_t done = 0; done < n;) {
+    const ssize_t w = write(fd, static_cast<const char*>(data) + done, n - done);
+    if (w <= 0) return false;
+    done += static_cast<size_t>(w);
+  }
+  return true;
+}
+
+// An allocation freed: the file its handle was opened from goes.
+void forgetExported(uintptr_t base) {
+  std::lock_guard lock(ipcMutex);
+  if (take(exportedBases(), base)) unlink(ipcPath(getpid(), base).c_str());
+}
+
 CUresult release(uintptr_t p, bool host) {
   if (CUresult r = needContext()) return r;
   if (p == 0 || !memory().remove(p, host)) return CUDA_ERROR_INVALID_VALUE;
+  if (!host) forgetExported(p);
   free(reinterpret_cast<void*>(p));
   return CUDA_SUCCESS;
 }
@@ -1732,6 +1802,112 @@ CUresult cuMemHostAlloc(void** p, size_t n, unsigned flags) {
     return CUDA_ERROR_INVALID_VALUE;
   return allocateHost(p, n);
 }
+CUresult cuMemGetAddressRange_v2(CUdeviceptr* base, size_t* size, CUdeviceptr p) {
+  ENTRY();
+  if (CUresult r = needContext()) return r;
+  uintptr_t b = 0;
+  size_t n = 0;
+  if (!memory().containing(addr(p), b, n)) return CUDA_ERROR_NOT_FOUND;
+  if (base != nullptr) *base = b;
+  if (size != nullptr) *size = n;
+  return CUDA_SUCCESS;
+}
+
+// ------------------------------------------------------------------ interprocess handles
+// (How the stand-in shares memory: above IpcHandle.)
+CUresult cuIpcGetMemHandle(CUipcMemHandle* handle, CUdeviceptr p) {
+  ENTRY();
+  if (CUresult r = needContext()) return r;
+  const size_t bytes = memory().deviceSizeAt(addr(p));
+  if (handle == nullptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+  const std::string path = ipcPath(getpid(), p);
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return CUDA_ERROR_OPERATING_SYSTEM;
+  const bool written = writeAll(fd, reinterpret_cast<const void*>(p), bytes);
+  close(fd);
+  if (!written) return CUDA_ERROR_OPERATING_SYSTEM;
+  {
+    std::lock_guard lock(ipcMutex);
+    if (std::find(exportedBases().begin(), exportedBases().end(), addr(p)) == exportedBases().end())
+      exportedBases().push_back(addr(p));
+  }
+  IpcHandle h{kIpcMagic, getpid(), p, bytes, 0};
+  memset(handle, 0, sizeof(*handle));
+  memcpy(handle, &h, sizeof(h));
+  return CUDA_SUCCESS;
+}
+static CUresult openMemHandle(CUdeviceptr* p, const CUipcMemHandle& handle, unsigned flags) {
+  if (CUresult r = needContext()) return r;
+  IpcHandle h;
+  memcpy(&h, &handle, sizeof(h));
+  if (p == nullptr || flags != CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS || h.magic != kIpcMagic || h.bytes == 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (h.pid == getpid()) return CUDA_ERROR_INVALID_CONTEXT;
+  const int fd = open(ipcPath(h.pid, h.base).c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return CUDA_ERROR_INVALID_HANDLE;
+  CUdeviceptr mine = 0;
+  CUresult r = allocateDevice(&mine, h.bytes);
+  for (size_t done = 0; r == CUDA_SUCCESS && done < h.bytes;) {
+    const ssize_t n = read(fd, reinterpret_cast<char*>(mine) + done, h.bytes - done);
+    if (n <= 0) r = CUDA_ERROR_MAP_FAILED;
+    else done += static_cast<size_t>(n);
+  }
+  close(fd);
+  if (r != CUDA_SUCCESS) {
+    if (mine != 0) release(mine, false);
+    return r;
+  }
+  std::lock_guard lock(ipcMutex);
+  openedBases().push_back(mine);
+  *p = mine;
+  return CUDA_SUCCESS;
+}
+// The first version and the second (CUDA 11) take the same parameters.
+CUresult cuIpcOpenMemHandle(CUdeviceptr* p, CUipcMemHandle handle, unsigned flags) {
+  ENTRY();
+  return openMemHandle(p, handle, flags);
+}
+CUresult cuIpcOpenMemHandle_v2(CUdeviceptr* p, CUipcMemHandle handle, unsigned flags) {
+  ENTRY();
+  return openMemHandle(p, handle, flags);
+}
+CUresult cuIpcCloseMemHandle(CUdeviceptr p) {
+  ENTRY();
+  if (CUresult r = needContext()) return r;
+  {
+    std::lock_guard lock(ipcMutex);
+    if (!take(openedBases(), addr(p))) return CUDA_ERROR_INVALID_VALUE;
+  }
+  return release(addr(p), false);
+}
+CUresult cuIpcGetEventHandle(CUipcEventHandle* handle, CUevent e) {
+  ENTRY();
+  if (CUresult r = needContext()) return r;
+  const auto* event = lookup<Event>(e, HandleKind::Event);
+  if (event == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  constexpr unsigned kShareable = CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING;
+  if (handle == nullptr || (event->flags & kShareable) != kShareable) return CUDA_ERROR_INVALID_VALUE;
+  IpcHandle h{kIpcMagic, getpid(), reinterpret_cast<uintptr_t>(e), 0,
+              event->recorded.load(std::memory_order_acquire) ? 1u : 0u};
+  memset(handle, 0, sizeof(*handle));
+  memcpy(handle, &h, sizeof(h));
+  return CUDA_SUCCESS;
+}
+CUresult cuIpcOpenEventHandle(CUevent* e, CUipcEventHandle handle) {
+  ENTRY();
+  if (CUresult r = needContext()) return r;
+  IpcHandle h;
+  memcpy(&h, &handle, sizeof(h));
+  if (e == nullptr || h.magic != kIpcMagic) return CUDA_ERROR_INVALID_VALUE;
+  if (h.pid == getpid()) return CUDA_ERROR_INVALID_CONTEXT;
+  auto* event = new Event();
+  event->flags = CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING;
+  event->recorded.store(h.recorded != 0, std::memory_order_release);
+  handles().add(event, HandleKind::Event);
+  *e = reinterpret_cast<CUevent>(event);
+  return CUDA_SUCCESS;
+}
+
 CUresult cuMemFree_v2(CUdeviceptr p) {
   ENTRY();
   return release(addr(p), false);
@@ -2606,6 +2782,13 @@ const ProcEntry kProcTable[] = {
     E(cuGreenCtxRecordEvent, 12040, cuGreenCtxRecordEvent),
     E(cuGreenCtxWaitEvent, 12040, cuGreenCtxWaitEvent),
     E(cuCtxRecordEvent, 12050, cuCtxRecordEvent),
+    E(cuMemGetAddressRange, 3020, cuMemGetAddressRange_v2),
+    E(cuIpcGetMemHandle, 4010, cuIpcGetMemHandle),
+    E(cuIpcOpenMemHandle, 4010, cuIpcOpenMemHandle),
+    E(cuIpcOpenMemHandle, 11000, cuIpcOpenMemHandle_v2),
+    E(cuIpcCloseMemHandle, 4010, cuIpcCloseMemHandle),
+    E(cuIpcGetEventHandle, 4010, cuIpcGetEventHandle),
+    E(cuIpcOpenEventHandle, 4010, cuIpcOpenEventHandle),
     E(cuCtxWaitEvent, 12050, cuCtxWaitEvent),
     E(cuStreamDestroy, 2000, cuStreamDestroy),
     E(cuStreamDestroy, 4000, cuStreamDestroy_v2),

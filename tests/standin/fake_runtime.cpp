@@ -178,6 +178,11 @@ constexpr int kRuntimeVersion = CUDART_VERSION;
   X(cuEventSynchronize, cuEventSynchronize, kRuntimeVersion)                                                  \
   X(cuEventElapsedTime, cuEventElapsedTime_v2, kRuntimeVersion)                                               \
   X(cuEventDestroy, cuEventDestroy_v2, kRuntimeVersion)                                                       \
+  X(cuIpcGetMemHandle, cuIpcGetMemHandle, kRuntimeVersion)                                                    \
+  X(cuIpcOpenMemHandle, cuIpcOpenMemHandle_v2, kRuntimeVersion)                                               \
+  X(cuIpcCloseMemHandle, cuIpcCloseMemHandle, kRuntimeVersion)                                                \
+  X(cuIpcGetEventHandle, cuIpcGetEventHandle, kRuntimeVersion)                                                \
+  X(cuIpcOpenEventHandle, cuIpcOpenEventHandle, kRuntimeVersion)                                              \
   X(cuProfilerStart, cuProfilerStart, kRuntimeVersion)                                                        \
   X(cuProfilerStop, cuProfilerStop, kRuntimeVersion)
 
@@ -1720,6 +1725,32 @@ cudaError_t cudaStreamAddCallback(cudaStream_t s, cudaStreamCallback_t fn, void*
 }
 cudaError_t cudaStreamAddCallback_ptsz(cudaStream_t s, cudaStreamCallback_t fn, void* userData, unsigned flags) {
   return addCallback(true, s, fn, userData, flags);
+}
+// Interprocess handles: the runtime's have the driver's layout (64 bytes).
+static_assert(sizeof(cudaIpcMemHandle_t) == sizeof(CUipcMemHandle) && sizeof(cudaIpcEventHandle_t) == sizeof(CUipcEventHandle));
+cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t* handle, void* p) {
+  STANDIN_DRIVER(false);
+  return call(D->cuIpcGetMemHandle(reinterpret_cast<CUipcMemHandle*>(handle), reinterpret_cast<CUdeviceptr>(p)));
+}
+cudaError_t cudaIpcOpenMemHandle(void** p, cudaIpcMemHandle_t handle, unsigned flags) {
+  STANDIN_DRIVER(false);
+  CUipcMemHandle h;
+  memcpy(&h, &handle, sizeof(h));
+  return call(D->cuIpcOpenMemHandle(reinterpret_cast<CUdeviceptr*>(p), h, flags));
+}
+cudaError_t cudaIpcCloseMemHandle(void* p) {
+  STANDIN_DRIVER(false);
+  return call(D->cuIpcCloseMemHandle(reinterpret_cast<CUdeviceptr>(p)));
+}
+cudaError_t cudaIpcGetEventHandle(cudaIpcEventHandle_t* handle, cudaEvent_t e) {
+  STANDIN_DRIVER(false);
+  return call(D->cuIpcGetEventHandle(reinterpret_cast<CUipcEventHandle*>(handle), e));
+}
+cudaError_t cudaIpcOpenEventHandle(cudaEvent_t* e, cudaIpcEventHandle_t handle) {
+  STANDIN_DRIVER(false);
+  CUipcEventHandle h;
+  memcpy(&h, &handle, sizeof(h));
+  return call(D->cuIpcOpenEventHandle(e, h));
 }
 cudaError_t cudaEventQuery(cudaEvent_t e) {
   STANDIN_DRIVER(false);
