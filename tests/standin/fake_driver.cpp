@@ -635,7 +635,7 @@ CUresult allocateHost(void** out, size_t n) {
 // Interprocess handles (cuIpc*, below): another process's device memory, as CUDA-aware MPI,
 // vLLM's all-reduce and PyTorch's shared CUDA tensors open it. The stand-in's device memory is its
 // process's own: a handle carries the exporter's pid and base, and the allocation's bytes as they
-// were when the handle was made go to a file of /dev/shm under that name (removed when the
+// were when the handle was made go to a file of $TMPDIR (or /tmp) under that name (removed when the
 // allocation is freed), which the process that opens the handle reads into memory of its own. An
 // event's handle carries whether it was recorded. Either is refused in the process that made it,
 // as the driver refuses it.
@@ -650,9 +650,10 @@ struct IpcHandle {
 static_assert(sizeof(IpcHandle) <= sizeof(CUipcMemHandle) && sizeof(IpcHandle) <= sizeof(CUipcEventHandle));
 
 std::string ipcPath(int pid, uint64_t base) {
-  char path[96];
-  snprintf(path, sizeof(path), "/dev/shm/cutrace-standin-ipc-%d-%llx", pid, static_cast<unsigned long long>(base));
-  return path;
+  const char* dir = getenv("TMPDIR");
+  char name[64];
+  snprintf(name, sizeof(name), "/cutrace-standin-ipc-%d-%llx", pid, static_cast<unsigned long long>(base));
+  return std::string(dir != nullptr && dir[0] != '\0' ? dir : "/tmp") + name;
 }
 std::mutex ipcMutex;
 std::vector<uintptr_t>& exportedBases() {  // this process's allocations with a file
