@@ -15,6 +15,7 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -117,6 +118,9 @@ struct GreenCtx {
 };
 struct Physical {  // cuMemCreate: physical memory (mapping it only notes where: cuMemMap)
   size_t bytes;
+  unsigned long long handleTypes;  // the OS handles it may be exported to (requestedHandleTypes)
+  // cuMemRetainAllocationHandle adds one; each cuMemRelease takes one, the last retires it.
+  std::atomic<unsigned> references{1};
 };
 // Graphs hold nothing: the work captured ran when it was issued (as all
 // work does here), and a graph launch accepts any handle.
@@ -2034,14 +2038,53 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size, const CU
       prop->type != CU_MEM_ALLOCATION_TYPE_PINNED || prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
     return CUDA_ERROR_INVALID_VALUE;
   if (prop->location.id != 0) return CUDA_ERROR_INVALID_DEVICE;
-  auto* p = new Physical{size};
+  auto* p = new Physical{size, prop->requestedHandleTypes};
   handles().add(p, HandleKind::Physical);
   *handle = reinterpret_cast<uintptr_t>(p);
   return CUDA_SUCCESS;
 }
 CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
   ENTRY();
-  return retireHandle(reinterpret_cast<const void*>(handle), HandleKind::Physical, CUDA_ERROR_INVALID_VALUE);
+  if (CUresult r = needInit()) return r;
+  auto* p = lookup<Physical>(reinterpret_cast<const void*>(handle), HandleKind::Physical);
+  if (p == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (p->references.fetch_sub(1) == 1) handles().retire(p, HandleKind::Physical);
+  return CUDA_SUCCESS;
+}
+// Physical memory shared with other processes by OS handle (a file descriptor here): exported to
+// a file of its size (the stand-in's physical memory holds no bytes), imported as new physical
+// memory of the file's size.
+CUresult cuMemExportToShareableHandle(void* shareable, CUmemGenericAllocationHandle handle,
+                                      CUmemAllocationHandleType type, unsigned long long flags) {
+  ENTRY();
+  if (CUresult r = needInit()) return r;
+  const auto* p = lookup<Physical>(reinterpret_cast<const void*>(handle), HandleKind::Physical);
+  if (p == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  if (shareable == nullptr || flags != 0 || type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR ||
+      (p->handleTypes & type) == 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  const int fd = memfd_create("cutrace-standin-physical", MFD_CLOEXEC);
+  if (fd < 0) return CUDA_ERROR_OPERATING_SYSTEM;
+  if (ftruncate(fd, static_cast<off_t>(p->bytes)) != 0) {
+    close(fd);
+    return CUDA_ERROR_OPERATING_SYSTEM;
+  }
+  *static_cast<int*>(shareable) = fd;
+  return CUDA_SUCCESS;
+}
+CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle* handle, void* osHandle,
+                                        CUmemAllocationHandleType type) {
+  ENTRY();
+  if (CUresult r = needInit()) return r;
+  if (handle == nullptr || type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) return CUDA_ERROR_INVALID_VALUE;
+  struct stat st;
+  if (fstat(static_cast<int>(reinterpret_cast<intptr_t>(osHandle)), &st) != 0 || st.st_size <= 0 ||
+      st.st_size % kGranularity != 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  auto* p = new Physical{static_cast<size_t>(st.st_size), type};
+  handles().add(p, HandleKind::Physical);
+  *handle = reinterpret_cast<uintptr_t>(p);
+  return CUDA_SUCCESS;
 }
 namespace {
 // Reserved address ranges are address space of the process's own (PROT_NONE), so no other
@@ -2049,6 +2092,7 @@ namespace {
 struct Reservation {
   size_t bytes;
   std::vector<std::pair<uintptr_t, size_t>> mapped;  // [start, start + bytes) of each mapping
+  std::map<uintptr_t, CUmemGenericAllocationHandle> handleAt;  // each mapping's physical memory
 };
 std::mutex reservationsMutex;
 std::map<uintptr_t, Reservation>& reservations() {
@@ -2111,7 +2155,27 @@ CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAlloc
   for (const auto& m : r->mapped)
     if (overlaps(m, ptr, size)) return CUDA_ERROR_ALREADY_MAPPED;
   r->mapped.emplace_back(ptr, size);
+  r->handleAt[ptr] = handle;
   return CUDA_SUCCESS;
+}
+// The physical memory mapped at `addr`, one more reference to it.
+CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle* handle, void* addr) {
+  ENTRY();
+  if (CUresult r = needContext()) return r;
+  if (handle == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  const auto at = reinterpret_cast<uintptr_t>(addr);
+  std::lock_guard lock(reservationsMutex);
+  Reservation* r = reservationOf(at - at % kGranularity, kGranularity);
+  if (r == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  for (const auto& m : r->mapped) {
+    if (!overlaps(m, at, 1)) continue;
+    auto* p = lookup<Physical>(reinterpret_cast<const void*>(r->handleAt[m.first]), HandleKind::Physical);
+    if (p == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    p->references.fetch_add(1);
+    *handle = r->handleAt[m.first];
+    return CUDA_SUCCESS;
+  }
+  return CUDA_ERROR_INVALID_VALUE;
 }
 // Every byte of [ptr, ptr + size) mapped: access is set on mappings only.
 CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc* desc, size_t count) {
@@ -2144,6 +2208,7 @@ CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
   }
   if (removed == 0) return CUDA_ERROR_INVALID_VALUE;
   std::erase_if(r->mapped, [&](const auto& m) { return overlaps(m, ptr, size); });
+  std::erase_if(r->handleAt, [&](const auto& m) { return m.first >= ptr && m.first < ptr + size; });
   return CUDA_SUCCESS;
 }
 
@@ -2682,6 +2747,9 @@ const ProcEntry kProcTable[] = {
     E(cuMemGetAllocationGranularity, 10020, cuMemGetAllocationGranularity),
     E(cuMemCreate, 10020, cuMemCreate),
     E(cuMemRelease, 10020, cuMemRelease),
+    E(cuMemExportToShareableHandle, 10020, cuMemExportToShareableHandle),
+    E(cuMemImportFromShareableHandle, 10020, cuMemImportFromShareableHandle),
+    E(cuMemRetainAllocationHandle, 11000, cuMemRetainAllocationHandle),
     E(cuMemAddressReserve, 10020, cuMemAddressReserve),
     E(cuMemAddressFree, 10020, cuMemAddressFree),
     E(cuMemMap, 10020, cuMemMap),
