@@ -112,6 +112,9 @@ struct Context {
 struct ResourceDesc {  // cuDevResourceGenerateDesc: the SMs a green context is made with
   unsigned smCount;
 };
+struct Pool {  // cuMemPoolCreate: a memory pool (allocations from it are plain device memory)
+  CUmemPoolProps props;
+};
 struct GreenCtx {
   CUdevice device;
   unsigned smCount;
@@ -154,7 +157,7 @@ struct Array {
 };
 
 enum class HandleKind {
-  Module, Function, Library, Kernel, Stream, Event, Physical, Graph, GraphExec, GraphNode, Link, Array, ResourceDesc, GreenCtx
+  Module, Function, Library, Kernel, Stream, Event, Physical, Graph, GraphExec, GraphNode, Link, Array, ResourceDesc, GreenCtx, Pool
 };
 
 class Registry {
@@ -2212,6 +2215,42 @@ CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
   return CUDA_SUCCESS;
 }
 
+// ------------------------------------------------------------------ memory pools
+// The device's default pool, and pools made: each checked and held; what is allocated from one is
+// plain device memory (cuMemAllocFromPoolAsync takes any pool).
+Pool defaultPoolOfDevice{};
+CUresult cuDeviceGetDefaultMemPool(CUmemoryPool* pool, CUdevice dev) {
+  ENTRY();
+  if (CUresult r = checkDevice(dev)) return r;
+  if (pool == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  handles().add(&defaultPoolOfDevice, HandleKind::Pool);
+  *pool = reinterpret_cast<CUmemoryPool>(&defaultPoolOfDevice);
+  return CUDA_SUCCESS;
+}
+CUresult cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps* props) {
+  ENTRY();
+  if (CUresult r = needInit()) return r;
+  if (pool == nullptr || props == nullptr || props->allocType != CU_MEM_ALLOCATION_TYPE_PINNED ||
+      props->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (props->location.id != 0) return CUDA_ERROR_INVALID_DEVICE;
+  auto* made = new Pool{*props};
+  handles().add(made, HandleKind::Pool);
+  *pool = reinterpret_cast<CUmemoryPool>(made);
+  return CUDA_SUCCESS;
+}
+CUresult cuMemPoolDestroy(CUmemoryPool pool) {
+  ENTRY();
+  if (reinterpret_cast<Pool*>(pool) == &defaultPoolOfDevice) return CUDA_ERROR_INVALID_VALUE;
+  return retireHandle(pool, HandleKind::Pool, CUDA_ERROR_INVALID_VALUE);
+}
+// Memory the pool holds beyond `keep` bytes goes back: it holds none here.
+CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t /*keep*/) {
+  ENTRY();
+  if (CUresult r = needInit()) return r;
+  return handles().contains(pool, HandleKind::Pool) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
 // Stream-ordered allocation completes at once: there is no queue to order it in.
 #define STANDIN_ALLOC_ASYNC(name)                                   \
   CUresult name(CUdeviceptr* p, size_t n, CUstream s) {             \
@@ -2757,6 +2796,10 @@ const ProcEntry kProcTable[] = {
     E(cuMemUnmap, 10020, cuMemUnmap),
     E(cuMemAllocAsync, 11020, cuMemAllocAsync),
     PT(cuMemAllocAsync, 11020, cuMemAllocAsync_ptsz),
+    E(cuDeviceGetDefaultMemPool, 11020, cuDeviceGetDefaultMemPool),
+    E(cuMemPoolCreate, 11020, cuMemPoolCreate),
+    E(cuMemPoolDestroy, 11020, cuMemPoolDestroy),
+    E(cuMemPoolTrimTo, 11020, cuMemPoolTrimTo),
     E(cuMemAllocFromPoolAsync, 11020, cuMemAllocFromPoolAsync),
     PT(cuMemAllocFromPoolAsync, 11020, cuMemAllocFromPoolAsync_ptsz),
     E(cuMemFreeAsync, 11020, cuMemFreeAsync),

@@ -134,6 +134,10 @@ constexpr int kRuntimeVersion = CUDART_VERSION;
   X(cuMemHostUnregister, cuMemHostUnregister, kRuntimeVersion)                                                \
   X(cuMemAllocAsync, cuMemAllocAsync, kRuntimeVersion)                                                        \
   X(cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync, kRuntimeVersion)                                        \
+  X(cuDeviceGetDefaultMemPool, cuDeviceGetDefaultMemPool, kRuntimeVersion)                                    \
+  X(cuMemPoolCreate, cuMemPoolCreate, kRuntimeVersion)                                                        \
+  X(cuMemPoolDestroy, cuMemPoolDestroy, kRuntimeVersion)                                                      \
+  X(cuMemPoolTrimTo, cuMemPoolTrimTo, kRuntimeVersion)                                                        \
   X(cuMemFreeAsync, cuMemFreeAsync, kRuntimeVersion)                                                          \
   X(cuMemcpy, cuMemcpy, kRuntimeVersion)                                                                      \
   X(cuMemcpyAsync, cuMemcpyAsync, kRuntimeVersion)                                                            \
@@ -1266,6 +1270,24 @@ cudaError_t cudaMallocAsync(void** p, size_t n, cudaStream_t s) {
 cudaError_t cudaMallocAsync_ptsz(void** p, size_t n, cudaStream_t s) {
   STANDIN_DRIVER(true);
   return call(D->cuMemAllocAsync(reinterpret_cast<CUdeviceptr*>(p), n, s));
+}
+// Pools: the runtime's have the driver's layout.
+static_assert(sizeof(cudaMemPoolProps) == sizeof(CUmemPoolProps));
+cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t* pool, int device) {
+  STANDIN_DRIVER(false);
+  return call(D->cuDeviceGetDefaultMemPool(reinterpret_cast<CUmemoryPool*>(pool), device));
+}
+cudaError_t cudaMemPoolCreate(cudaMemPool_t* pool, const cudaMemPoolProps* props) {
+  STANDIN_DRIVER(false);
+  return call(D->cuMemPoolCreate(reinterpret_cast<CUmemoryPool*>(pool), reinterpret_cast<const CUmemPoolProps*>(props)));
+}
+cudaError_t cudaMemPoolDestroy(cudaMemPool_t pool) {
+  STANDIN_DRIVER(false);
+  return call(D->cuMemPoolDestroy(reinterpret_cast<CUmemoryPool>(pool)));
+}
+cudaError_t cudaMemPoolTrimTo(cudaMemPool_t pool, size_t keep) {
+  STANDIN_DRIVER(false);
+  return call(D->cuMemPoolTrimTo(reinterpret_cast<CUmemoryPool>(pool), keep));
 }
 cudaError_t cudaMallocFromPoolAsync(void** p, size_t n, cudaMemPool_t pool, cudaStream_t s) {
   STANDIN_DRIVER(false);

@@ -1,0 +1,59 @@
+/* Memory pools, as PyTorch's cudaMallocAsync backend and stream-ordered allocators use them:
+ * pools made through the runtime and the driver (one refused: no allocation type), memory
+ * allocated from each and from the device's default pool, freed in stream order, each pool
+ * trimmed (to nothing, and to a size it may keep) and destroyed. Each pool shows as the handle of
+ * its creation and destruction, each trim with the bytes it may keep; the memory counter follows
+ * what is allocated from the pools.
+ *
+ *   usage: pools */
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cuda_check.h"
+
+int main(void) {
+  const CUdevice dev = useFirstDevice();
+  cudaStream_t stream;
+  checkRuntime(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+
+  struct cudaMemPoolProps props;
+  memset(&props, 0, sizeof(props));
+  props.allocType = cudaMemAllocationTypePinned;
+  props.location.type = cudaMemLocationTypeDevice;
+  props.location.id = dev;
+  cudaMemPool_t pool, refused, fallback;
+  checkRuntime(cudaMemPoolCreate(&pool, &props), "cudaMemPoolCreate");
+  struct cudaMemPoolProps none = props;
+  none.allocType = cudaMemAllocationTypeInvalid;
+  if (cudaMemPoolCreate(&refused, &none) == cudaSuccess) ++failures;
+  checkRuntime(cudaDeviceGetDefaultMemPool(&fallback, dev), "cudaDeviceGetDefaultMemPool");
+
+  void *fromPool = NULL, *fromDefault = NULL;
+  checkRuntime(cudaMallocFromPoolAsync(&fromPool, 1 << 20, pool, stream), "cudaMallocFromPoolAsync");
+  checkRuntime(cudaMallocFromPoolAsync(&fromDefault, 1 << 16, fallback, stream), "cudaMallocFromPoolAsync");
+  checkRuntime(cudaFreeAsync(fromPool, stream), "cudaFreeAsync");
+  checkRuntime(cudaFreeAsync(fromDefault, stream), "cudaFreeAsync");
+  checkRuntime(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  checkRuntime(cudaMemPoolTrimTo(pool, 0), "cudaMemPoolTrimTo");
+  checkRuntime(cudaMemPoolTrimTo(fallback, 1 << 16), "cudaMemPoolTrimTo");
+  checkRuntime(cudaMemPoolDestroy(pool), "cudaMemPoolDestroy");
+
+  CUmemPoolProps driverProps;
+  memset(&driverProps, 0, sizeof(driverProps));
+  driverProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  driverProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  driverProps.location.id = dev;
+  CUmemoryPool driverPool;
+  CUdeviceptr p;
+  check(cuMemPoolCreate(&driverPool, &driverProps), "cuMemPoolCreate");
+  check(cuMemAllocFromPoolAsync(&p, 1 << 18, driverPool, (CUstream)stream), "cuMemAllocFromPoolAsync");
+  check(cuMemFreeAsync(p, (CUstream)stream), "cuMemFreeAsync");
+  check(cuStreamSynchronize((CUstream)stream), "cuStreamSynchronize");
+  check(cuMemPoolTrimTo(driverPool, 4096), "cuMemPoolTrimTo");
+  check(cuMemPoolDestroy(driverPool), "cuMemPoolDestroy");
+  checkRuntime(cudaStreamDestroy(stream), "cudaStreamDestroy");
+  printf("pools made, used, trimmed and destroyed\n");
+  return failures == 0 ? 0 : 1;
+}
