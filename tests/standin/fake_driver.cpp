@@ -124,6 +124,10 @@ struct Physical {  // cuMemCreate: physical memory (mapping it only notes where:
   unsigned long long handleTypes;  // the OS handles it may be exported to (requestedHandleTypes)
   // cuMemRetainAllocationHandle adds one; each cuMemRelease takes one, the last retires it.
   std::atomic<unsigned> references{1};
+  // A multicast object (cuMulticastCreate): the devices it is for (0: plain physical memory) and
+  // those added so far; memory is bound to it once all are.
+  unsigned multicastDevices = 0;
+  std::atomic<unsigned> devicesAdded{0};
 };
 // Graphs hold nothing: the work captured ran when it was issued (as all
 // work does here), and a graph launch accepts any handle.
@@ -405,6 +409,7 @@ int deviceAttribute(int attribute) {
     case CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH: return 1;
     case CU_DEVICE_ATTRIBUTE_COOPERATIVE_MULTI_DEVICE_LAUNCH: return 1;
     case CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED: return 1;
+    case CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED: return 1;
     case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: return 1;
     case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH: return 5120;
     case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: return 52428800;
@@ -2161,6 +2166,86 @@ CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAlloc
   r->handleAt[ptr] = handle;
   return CUDA_SUCCESS;
 }
+// ------------------------------------------------------------------ multicast objects (CUDA 12.1)
+// Memory of several devices bound to one object whose stores reach them all (NVLink SHARP): the
+// stand-in's one device takes part; binding checks the object and the memory, and notes nothing.
+CUresult cuMulticastGetGranularity(size_t* granularity, const CUmulticastObjectProp* prop,
+                                   CUmulticastGranularity_flags option) {
+  ENTRY();
+  if (CUresult r = needInit()) return r;
+  if (granularity == nullptr || prop == nullptr || option > CU_MULTICAST_GRANULARITY_RECOMMENDED)
+    return CUDA_ERROR_INVALID_VALUE;
+  *granularity = kGranularity;
+  return CUDA_SUCCESS;
+}
+CUresult cuMulticastCreate(CUmemGenericAllocationHandle* handle, const CUmulticastObjectProp* prop) {
+  ENTRY();
+  if (CUresult r = needInit()) return r;
+  if (handle == nullptr || prop == nullptr || prop->numDevices == 0 || prop->size == 0 ||
+      prop->size % kGranularity != 0 || prop->flags != 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  auto* p = new Physical{prop->size, prop->handleTypes};
+  p->multicastDevices = prop->numDevices;
+  handles().add(p, HandleKind::Physical);
+  *handle = reinterpret_cast<uintptr_t>(p);
+  return CUDA_SUCCESS;
+}
+static Physical* multicastOf(CUmemGenericAllocationHandle handle) {
+  auto* p = lookup<Physical>(reinterpret_cast<const void*>(handle), HandleKind::Physical);
+  return p != nullptr && p->multicastDevices != 0 ? p : nullptr;
+}
+CUresult cuMulticastAddDevice(CUmemGenericAllocationHandle handle, CUdevice dev) {
+  ENTRY();
+  if (CUresult r = checkDevice(dev)) return r;
+  Physical* mc = multicastOf(handle);
+  if (mc == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  unsigned added = mc->devicesAdded.load();
+  do {
+    if (added == mc->multicastDevices) return CUDA_ERROR_INVALID_VALUE;
+  } while (!mc->devicesAdded.compare_exchange_weak(added, added + 1));
+  return CUDA_SUCCESS;
+}
+// [offset, offset + size) of the object, on the granularity, with every device added.
+static CUresult multicastRange(CUmemGenericAllocationHandle handle, size_t offset, size_t size) {
+  const Physical* mc = multicastOf(handle);
+  if (mc == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  if (size == 0 || offset % kGranularity != 0 || size % kGranularity != 0 || offset > mc->bytes ||
+      size > mc->bytes - offset)
+    return CUDA_ERROR_INVALID_VALUE;
+  return mc->devicesAdded.load() == mc->multicastDevices ? CUDA_SUCCESS : CUDA_ERROR_ILLEGAL_STATE;
+}
+CUresult cuMulticastBindMem(CUmemGenericAllocationHandle handle, size_t offset, CUmemGenericAllocationHandle memory,
+                            size_t memoryOffset, size_t size, unsigned long long flags) {
+  ENTRY();
+  if (CUresult r = needContext()) return r;
+  if (CUresult r = multicastRange(handle, offset, size)) return r;
+  const auto* p = lookup<Physical>(reinterpret_cast<const void*>(memory), HandleKind::Physical);
+  if (p == nullptr || p->multicastDevices != 0) return CUDA_ERROR_INVALID_HANDLE;
+  if (flags != 0 || memoryOffset % kGranularity != 0 || memoryOffset > p->bytes || size > p->bytes - memoryOffset)
+    return CUDA_ERROR_INVALID_VALUE;
+  return CUDA_SUCCESS;
+}
+CUresult cuMulticastBindAddr(CUmemGenericAllocationHandle handle, size_t offset, CUdeviceptr address, size_t size,
+                             unsigned long long flags) {
+  ENTRY();
+  if (CUresult r = needContext()) return r;
+  if (CUresult r = multicastRange(handle, offset, size)) return r;
+  if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(reservationsMutex);
+  const uintptr_t at = addr(address);
+  Reservation* r = reservationOf(at, size);
+  if (r == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  size_t mapped = 0;
+  for (const auto& m : r->mapped)
+    if (overlaps(m, at, size)) mapped += std::min(m.first + m.second, at + size) - std::max(m.first, at);
+  return mapped == size ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+CUresult cuMulticastUnbind(CUmemGenericAllocationHandle handle, CUdevice dev, size_t offset, size_t size) {
+  ENTRY();
+  if (CUresult r = checkDevice(dev)) return r;
+  return multicastRange(handle, offset, size);
+}
+
 // The physical memory mapped at `addr`, one more reference to it.
 CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle* handle, void* addr) {
   ENTRY();
@@ -2789,6 +2874,12 @@ const ProcEntry kProcTable[] = {
     E(cuMemExportToShareableHandle, 10020, cuMemExportToShareableHandle),
     E(cuMemImportFromShareableHandle, 10020, cuMemImportFromShareableHandle),
     E(cuMemRetainAllocationHandle, 11000, cuMemRetainAllocationHandle),
+    E(cuMulticastGetGranularity, 12010, cuMulticastGetGranularity),
+    E(cuMulticastCreate, 12010, cuMulticastCreate),
+    E(cuMulticastAddDevice, 12010, cuMulticastAddDevice),
+    E(cuMulticastBindMem, 12010, cuMulticastBindMem),
+    E(cuMulticastBindAddr, 12010, cuMulticastBindAddr),
+    E(cuMulticastUnbind, 12010, cuMulticastUnbind),
     E(cuMemAddressReserve, 10020, cuMemAddressReserve),
     E(cuMemAddressFree, 10020, cuMemAddressFree),
     E(cuMemMap, 10020, cuMemMap),
