@@ -1876,14 +1876,8 @@ static CUresult openMemHandle(CUdeviceptr* p, const CUipcMemHandle& handle, unsi
   return CUDA_SUCCESS;
 }
 // The first version and the second (CUDA 11) take the same parameters.
-CUresult cuIpcOpenMemHandle(CUdeviceptr* p, CUipcMemHandle handle, unsigned flags) {
-  ENTRY();
-  return openMemHandle(p, handle, flags);
-}
-CUresult cuIpcOpenMemHandle_v2(CUdeviceptr* p, CUipcMemHandle handle, unsigned flags) {
-  ENTRY();
-  return openMemHandle(p, handle, flags);
-}
+STANDIN_ENTRY_TWINS(cuIpcOpenMemHandle, cuIpcOpenMemHandle_v2, (CUdeviceptr* p, CUipcMemHandle handle, unsigned flags),
+                    openMemHandle(p, handle, flags))
 CUresult cuIpcCloseMemHandle(CUdeviceptr p) {
   ENTRY();
   if (CUresult r = needContext()) return r;

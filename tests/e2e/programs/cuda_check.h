@@ -27,6 +27,23 @@ static inline CUdevice useFirstDevice(void) {
   return dev;
 }
 
+/* Physical memory of `dev` as the driver's virtual memory calls make it (cuMemCreate), and access
+ * to read and write it from there (cuMemSetAccess). */
+static inline CUmemAllocationProp pinnedOn(CUdevice dev) {
+  CUmemAllocationProp prop = {0};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = dev;
+  return prop;
+}
+static inline CUmemAccessDesc readWriteOn(CUdevice dev) {
+  CUmemAccessDesc access = {0};
+  access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  access.location.id = dev;
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  return access;
+}
+
 #ifdef CUDART_VERSION
 static inline void checkRuntime(cudaError_t rc, const char* what) {
   if (rc != cudaSuccess) {

@@ -19,11 +19,7 @@ int main(void) {
     printf("no multicast on this device\n");
     return failures == 0 ? 0 : 1;
   }
-  CUmemAllocationProp prop;
-  memset(&prop, 0, sizeof(prop));
-  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  prop.location.id = dev;
+  CUmemAllocationProp prop = pinnedOn(dev);
   prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
   CUmulticastObjectProp mcProp;
   memset(&mcProp, 0, sizeof(mcProp));
@@ -45,10 +41,7 @@ int main(void) {
   check(cuMulticastBindMem(mc, 0, bound, 0, granularity, 0), "cuMulticastBindMem");
   if (cuMulticastBindMem(mc, granularity, bound, 0, granularity + 1, 0) == CUDA_SUCCESS) ++failures;
 
-  CUmemAccessDesc access;
-  memset(&access, 0, sizeof(access));
-  access.location = prop.location;
-  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  const CUmemAccessDesc access = readWriteOn(dev);
   check(cuMemCreate(&mapped, granularity, &prop, 0), "cuMemCreate");
   check(cuMemAddressReserve(&va, granularity, 0, 0, 0), "cuMemAddressReserve");
   check(cuMemMap(va, granularity, 0, mapped, 0), "cuMemMap");

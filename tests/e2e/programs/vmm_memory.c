@@ -6,18 +6,13 @@
  *   usage: vmm_memory */
 #include <cuda.h>
 #include <stdio.h>
-#include <string.h>
 
 #include "cuda_check.h"
 
 int main(void) {
   const CUdevice dev = useFirstDevice();
 
-  CUmemAllocationProp prop;
-  memset(&prop, 0, sizeof(prop));
-  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  prop.location.id = dev;
+  CUmemAllocationProp prop = pinnedOn(dev);
   size_t granularity = 0;
   check(cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM), "granularity");
   if (granularity == 0) return 1;
@@ -36,10 +31,7 @@ int main(void) {
   check(cuMemAddressReserve(&va, 8 * granularity, 0, 0, 0), "cuMemAddressReserve");
   check(cuMemMap(va, 3 * granularity, 0, b, 0), "cuMemMap b");
   check(cuMemMap(va + 3 * granularity, granularity, 0, c, 0), "cuMemMap c");
-  CUmemAccessDesc access;
-  memset(&access, 0, sizeof(access));
-  access.location = prop.location;
-  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  const CUmemAccessDesc access = readWriteOn(dev);
   check(cuMemSetAccess(va, 4 * granularity, &access, 1), "cuMemSetAccess");
   /* Refused: that part of the range is mapped already. */
   if (cuMemMap(va, granularity, 0, c, 0) == CUDA_SUCCESS) ++failures;

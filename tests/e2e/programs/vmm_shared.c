@@ -9,18 +9,13 @@
 #include <cuda.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <string.h>
 #include <unistd.h>
 
 #include "cuda_check.h"
 
 int main(void) {
   const CUdevice dev = useFirstDevice();
-  CUmemAllocationProp prop;
-  memset(&prop, 0, sizeof(prop));
-  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  prop.location.id = dev;
+  CUmemAllocationProp prop = pinnedOn(dev);
   prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
   size_t granularity = 0;
   check(cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM), "granularity");
@@ -39,10 +34,7 @@ int main(void) {
     ++failures;
 
   CUdeviceptr va;
-  CUmemAccessDesc access;
-  memset(&access, 0, sizeof(access));
-  access.location = prop.location;
-  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  const CUmemAccessDesc access = readWriteOn(dev);
   check(cuMemAddressReserve(&va, 4 * granularity, 0, 0, 0), "cuMemAddressReserve");
   check(cuMemMap(va, 2 * granularity, 0, imported, 0), "cuMemMap");
   check(cuMemSetAccess(va, 2 * granularity, &access, 1), "cuMemSetAccess");
