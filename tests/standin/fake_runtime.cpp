@@ -76,6 +76,8 @@ constexpr int kRuntimeVersion = CUDART_VERSION;
   X(cuCtxSynchronize, cuCtxSynchronize, 12000)                                                                \
   X(cuLibraryLoadData, cuLibraryLoadData, kRuntimeVersion)                                                    \
   X(cuLibraryGetKernel, cuLibraryGetKernel, kRuntimeVersion)                                                  \
+  X(cuLibraryLoadFromFile, cuLibraryLoadFromFile, kRuntimeVersion)                                            \
+  X(cuLibraryUnload, cuLibraryUnload, kRuntimeVersion)                                                        \
   X(cuLaunchKernel, cuLaunchKernel, kRuntimeVersion)                                                          \
   X(cuLaunchKernelEx, cuLaunchKernelEx, kRuntimeVersion)                                                      \
   X(cuLaunchCooperativeKernel, cuLaunchCooperativeKernel, kRuntimeVersion)                                    \
@@ -1748,6 +1750,35 @@ cudaError_t cudaStreamAddCallback(cudaStream_t s, cudaStreamCallback_t fn, void*
 cudaError_t cudaStreamAddCallback_ptsz(cudaStream_t s, cudaStreamCallback_t fn, void* userData, unsigned flags) {
   return addCallback(true, s, fn, userData, flags);
 }
+// Libraries loaded by the program (CUDA 12.5), as the driver's: the runtime's options have the
+// driver's values.
+cudaError_t cudaLibraryLoadData(cudaLibrary_t* library, const void* code, cudaJitOption* jitOptions,
+                                void** jitOptionsValues, unsigned numJitOptions, cudaLibraryOption* libraryOptions,
+                                void** libraryOptionValues, unsigned numLibraryOptions) {
+  STANDIN_DRIVER(false);
+  return call(D->cuLibraryLoadData(reinterpret_cast<CUlibrary*>(library), code,
+                                   reinterpret_cast<CUjit_option*>(jitOptions), jitOptionsValues, numJitOptions,
+                                   reinterpret_cast<CUlibraryOption*>(libraryOptions), libraryOptionValues,
+                                   numLibraryOptions));
+}
+cudaError_t cudaLibraryLoadFromFile(cudaLibrary_t* library, const char* path, cudaJitOption* jitOptions,
+                                    void** jitOptionsValues, unsigned numJitOptions, cudaLibraryOption* libraryOptions,
+                                    void** libraryOptionValues, unsigned numLibraryOptions) {
+  STANDIN_DRIVER(false);
+  return call(D->cuLibraryLoadFromFile(reinterpret_cast<CUlibrary*>(library), path,
+                                       reinterpret_cast<CUjit_option*>(jitOptions), jitOptionsValues, numJitOptions,
+                                       reinterpret_cast<CUlibraryOption*>(libraryOptions), libraryOptionValues,
+                                       numLibraryOptions));
+}
+cudaError_t cudaLibraryGetKernel(cudaKernel_t* kernel, cudaLibrary_t library, const char* name) {
+  STANDIN_DRIVER(false);
+  return call(D->cuLibraryGetKernel(reinterpret_cast<CUkernel*>(kernel), reinterpret_cast<CUlibrary>(library), name));
+}
+cudaError_t cudaLibraryUnload(cudaLibrary_t library) {
+  STANDIN_DRIVER(false);
+  return call(D->cuLibraryUnload(reinterpret_cast<CUlibrary>(library)));
+}
+
 // Interprocess handles: the runtime's have the driver's layout (64 bytes).
 static_assert(sizeof(cudaIpcMemHandle_t) == sizeof(CUipcMemHandle) && sizeof(cudaIpcEventHandle_t) == sizeof(CUipcEventHandle));
 cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t* handle, void* p) {
