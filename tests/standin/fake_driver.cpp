@@ -1225,6 +1225,28 @@ CUresult cuCtxSynchronize() {
   ENTRY();
   return needContext();  // nothing is ever pending
 }
+// Peer access between contexts of two devices: the stand-in has one device, so there is never a
+// peer (its own context is refused as the driver refuses it).
+CUresult cuDeviceCanAccessPeer(int* can, CUdevice dev, CUdevice peer) {
+  ENTRY();
+  if (CUresult r = checkDevice(dev)) return r;
+  if (CUresult r = checkDevice(peer)) return r;
+  if (can == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *can = 0;
+  return CUDA_SUCCESS;
+}
+CUresult cuCtxEnablePeerAccess(CUcontext peer, unsigned flags) {
+  ENTRY();
+  if (CUresult r = needContext()) return r;
+  if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  (void)peer;  // the current context, or none
+  return CUDA_ERROR_INVALID_CONTEXT;
+}
+CUresult cuCtxDisablePeerAccess(CUcontext peer) {
+  ENTRY();
+  if (CUresult r = needContext()) return r;
+  return peer == primary() ? CUDA_ERROR_INVALID_CONTEXT : CUDA_ERROR_PEER_ACCESS_NOT_ENABLED;
+}
 // Work of a context recorded into an event, and a context made to wait for one (CUDA 12.5): the
 // event of the same primary context to record; one of any context to wait for.
 CUresult cuCtxRecordEvent(CUcontext ctx, CUevent e) {
@@ -2979,6 +3001,9 @@ const ProcEntry kProcTable[] = {
     E(cuGreenCtxRecordEvent, 12040, cuGreenCtxRecordEvent),
     E(cuGreenCtxWaitEvent, 12040, cuGreenCtxWaitEvent),
     E(cuCtxRecordEvent, 12050, cuCtxRecordEvent),
+    E(cuDeviceCanAccessPeer, 4000, cuDeviceCanAccessPeer),
+    E(cuCtxEnablePeerAccess, 4000, cuCtxEnablePeerAccess),
+    E(cuCtxDisablePeerAccess, 4000, cuCtxDisablePeerAccess),
     E(cuMemGetAddressRange, 3020, cuMemGetAddressRange_v2),
     E(cuIpcGetMemHandle, 4010, cuIpcGetMemHandle),
     E(cuIpcOpenMemHandle, 4010, cuIpcOpenMemHandle),

@@ -184,6 +184,7 @@ constexpr int kRuntimeVersion = CUDART_VERSION;
   X(cuEventSynchronize, cuEventSynchronize, kRuntimeVersion)                                                  \
   X(cuEventElapsedTime, cuEventElapsedTime_v2, kRuntimeVersion)                                               \
   X(cuEventDestroy, cuEventDestroy_v2, kRuntimeVersion)                                                       \
+  X(cuDeviceCanAccessPeer, cuDeviceCanAccessPeer, kRuntimeVersion)                                            \
   X(cuIpcGetMemHandle, cuIpcGetMemHandle, kRuntimeVersion)                                                    \
   X(cuIpcOpenMemHandle, cuIpcOpenMemHandle_v2, kRuntimeVersion)                                               \
   X(cuIpcCloseMemHandle, cuIpcCloseMemHandle, kRuntimeVersion)                                                \
@@ -1119,6 +1120,23 @@ cudaError_t cudaGetDevice(int* device) {
   STANDIN_DRIVER(false);
   *device = 0;
   return cudaSuccess;
+}
+// Peer access between devices: the one device has no peer; the runtime refuses itself and any
+// device that is not there before asking the driver.
+cudaError_t cudaDeviceCanAccessPeer(int* can, int device, int peer) {
+  STANDIN_DRIVER(false);
+  return call(D->cuDeviceCanAccessPeer(can, device, peer));
+}
+cudaError_t cudaDeviceEnablePeerAccess(int peer, unsigned flags) {
+  STANDIN_DRIVER(false);
+  if (flags != 0) return record(cudaErrorInvalidValue);
+  (void)peer;  // this device, or none
+  return record(cudaErrorInvalidDevice);
+}
+cudaError_t cudaDeviceDisablePeerAccess(int peer) {
+  STANDIN_DRIVER(false);
+  (void)peer;
+  return record(cudaErrorInvalidDevice);
 }
 cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) {
   STANDIN_DRIVER(false);
