@@ -360,16 +360,21 @@ inline uint32_t driverKernelName(const HookCall& c, CUfunction f) {
 
 // The first launch API (cuLaunch, cuLaunchGrid, cuLaunchGridAsync) takes the block shape and
 // shared bytes set on the function before (cuFuncSetBlockShape, cuFuncSetSharedSize): noted per
-// function after those calls, recording or not, forgotten with the kernel names at an unload.
+// function after those calls, recording or not. A function handle a module issued
+// (cuModuleGetFunction) to a new owner, the driver handing an unloaded one out again, starts with
+// nothing noted; a module unloaded counts as another owner of its handle from then on.
 void noteLegacyBlock(CUfunction f, int x, int y, int z);
 void noteLegacyShared(CUfunction f, unsigned bytes);
+void functionIssued(CUfunction f, CUmodule module);
+void moduleUnloaded(CUmodule module);
 // The block (LaunchPayload::packBlock; 0: none set) and shared bytes noted for `f`.
 uint32_t legacyBlock(CUfunction f);
 uint32_t legacyShared(CUfunction f);
 inline void legacyLaunch(HookCall& c, CUfunction f, int width, int height, CUstream stream) {
-  const uint32_t block = legacyBlock(f);
-  c.launch(driverKernelName(c, f), static_cast<unsigned>(width), static_cast<unsigned>(height), 1,
-           block & 0x7ff, block >> 11 & 0x7ff, block >> 22, legacyShared(f), stream);
+  LaunchPayload shape{};
+  shape.block = legacyBlock(f);
+  c.launch(driverKernelName(c, f), static_cast<unsigned>(width), static_cast<unsigned>(height), 1, shape.blockX(),
+           shape.blockY(), shape.blockZ(), legacyShared(f), stream);
 }
 // A cooperative launch on several devices at once: the first device's launch describes the call
 // (its kernel, geometry and stream; the devices' kernels all link to the call with CUPTI). An

@@ -495,16 +495,28 @@ uint32_t driverKernelNameSlow(CUfunction f) {
   return unknownKernelName(f, generation);
 }
 
-// Function -> block shape (packed), and -> shared bytes + 1 (0 is a value set). A function's
-// handle is handed out again after an unload: its values end with the kernel names'.
+// Function -> block shape (packed), and -> shared bytes + 1 (0 is a value set). A function's values
+// stay while its module is loaded, whatever else is unloaded; the driver hands an unloaded
+// function's handle out again, to a function that starts with nothing set: cuModuleGetFunction
+// tells the two apart by the function's owner (its module, and how many times that module handle
+// was unloaded before), and a handle with a new owner starts over.
 constinit PointerMap g_legacyBlocks;
 constinit PointerMap g_legacyShared;
+constinit PointerMap g_functionOwners;  // function -> owner (ownerOf), for every function issued
+constinit PointerMap g_moduleUnloads;   // module -> the number of its latest unload
+std::atomic<uint32_t> g_unloads{0};
 
 namespace {
 void noteLegacy(PointerMap& map, CUfunction f, uint32_t value) {
   if (f == nullptr) return;
   if (!map.ready() && !map.init(1u << 10)) return;
-  map.put(f, value, map.generation());
+  map.put(f, value, PointerMap::kLasting);
+}
+uint32_t ownerOf(CUmodule module) {
+  uint64_t x = reinterpret_cast<uintptr_t>(module) ^ (uint64_t{g_moduleUnloads.find(module)} << 32);
+  x ^= x >> 31;
+  x *= 0x9e3779b97f4a7c15ull;
+  return static_cast<uint32_t>(x >> 32) | 1;  // never 0 (none)
 }
 }  // namespace
 
@@ -520,11 +532,23 @@ uint32_t legacyShared(CUfunction f) {
   return v != 0 ? v - 1 : 0;
 }
 
-void forgetKernelHandles() {
-  g_kernelNames.forget();
-  g_legacyBlocks.forget();
-  g_legacyShared.forget();
+void functionIssued(CUfunction f, CUmodule module) {
+  if (f == nullptr || (!g_functionOwners.ready() && !g_functionOwners.init(1u << 16))) return;
+  const uint32_t owner = ownerOf(module);
+  const uint32_t before = g_functionOwners.find(f);
+  if (before == owner) return;
+  g_functionOwners.put(f, owner, PointerMap::kLasting);
+  if (before == 0) return;  // first seen: what was noted for it is its own
+  if (g_legacyBlocks.ready()) g_legacyBlocks.put(f, 0, PointerMap::kLasting);
+  if (g_legacyShared.ready()) g_legacyShared.put(f, 0, PointerMap::kLasting);
 }
+
+void moduleUnloaded(CUmodule module) {
+  if (module == nullptr || (!g_moduleUnloads.ready() && !g_moduleUnloads.init(1u << 10))) return;
+  g_moduleUnloads.put(module, g_unloads.fetch_add(1, std::memory_order_relaxed) + 1, PointerMap::kLasting);
+}
+
+void forgetKernelHandles() { g_kernelNames.forget(); }
 
 // Array -> element bytes (PointerMap::kLasting: arrays are never forgotten; a handle the driver
 // hands out again is put again when made). Slots reserved at the first array made.

@@ -42,10 +42,17 @@ int main(void) {
   check(cuFuncSetSharedSize(f, 0), "cuFuncSetSharedSize");
   check(cuLaunchGridAsync(f, 2, 2, stream), "cuLaunchGridAsync");
 
+  /* Another module unloaded: `f` keeps what it was set up with; a function of a module loaded
+   * since, on the unloaded function's handle or not, starts with nothing set. */
   check(cuModuleUnload(second), "cuModuleUnload");
+  check(cuLaunchGrid(f, 3, 1), "cuLaunchGrid");
   const CUfunction h = noopOf(&third);
   check(cuFuncSetBlockShape(h, 16, 1, 1), "cuFuncSetBlockShape");
   check(cuLaunchGrid(h, 1, 1), "cuLaunchGrid");
+  /* The same function looked up again keeps its set-up. */
+  CUfunction again;
+  check(cuModuleGetFunction(&again, first, "noop"), "cuModuleGetFunction");
+  check(cuLaunchGrid(again, 2, 1), "cuLaunchGrid");
 
   int multiDevice = 0;
   check(cuDeviceGetAttribute(&multiDevice, CU_DEVICE_ATTRIBUTE_COOPERATIVE_MULTI_DEVICE_LAUNCH, dev),
