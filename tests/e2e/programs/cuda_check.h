@@ -4,6 +4,7 @@
 
 #include <cuda.h>
 #include <stdio.h>
+#include <string.h>
 
 static int failures = 0;
 
@@ -30,14 +31,16 @@ static inline CUdevice useFirstDevice(void) {
 /* Physical memory of `dev` as the driver's virtual memory calls make it (cuMemCreate), and access
  * to read and write it from there (cuMemSetAccess). */
 static inline CUmemAllocationProp pinnedOn(CUdevice dev) {
-  CUmemAllocationProp prop = {0};
+  CUmemAllocationProp prop;
+  memset(&prop, 0, sizeof(prop)); /* (= {0} is not C++ for a struct whose first member is an enum: nvcc) */
   prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
   prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
   prop.location.id = dev;
   return prop;
 }
 static inline CUmemAccessDesc readWriteOn(CUdevice dev) {
-  CUmemAccessDesc access = {0};
+  CUmemAccessDesc access;
+  memset(&access, 0, sizeof(access));
   access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
   access.location.id = dev;
   access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
