@@ -424,11 +424,12 @@ void* resolvedOnce(std::atomic<void*>& slot, ApiLayer layer, const char* name) {
   return p == kMissing ? nullptr : p;
 }
 
-uint32_t unknownKernelName(const void* key, uint32_t generation) {
+// `cache`: the name stays for `key` (this generation); else it is asked again next time.
+uint32_t unknownKernelName(const void* key, uint32_t generation, bool cache = true) {
   char text[48];
   snprintf(text, sizeof(text), "kernel@%p", key);
   const uint32_t id = Collector::names().intern(text);
-  kernelNames().put(key, id, generation);
+  if (cache) kernelNames().put(key, id, generation);
   return id;
 }
 
@@ -454,45 +455,70 @@ void aliasKernelName(const void* alias, const void* hostFun) {
   if (id != 0) kernelNames().put(alias, id, PointerMap::kLasting);
 }
 
-uint32_t runtimeKernelNameSlow(const void* func) {
-  ReentrancyGuard guard;
-  const uint32_t generation = kernelNames().generation();
-  using FuncGetName = cudaError_t (*)(const char**, const void*);
-  static std::atomic<void*> getNameSlot{nullptr};
-  void* getName = resolvedOnce(getNameSlot, ApiLayer::Runtime, "cudaFuncGetName");
-  const char* name = nullptr;
-  if (getName != nullptr && reinterpret_cast<FuncGetName>(getName)(&name, func) == cudaSuccess && name != nullptr) {
-    const uint32_t id = Collector::names().intern(name);
-    if (id != 0) {
-      kernelNames().put(func, id, generation);
-      return id;
-    }
-  }
-  return unknownKernelName(func, generation);
-}
+namespace {
 
-uint32_t driverKernelNameSlow(CUfunction f) {
-  ReentrancyGuard guard;
-  const uint32_t generation = kernelNames().generation();
+// The name the driver gives a function or kernel handle, asked both ways (the runtime launches a
+// CUkernel cast to CUfunction); nullptr when it gives none.
+const char* driverNameOf(const void* handle) {
   using FuncGetName = CUresult (*)(const char**, CUfunction);
   using KernelGetName = CUresult (*)(const char**, CUkernel);
   static std::atomic<void*> funcGetNameSlot{nullptr}, kernelGetNameSlot{nullptr};
   void* funcGetName = resolvedOnce(funcGetNameSlot, ApiLayer::Driver, "cuFuncGetName");
   void* kernelGetName = resolvedOnce(kernelGetNameSlot, ApiLayer::Driver, "cuKernelGetName");
   const char* name = nullptr;
-  // The runtime may launch a CUkernel cast to CUfunction; ask both ways.
-  if (funcGetName != nullptr && reinterpret_cast<FuncGetName>(funcGetName)(&name, f) != CUDA_SUCCESS) name = nullptr;
-  if (name == nullptr && kernelGetName != nullptr &&
-      reinterpret_cast<KernelGetName>(kernelGetName)(&name, reinterpret_cast<CUkernel>(f)) != CUDA_SUCCESS)
+  if (funcGetName != nullptr &&
+      reinterpret_cast<FuncGetName>(funcGetName)(&name, static_cast<CUfunction>(const_cast<void*>(handle))) ==
+          CUDA_SUCCESS &&
+      name != nullptr)
+    return name;
+  if (kernelGetName != nullptr &&
+      reinterpret_cast<KernelGetName>(kernelGetName)(&name, static_cast<CUkernel>(const_cast<void*>(handle))) ==
+          CUDA_SUCCESS)
+    return name;
+  return nullptr;
+}
+
+// The name of `key` cached (this generation) and returned; an unknown kernel's where none.
+uint32_t cachedName(const void* key, const char* name, uint32_t generation) {
+  const uint32_t id = name != nullptr ? Collector::names().intern(name) : 0;
+  if (id == 0) return unknownKernelName(key, generation);
+  kernelNames().put(key, id, generation);
+  return id;
+}
+
+}  // namespace
+
+uint32_t runtimeKernelNameSlow(const void* func) {
+  ReentrancyGuard guard;
+  const uint32_t generation = kernelNames().generation();
+  using FuncGetName = cudaError_t (*)(const char**, const void*);
+  using LastError = cudaError_t (*)();
+  static std::atomic<void*> getNameSlot{nullptr}, peekSlot{nullptr}, takeSlot{nullptr};
+  void* getName = resolvedOnce(getNameSlot, ApiLayer::Runtime, "cudaFuncGetName");
+  void* peek = resolvedOnce(peekSlot, ApiLayer::Runtime, "cudaPeekAtLastError");
+  void* take = resolvedOnce(takeSlot, ApiLayer::Runtime, "cudaGetLastError");
+  // A runtime call that fails leaves its error for the program's next cudaGetLastError (PyTorch
+  // checks it after every launch): the runtime is asked only when no error of the program's is
+  // pending, and the error a failed question leaves is taken back. Anything else (a kernel of a
+  // library, cudaLibraryGetKernel's: the runtime hands such handles to the driver) is the driver's
+  // to name.
+  // An unknown name found while the runtime could not be asked is not kept: the next launch asks.
+  const char* name = nullptr;
+  const bool asked = getName != nullptr && peek != nullptr && take != nullptr &&
+                     reinterpret_cast<LastError>(peek)() == cudaSuccess;
+  if (asked && reinterpret_cast<FuncGetName>(getName)(&name, func) != cudaSuccess) {
+    reinterpret_cast<LastError>(take)();
     name = nullptr;
-  if (name != nullptr) {
-    const uint32_t id = Collector::names().intern(name);
-    if (id != 0) {
-      kernelNames().put(f, id, generation);
-      return id;
-    }
   }
-  return unknownKernelName(f, generation);
+  if (name == nullptr) name = driverNameOf(func);
+  if (name == nullptr && !asked) return unknownKernelName(func, generation, false);
+  return cachedName(func, name, generation);
+}
+
+uint32_t driverKernelNameSlow(CUfunction f) {
+  ReentrancyGuard guard;
+  const uint32_t generation = kernelNames().generation();
+  return cachedName(f, driverNameOf(f), generation);
 }
 
 // Function -> block shape (packed), and -> shared bytes + 1 (0 is a value set). A function's values

@@ -77,6 +77,7 @@ constexpr int kRuntimeVersion = CUDART_VERSION;
   X(cuLibraryLoadData, cuLibraryLoadData, kRuntimeVersion)                                                    \
   X(cuLibraryGetKernel, cuLibraryGetKernel, kRuntimeVersion)                                                  \
   X(cuLibraryLoadFromFile, cuLibraryLoadFromFile, kRuntimeVersion)                                            \
+  X(cuKernelGetName, cuKernelGetName, kRuntimeVersion)                                                        \
   X(cuLibraryUnload, cuLibraryUnload, kRuntimeVersion)                                                        \
   X(cuLaunchKernel, cuLaunchKernel, kRuntimeVersion)                                                          \
   X(cuLaunchKernelEx, cuLaunchKernelEx, kRuntimeVersion)                                                      \
@@ -443,7 +444,15 @@ KernelEntry* findKernel(const void* func) {
 // first use, once, whichever thread gets there first.
 cudaError_t resolveKernel(const DriverTable& d, const void* func, CUkernel& out) {
   KernelEntry* entry = findKernel(func);
-  if (entry == nullptr) return cudaErrorInvalidDeviceFunction;
+  if (entry == nullptr) {
+    // Not a registered function: a kernel of a library the program loaded (cudaLibraryGetKernel),
+    // which the runtime hands to the driver as it is.
+    const char* name = nullptr;
+    const auto kernel = static_cast<CUkernel>(const_cast<void*>(func));
+    if (func == nullptr || d.cuKernelGetName(&name, kernel) != CUDA_SUCCESS) return cudaErrorInvalidDeviceFunction;
+    out = kernel;
+    return cudaSuccess;
+  }
   std::call_once(entry->resolveOnce, [&d, entry] {
     FatBinary& binary = *entry->binary;
     std::call_once(binary.loadOnce, [&d, &binary] {
