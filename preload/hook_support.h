@@ -285,6 +285,9 @@ class HookCall {
   // The same of a batch of 3D copies (the driver's or the runtime's operations; below).
   template <typename Op>
   void batchBytes3D(const Op* ops, std::size_t count);
+  // After a cuMemRelease that succeeded: where it let go of a reference retained
+  // (retainedReference), not of the memory, the record names no memory (below).
+  void releasedReference(CUmemGenericAllocationHandle handle);
   // Device memory shared with or from another process (cuIpc*): the address and the bytes of the
   // allocation it lies in (below). Before the call or after it, wherever the memory is there.
   template <typename P>
@@ -466,6 +469,15 @@ inline const void* arrayOf(const CUmemcpy3DOperand& o) {
 }
 inline const void* arrayOf(const cudaMemcpy3DOperand& o) {
   return o.type == cudaMemcpyOperandTypeArray ? o.op.array.array : nullptr;
+}
+
+// References to physical memory retained by handle (cuMemRetainAllocationHandle), noted whether
+// recording or not; a release takes one back (true) while any is left. Concurrent retains and
+// releases of one handle may miscount (the counters only).
+void retainedReference(CUmemGenericAllocationHandle handle);
+bool releaseRetained(CUmemGenericAllocationHandle handle);
+inline void HookCall::releasedReference(CUmemGenericAllocationHandle handle) {
+  if (releaseRetained(handle) && s_ != nullptr) r_.mem.ptr = 0;
 }
 
 // The bytes of the device allocation that `ptr` lies in, as the driver knows it (a query of its

@@ -591,6 +591,23 @@ std::size_t arrayElementBytes(const void* array) {
   return bytes != 0 ? bytes : 1;
 }
 
+// Physical memory handle -> references retained and not yet released (0: none).
+constinit PointerMap g_retainedReferences;
+
+void retainedReference(CUmemGenericAllocationHandle handle) {
+  const auto* key = reinterpret_cast<const void*>(handle);
+  if (key == nullptr || (!g_retainedReferences.ready() && !g_retainedReferences.init(1u << 10))) return;
+  g_retainedReferences.put(key, g_retainedReferences.find(key) + 1, PointerMap::kLasting);
+}
+
+bool releaseRetained(CUmemGenericAllocationHandle handle) {
+  const auto* key = reinterpret_cast<const void*>(handle);
+  const uint32_t retained = g_retainedReferences.find(key);
+  if (retained == 0) return false;
+  g_retainedReferences.put(key, retained - 1, PointerMap::kLasting);
+  return true;
+}
+
 std::size_t deviceAllocationBytes(uint64_t ptr) {
   using AddressRange = CUresult (*)(CUdeviceptr*, size_t*, CUdeviceptr);
   static std::atomic<void*> slot{nullptr};

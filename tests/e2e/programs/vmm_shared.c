@@ -1,9 +1,9 @@
 /* Physical memory shared by OS handle, as NCCL's cuMem buffers are between the processes of a
  * job: an allocation made exportable, exported to a file descriptor and imported from it (here in
- * the same process, as a peer would), the imported memory mapped, the handle of what is mapped at
- * an address retained and released, everything released. One import refused: no descriptor. The
- * memory counter follows the exporter's allocation only: an imported or retained handle released
- * does not move it.
+ * the same process, as a peer would), the imported memory and the allocation mapped, the handle of
+ * what is mapped at an address retained and released (each), everything released. One import
+ * refused: no descriptor. The memory counter follows the exporter's allocations only: an imported
+ * handle released does not move it, nor does a retained reference, before the last one goes.
  *
  *   usage: vmm_shared */
 #include <cuda.h>
@@ -37,17 +37,25 @@ int main(void) {
   const CUmemAccessDesc access = readWriteOn(dev);
   check(cuMemAddressReserve(&va, 4 * granularity, 0, 0, 0), "cuMemAddressReserve");
   check(cuMemMap(va, 2 * granularity, 0, imported, 0), "cuMemMap");
-  check(cuMemSetAccess(va, 2 * granularity, &access, 1), "cuMemSetAccess");
+  check(cuMemMap(va + 2 * granularity, 2 * granularity, 0, made, 0), "cuMemMap");
+  check(cuMemSetAccess(va, 4 * granularity, &access, 1), "cuMemSetAccess");
   check(cuMemRetainAllocationHandle(&retained, (void*)(uintptr_t)(va + granularity)), "cuMemRetainAllocationHandle");
   if (retained != imported) {
     fprintf(stderr, "the retained handle is not the one mapped\n");
     ++failures;
   }
   check(cuMemRelease(retained), "cuMemRelease retained");
-  check(cuMemUnmap(va, 2 * granularity), "cuMemUnmap");
+  /* The allocation's own handle retained (NCCL's free path: retain, release, unmap, release): its
+   * memory stays until the last reference goes, whatever is allocated in between. */
+  CUmemGenericAllocationHandle own, between;
+  check(cuMemRetainAllocationHandle(&own, (void*)(uintptr_t)(va + 3 * granularity)), "cuMemRetainAllocationHandle");
+  check(cuMemRelease(own), "cuMemRelease retained");
+  check(cuMemCreate(&between, granularity, &prop, 0), "cuMemCreate");
+  check(cuMemUnmap(va, 4 * granularity), "cuMemUnmap");
   check(cuMemAddressFree(va, 4 * granularity), "cuMemAddressFree");
   check(cuMemRelease(imported), "cuMemRelease imported");
   check(cuMemRelease(made), "cuMemRelease");
+  check(cuMemRelease(between), "cuMemRelease");
   printf("physical memory shared by handle\n");
   return failures == 0 ? 0 : 1;
 }
