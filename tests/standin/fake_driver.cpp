@@ -1002,9 +1002,6 @@ CUresult recordEvent(CUevent e, CUstream s) {
   event->recorded.store(true, std::memory_order_release);
   return CUDA_SUCCESS;
 }
-// An event recorded for a whole context (cuCtxRecordEvent, cuGreenCtxRecordEvent): what the
-// context's streams were given is done when issued, so the event is complete at once.
-CUresult recordContextEvent(CUevent e) { return recordEvent(e, nullptr); }
 // Work completes when it is issued: a wait has nothing to wait for once its arguments are good.
 CUresult waitEvent(CUstream s, CUevent e, unsigned flags) {
   if (CUresult r = needStream(s)) return r;
@@ -1253,13 +1250,13 @@ CUresult cuCtxRecordEvent(CUcontext ctx, CUevent e) {
   ENTRY();
   if (CUresult r = needInit()) return r;
   if (ctx != primary()) return CUDA_ERROR_INVALID_CONTEXT;
-  return recordContextEvent(e);
+  return recordEvent(e, nullptr);  // the context's work is done when issued: the event is complete
 }
 CUresult cuCtxWaitEvent(CUcontext ctx, CUevent e) {
   ENTRY();
   if (CUresult r = needInit()) return r;
   if (ctx != primary()) return CUDA_ERROR_INVALID_CONTEXT;
-  return handles().contains(e, HandleKind::Event) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+  return checkEvent(e);
 }
 CUresult cuCtxSynchronize_v2(CUcontext ctx) {
   ENTRY();
@@ -2045,14 +2042,18 @@ CUresult cuMemHostUnregister(void* p) {
 }
 // Virtual memory management (PyTorch's expandable segments): physical allocations by handle.
 constexpr size_t kGranularity = size_t{2} << 20;
+// The granularity of physical allocations and of multicast objects alike, for either option
+// (minimum or recommended, the last of each enum: `known`).
+static CUresult answerGranularity(size_t* granularity, const void* prop, unsigned option, unsigned known) {
+  if (CUresult r = needInit()) return r;
+  if (granularity == nullptr || prop == nullptr || option > known) return CUDA_ERROR_INVALID_VALUE;
+  *granularity = kGranularity;
+  return CUDA_SUCCESS;
+}
 CUresult cuMemGetAllocationGranularity(size_t* granularity, const CUmemAllocationProp* prop,
                                        CUmemAllocationGranularity_flags option) {
   ENTRY();
-  if (CUresult r = needInit()) return r;
-  if (granularity == nullptr || prop == nullptr || option > CU_MEM_ALLOC_GRANULARITY_RECOMMENDED)
-    return CUDA_ERROR_INVALID_VALUE;
-  *granularity = kGranularity;
-  return CUDA_SUCCESS;
+  return answerGranularity(granularity, prop, option, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED);
 }
 CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size, const CUmemAllocationProp* prop,
                      unsigned long long flags) {
@@ -2188,11 +2189,7 @@ CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAlloc
 CUresult cuMulticastGetGranularity(size_t* granularity, const CUmulticastObjectProp* prop,
                                    CUmulticastGranularity_flags option) {
   ENTRY();
-  if (CUresult r = needInit()) return r;
-  if (granularity == nullptr || prop == nullptr || option > CU_MULTICAST_GRANULARITY_RECOMMENDED)
-    return CUDA_ERROR_INVALID_VALUE;
-  *granularity = kGranularity;
-  return CUDA_SUCCESS;
+  return answerGranularity(granularity, prop, option, CU_MULTICAST_GRANULARITY_RECOMMENDED);
 }
 CUresult cuMulticastCreate(CUmemGenericAllocationHandle* handle, const CUmulticastObjectProp* prop) {
   ENTRY();
@@ -2622,13 +2619,13 @@ CUresult cuGreenCtxRecordEvent(CUgreenCtx green, CUevent e) {
   ENTRY();
   if (CUresult r = needInit()) return r;
   if (!handles().contains(green, HandleKind::GreenCtx)) return CUDA_ERROR_INVALID_HANDLE;
-  return recordContextEvent(e);
+  return recordEvent(e, nullptr);  // the context's work is done when issued: the event is complete
 }
 CUresult cuGreenCtxWaitEvent(CUgreenCtx green, CUevent e) {
   ENTRY();
   if (CUresult r = needInit()) return r;
   if (!handles().contains(green, HandleKind::GreenCtx)) return CUDA_ERROR_INVALID_HANDLE;
-  return handles().contains(e, HandleKind::Event) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+  return checkEvent(e);
 }
 CUresult cuStreamCreate(CUstream* s, unsigned flags) {
   ENTRY();
