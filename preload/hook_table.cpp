@@ -400,6 +400,14 @@ constinit PointerMap g_kernelNames;
 
 namespace {
 
+// `value` for `key` in `map`, lasting (forget() leaves it), the map's slots reserved at its first
+// value: the tables below but the kernel names'. False where it could not be stored (no key, no
+// room).
+bool putLasting(PointerMap& map, std::size_t capacityPow2, const void* key, uint32_t value) {
+  if (key == nullptr || (!map.ready() && !map.init(capacityPow2))) return false;
+  return map.put(key, value, PointerMap::kLasting);
+}
+
 // Set up by the first name stored; a lookup before it finds nothing (cachedKernelName).
 PointerMap& kernelNames() {
   if (!g_kernelNames.ready()) g_kernelNames.init(1u << 16);
@@ -533,11 +541,6 @@ constinit PointerMap g_moduleUnloads;   // module -> the number of its latest un
 std::atomic<uint32_t> g_unloads{0};
 
 namespace {
-void noteLegacy(PointerMap& map, CUfunction f, uint32_t value) {
-  if (f == nullptr) return;
-  if (!map.ready() && !map.init(1u << 10)) return;
-  map.put(f, value, PointerMap::kLasting);
-}
 uint32_t ownerOf(CUmodule module) {
   uint64_t x = reinterpret_cast<uintptr_t>(module) ^ (uint64_t{g_moduleUnloads.find(module)} << 32);
   x ^= x >> 31;
@@ -547,10 +550,10 @@ uint32_t ownerOf(CUmodule module) {
 }  // namespace
 
 void noteLegacyBlock(CUfunction f, int x, int y, int z) {
-  if (x > 0 && y > 0 && z > 0) noteLegacy(g_legacyBlocks, f, LaunchPayload::packBlock(x, y, z));
+  if (x > 0 && y > 0 && z > 0) putLasting(g_legacyBlocks, 1u << 10, f, LaunchPayload::packBlock(x, y, z));
 }
 void noteLegacyShared(CUfunction f, unsigned bytes) {
-  noteLegacy(g_legacyShared, f, bytes == UINT32_MAX ? bytes : bytes + 1);
+  putLasting(g_legacyShared, 1u << 10, f, bytes == UINT32_MAX ? bytes : bytes + 1);
 }
 uint32_t legacyBlock(CUfunction f) { return g_legacyBlocks.find(f); }
 uint32_t legacyShared(CUfunction f) {
@@ -559,19 +562,16 @@ uint32_t legacyShared(CUfunction f) {
 }
 
 void functionIssued(CUfunction f, CUmodule module) {
-  if (f == nullptr || (!g_functionOwners.ready() && !g_functionOwners.init(1u << 16))) return;
   const uint32_t owner = ownerOf(module);
   const uint32_t before = g_functionOwners.find(f);
-  if (before == owner) return;
-  g_functionOwners.put(f, owner, PointerMap::kLasting);
+  if (before == owner || !putLasting(g_functionOwners, 1u << 16, f, owner)) return;
   if (before == 0) return;  // first seen: what was noted for it is its own
   if (g_legacyBlocks.ready()) g_legacyBlocks.put(f, 0, PointerMap::kLasting);
   if (g_legacyShared.ready()) g_legacyShared.put(f, 0, PointerMap::kLasting);
 }
 
 void moduleUnloaded(CUmodule module) {
-  if (module == nullptr || (!g_moduleUnloads.ready() && !g_moduleUnloads.init(1u << 10))) return;
-  g_moduleUnloads.put(module, g_unloads.fetch_add(1, std::memory_order_relaxed) + 1, PointerMap::kLasting);
+  putLasting(g_moduleUnloads, 1u << 10, module, g_unloads.fetch_add(1, std::memory_order_relaxed) + 1);
 }
 
 void forgetKernelHandles() { g_kernelNames.forget(); }
@@ -581,9 +581,7 @@ void forgetKernelHandles() { g_kernelNames.forget(); }
 constinit PointerMap g_arrayElements;
 
 void noteArrayElements(const void* array, std::size_t bytes) {
-  if (array == nullptr || bytes == 0 || bytes > UINT32_MAX) return;
-  if (!g_arrayElements.ready() && !g_arrayElements.init(1u << 12)) return;
-  g_arrayElements.put(array, static_cast<uint32_t>(bytes), PointerMap::kLasting);
+  if (bytes != 0 && bytes <= UINT32_MAX) putLasting(g_arrayElements, 1u << 12, array, static_cast<uint32_t>(bytes));
 }
 
 std::size_t arrayElementBytes(const void* array) {
@@ -596,15 +594,14 @@ constinit PointerMap g_retainedReferences;
 
 void retainedReference(CUmemGenericAllocationHandle handle) {
   const auto* key = reinterpret_cast<const void*>(handle);
-  if (key == nullptr || (!g_retainedReferences.ready() && !g_retainedReferences.init(1u << 10))) return;
-  g_retainedReferences.put(key, g_retainedReferences.find(key) + 1, PointerMap::kLasting);
+  putLasting(g_retainedReferences, 1u << 10, key, g_retainedReferences.find(key) + 1);
 }
 
 bool releaseRetained(CUmemGenericAllocationHandle handle) {
   const auto* key = reinterpret_cast<const void*>(handle);
   const uint32_t retained = g_retainedReferences.find(key);
   if (retained == 0) return false;
-  g_retainedReferences.put(key, retained - 1, PointerMap::kLasting);
+  putLasting(g_retainedReferences, 1u << 10, key, retained - 1);
   return true;
 }
 
