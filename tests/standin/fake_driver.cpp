@@ -160,8 +160,20 @@ struct Array {
   size_t rowBytes, height, bytes, elementBytes;
 };
 
+// Another API's memory or semaphore (Vulkan's, by an opaque file descriptor: cuImportExternal*),
+// the descriptor the driver's from the import on (closed at the destroy).
+struct ExternalMemory {
+  int fd;
+  size_t bytes;
+};
+struct ExternalSemaphore {
+  int fd;
+  std::atomic<uint64_t> value{0};  // the last value signalled
+};
+
 enum class HandleKind {
-  Module, Function, Library, Kernel, Stream, Event, Physical, Graph, GraphExec, GraphNode, Link, Array, ResourceDesc, GreenCtx, Pool
+  Module, Function, Library, Kernel, Stream, Event, Physical, Graph, GraphExec, GraphNode, Link, Array, ResourceDesc,
+  GreenCtx, Pool, ExternalMemory, ExternalSemaphore
 };
 
 class Registry {
@@ -1573,6 +1585,16 @@ static bool hasHostFunction(const CUDA_HOST_NODE_PARAMS* p) { return p != nullpt
 static bool isEvent(CUevent e) { return handles().contains(e, HandleKind::Event); }
 static bool isGraph(CUgraph g) { return handles().contains(g, HandleKind::Graph); }
 static CUgraphNodeType typeOf(const CUgraphNodeParams* p) { return p != nullptr ? p->type : CU_GRAPH_NODE_TYPE_EMPTY; }
+static bool liveSemaphores(const CUexternalSemaphore* semaphores, unsigned count) {
+  if (semaphores == nullptr || count == 0) return false;
+  for (unsigned i = 0; i < count; ++i)
+    if (!handles().contains(semaphores[i], HandleKind::ExternalSemaphore)) return false;
+  return true;
+}
+template <typename P>  // a signal's or a wait's node parameters
+static bool hasSemaphores(const P* p) {
+  return p != nullptr && p->paramsArray != nullptr && liveSemaphores(p->extSemArray, p->numExtSems);
+}
 }
 #define STANDIN_ADD_NODE(name, extra, type, valid)                                                         \
   CUresult name(CUgraphNode* node, CUgraph graph, const CUgraphNode* dependencies, size_t count extra) { \
@@ -1617,6 +1639,10 @@ CUresult cuGraphAddNode_v2(CUgraphNode* node, CUgraph graph, const CUgraphNode* 
   return addNode(node, graph, dependencies, count, typeOf(params),
                  params != nullptr);
 }
+STANDIN_ADD_NODE(cuGraphAddExternalSemaphoresSignalNode, STANDIN_COMMA const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS* p,
+                 CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL, hasSemaphores(p))
+STANDIN_ADD_NODE(cuGraphAddExternalSemaphoresWaitNode, STANDIN_COMMA const CUDA_EXT_SEM_WAIT_NODE_PARAMS* p,
+                 CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT, hasSemaphores(p))
 STANDIN_ADD_NODE(cuGraphAddMemFreeNode, STANDIN_COMMA CUdeviceptr p, CU_GRAPH_NODE_TYPE_MEM_FREE, p != 0)
 STANDIN_ADD_NODE(cuGraphAddBatchMemOpNode, STANDIN_COMMA const CUDA_BATCH_MEM_OP_NODE_PARAMS* p,
                  CU_GRAPH_NODE_TYPE_BATCH_MEM_OP, p != nullptr && p->count != 0 && p->paramArray != nullptr)
@@ -1643,6 +1669,10 @@ STANDIN_SET_NODE(cuGraphHostNodeSetParams, const CUDA_HOST_NODE_PARAMS* p, CU_GR
 STANDIN_SET_NODE(cuGraphEventRecordNodeSetEvent, CUevent e, CU_GRAPH_NODE_TYPE_EVENT_RECORD, isEvent(e))
 STANDIN_SET_NODE(cuGraphEventWaitNodeSetEvent, CUevent e, CU_GRAPH_NODE_TYPE_WAIT_EVENT, isEvent(e))
 STANDIN_SET_NODE(cuGraphNodeSetParams, CUgraphNodeParams* p, typeOf(p), p != nullptr)
+STANDIN_SET_NODE(cuGraphExternalSemaphoresSignalNodeSetParams, const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS* p,
+                 CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL, hasSemaphores(p))
+STANDIN_SET_NODE(cuGraphExternalSemaphoresWaitNodeSetParams, const CUDA_EXT_SEM_WAIT_NODE_PARAMS* p,
+                 CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT, hasSemaphores(p))
 STANDIN_SET_EXEC_NODE(cuGraphExecKernelNodeSetParams, const CUDA_KERNEL_NODE_PARAMS_v1* p, CU_GRAPH_NODE_TYPE_KERNEL,
                       hasFunction(p))
 STANDIN_SET_EXEC_NODE(cuGraphExecKernelNodeSetParams_v2, const CUDA_KERNEL_NODE_PARAMS* p, CU_GRAPH_NODE_TYPE_KERNEL,
@@ -1657,6 +1687,10 @@ STANDIN_SET_EXEC_NODE(cuGraphExecChildGraphNodeSetParams, CUgraph child, CU_GRAP
 STANDIN_SET_EXEC_NODE(cuGraphExecEventRecordNodeSetEvent, CUevent e, CU_GRAPH_NODE_TYPE_EVENT_RECORD, isEvent(e))
 STANDIN_SET_EXEC_NODE(cuGraphExecEventWaitNodeSetEvent, CUevent e, CU_GRAPH_NODE_TYPE_WAIT_EVENT, isEvent(e))
 STANDIN_SET_EXEC_NODE(cuGraphExecNodeSetParams, CUgraphNodeParams* p, typeOf(p), p != nullptr)
+STANDIN_SET_EXEC_NODE(cuGraphExecExternalSemaphoresSignalNodeSetParams, const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS* p,
+                      CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL, hasSemaphores(p))
+STANDIN_SET_EXEC_NODE(cuGraphExecExternalSemaphoresWaitNodeSetParams, const CUDA_EXT_SEM_WAIT_NODE_PARAMS* p,
+                      CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT, hasSemaphores(p))
 CUresult cuGraphExecUpdate(CUgraphExec exec, CUgraph graph, CUgraphNode* errorNode, CUgraphExecUpdateResult* result) {
   ENTRY();
   if (errorNode == nullptr) return CUDA_ERROR_INVALID_VALUE;
@@ -2349,6 +2383,92 @@ CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t /*keep*/) {
   return handles().contains(pool, HandleKind::Pool) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
+// ------------------------------------------------------------------ external memory and semaphores
+// Imported from an opaque file descriptor (as Vulkan exports them), which the driver owns once
+// the import succeeds. A buffer mapped from external memory is device memory of its own holding
+// the descriptor's bytes at its offset (the stand-in's device memory is its process's), freed with
+// cuMemFree as the driver's are. A semaphore's signal and wait are ordered on their stream; the
+// wait finds the work before it done, as all work is here.
+CUresult cuImportExternalMemory(CUexternalMemory* out, const CUDA_EXTERNAL_MEMORY_HANDLE_DESC* desc) {
+  ENTRY();
+  if (CUresult r = needContext()) return r;
+  struct stat st{};
+  if (out == nullptr || desc == nullptr || desc->size == 0) return CUDA_ERROR_INVALID_VALUE;
+  if (desc->type != CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD) return CUDA_ERROR_NOT_SUPPORTED;
+  if (fstat(desc->handle.fd, &st) != 0 || static_cast<unsigned long long>(st.st_size) < desc->size)
+    return CUDA_ERROR_INVALID_VALUE;
+  auto* made = new ExternalMemory{desc->handle.fd, static_cast<size_t>(desc->size)};
+  handles().add(made, HandleKind::ExternalMemory);
+  *out = reinterpret_cast<CUexternalMemory>(made);
+  return CUDA_SUCCESS;
+}
+CUresult cuExternalMemoryGetMappedBuffer(CUdeviceptr* p, CUexternalMemory memory,
+                                         const CUDA_EXTERNAL_MEMORY_BUFFER_DESC* desc) {
+  ENTRY();
+  if (CUresult r = needContext()) return r;
+  const auto* m = lookup<ExternalMemory>(memory, HandleKind::ExternalMemory);
+  if (p == nullptr || m == nullptr || desc == nullptr || desc->size == 0 || desc->flags != 0 ||
+      desc->offset > m->bytes || desc->size > m->bytes - desc->offset)
+    return CUDA_ERROR_INVALID_VALUE;
+  CUdeviceptr buffer = 0;
+  if (CUresult r = allocateDevice(&buffer, desc->size)) return r;
+  if (pread(m->fd, reinterpret_cast<void*>(buffer), desc->size, static_cast<off_t>(desc->offset)) < 0) {
+    release(buffer, false);
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  *p = buffer;
+  return CUDA_SUCCESS;
+}
+CUresult cuDestroyExternalMemory(CUexternalMemory memory) {
+  ENTRY();
+  auto* m = lookup<ExternalMemory>(memory, HandleKind::ExternalMemory);
+  if (CUresult r = retireHandle(memory, HandleKind::ExternalMemory, CUDA_ERROR_INVALID_HANDLE)) return r;
+  close(m->fd);
+  return CUDA_SUCCESS;
+}
+CUresult cuImportExternalSemaphore(CUexternalSemaphore* out, const CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC* desc) {
+  ENTRY();
+  if (CUresult r = needContext()) return r;
+  if (out == nullptr || desc == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (desc->type != CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD &&
+      desc->type != CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD)
+    return CUDA_ERROR_NOT_SUPPORTED;
+  if (fcntl(desc->handle.fd, F_GETFD) < 0) return CUDA_ERROR_INVALID_VALUE;
+  auto* made = new ExternalSemaphore{desc->handle.fd};
+  handles().add(made, HandleKind::ExternalSemaphore);
+  *out = reinterpret_cast<CUexternalSemaphore>(made);
+  return CUDA_SUCCESS;
+}
+CUresult cuDestroyExternalSemaphore(CUexternalSemaphore semaphore) {
+  ENTRY();
+  auto* m = lookup<ExternalSemaphore>(semaphore, HandleKind::ExternalSemaphore);
+  if (CUresult r = retireHandle(semaphore, HandleKind::ExternalSemaphore, CUDA_ERROR_INVALID_HANDLE)) return r;
+  close(m->fd);
+  return CUDA_SUCCESS;
+}
+// `count` live semaphores with their parameters (a signal's or a wait's) on a live stream.
+static CUresult semaphoresReady(const CUexternalSemaphore* semaphores, const void* params, unsigned count, CUstream s) {
+  if (CUresult r = needContext()) return r;
+  if (CUresult r = needStream(s)) return r;
+  if (semaphores == nullptr || params == nullptr || count == 0) return CUDA_ERROR_INVALID_VALUE;
+  return liveSemaphores(semaphores, count) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+static CUresult signalSemaphores(const CUexternalSemaphore* semaphores, const CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS* params,
+                                 unsigned count, CUstream s) {
+  if (CUresult r = semaphoresReady(semaphores, params, count, s)) return r;
+  for (unsigned i = 0; i < count; ++i)
+    reinterpret_cast<ExternalSemaphore*>(semaphores[i])->value.store(params[i].params.fence.value);
+  return CUDA_SUCCESS;
+}
+STANDIN_ENTRY_PTSZ(cuSignalExternalSemaphoresAsync,
+                   (const CUexternalSemaphore* semaphores, const CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS* params,
+                    unsigned count, CUstream s),
+                   signalSemaphores(semaphores, params, count, s))
+STANDIN_ENTRY_PTSZ(cuWaitExternalSemaphoresAsync,
+                   (const CUexternalSemaphore* semaphores, const CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS* params,
+                    unsigned count, CUstream s),
+                   semaphoresReady(semaphores, params, count, s))
+
 // Stream-ordered allocation completes at once: there is no queue to order it in.
 #define STANDIN_ALLOC_ASYNC(name)                                   \
   CUresult name(CUdeviceptr* p, size_t n, CUstream s) {             \
@@ -2840,6 +2960,12 @@ const ProcEntry kProcTable[] = {
     E(cuGraphExecChildGraphNodeSetParams, 11010, cuGraphExecChildGraphNodeSetParams),
     E(cuGraphExecEventRecordNodeSetEvent, 11010, cuGraphExecEventRecordNodeSetEvent),
     E(cuGraphExecEventWaitNodeSetEvent, 11010, cuGraphExecEventWaitNodeSetEvent),
+    E(cuGraphAddExternalSemaphoresSignalNode, 11020, cuGraphAddExternalSemaphoresSignalNode),
+    E(cuGraphAddExternalSemaphoresWaitNode, 11020, cuGraphAddExternalSemaphoresWaitNode),
+    E(cuGraphExternalSemaphoresSignalNodeSetParams, 11020, cuGraphExternalSemaphoresSignalNodeSetParams),
+    E(cuGraphExternalSemaphoresWaitNodeSetParams, 11020, cuGraphExternalSemaphoresWaitNodeSetParams),
+    E(cuGraphExecExternalSemaphoresSignalNodeSetParams, 11020, cuGraphExecExternalSemaphoresSignalNodeSetParams),
+    E(cuGraphExecExternalSemaphoresWaitNodeSetParams, 11020, cuGraphExecExternalSemaphoresWaitNodeSetParams),
     E(cuGraphExecNodeSetParams, 12020, cuGraphExecNodeSetParams),
     E(cuGraphExecUpdate, 10020, cuGraphExecUpdate),
     E(cuGraphExecUpdate, 12000, cuGraphExecUpdate_v2),
@@ -2904,6 +3030,15 @@ const ProcEntry kProcTable[] = {
     E(cuMemPoolCreate, 11020, cuMemPoolCreate),
     E(cuMemPoolDestroy, 11020, cuMemPoolDestroy),
     E(cuMemPoolTrimTo, 11020, cuMemPoolTrimTo),
+    E(cuImportExternalMemory, 10000, cuImportExternalMemory),
+    E(cuExternalMemoryGetMappedBuffer, 10000, cuExternalMemoryGetMappedBuffer),
+    E(cuDestroyExternalMemory, 10000, cuDestroyExternalMemory),
+    E(cuImportExternalSemaphore, 10000, cuImportExternalSemaphore),
+    E(cuSignalExternalSemaphoresAsync, 10000, cuSignalExternalSemaphoresAsync),
+    PT(cuSignalExternalSemaphoresAsync, 10000, cuSignalExternalSemaphoresAsync_ptsz),
+    E(cuWaitExternalSemaphoresAsync, 10000, cuWaitExternalSemaphoresAsync),
+    PT(cuWaitExternalSemaphoresAsync, 10000, cuWaitExternalSemaphoresAsync_ptsz),
+    E(cuDestroyExternalSemaphore, 10000, cuDestroyExternalSemaphore),
     E(cuMemAllocFromPoolAsync, 11020, cuMemAllocFromPoolAsync),
     PT(cuMemAllocFromPoolAsync, 11020, cuMemAllocFromPoolAsync_ptsz),
     E(cuMemFreeAsync, 11020, cuMemFreeAsync),

@@ -115,6 +115,14 @@ constexpr int kRuntimeVersion = CUDART_VERSION;
   X(cuGraphExecChildGraphNodeSetParams, cuGraphExecChildGraphNodeSetParams, kRuntimeVersion)                  \
   X(cuGraphExecEventRecordNodeSetEvent, cuGraphExecEventRecordNodeSetEvent, kRuntimeVersion)                  \
   X(cuGraphExecEventWaitNodeSetEvent, cuGraphExecEventWaitNodeSetEvent, kRuntimeVersion)                      \
+  X(cuGraphAddExternalSemaphoresSignalNode, cuGraphAddExternalSemaphoresSignalNode, kRuntimeVersion)          \
+  X(cuGraphAddExternalSemaphoresWaitNode, cuGraphAddExternalSemaphoresWaitNode, kRuntimeVersion)              \
+  X(cuGraphExternalSemaphoresSignalNodeSetParams, cuGraphExternalSemaphoresSignalNodeSetParams, kRuntimeVersion) \
+  X(cuGraphExternalSemaphoresWaitNodeSetParams, cuGraphExternalSemaphoresWaitNodeSetParams, kRuntimeVersion)  \
+  X(cuGraphExecExternalSemaphoresSignalNodeSetParams, cuGraphExecExternalSemaphoresSignalNodeSetParams,       \
+    kRuntimeVersion)                                                                                          \
+  X(cuGraphExecExternalSemaphoresWaitNodeSetParams, cuGraphExecExternalSemaphoresWaitNodeSetParams,           \
+    kRuntimeVersion)                                                                                          \
   X(cuGraphExecNodeSetParams, cuGraphExecNodeSetParams, kRuntimeVersion)                                      \
   X(cuGraphExecUpdate, cuGraphExecUpdate_v2, kRuntimeVersion)                                                 \
   X(cuGraphDestroy, cuGraphDestroy, kRuntimeVersion)                                                          \
@@ -141,6 +149,13 @@ constexpr int kRuntimeVersion = CUDART_VERSION;
   X(cuMemPoolCreate, cuMemPoolCreate, kRuntimeVersion)                                                        \
   X(cuMemPoolDestroy, cuMemPoolDestroy, kRuntimeVersion)                                                      \
   X(cuMemPoolTrimTo, cuMemPoolTrimTo, kRuntimeVersion)                                                        \
+  X(cuImportExternalMemory, cuImportExternalMemory, kRuntimeVersion)                                          \
+  X(cuExternalMemoryGetMappedBuffer, cuExternalMemoryGetMappedBuffer, kRuntimeVersion)                        \
+  X(cuDestroyExternalMemory, cuDestroyExternalMemory, kRuntimeVersion)                                        \
+  X(cuImportExternalSemaphore, cuImportExternalSemaphore, kRuntimeVersion)                                    \
+  X(cuSignalExternalSemaphoresAsync, cuSignalExternalSemaphoresAsync, kRuntimeVersion)                        \
+  X(cuWaitExternalSemaphoresAsync, cuWaitExternalSemaphoresAsync, kRuntimeVersion)                            \
+  X(cuDestroyExternalSemaphore, cuDestroyExternalSemaphore, kRuntimeVersion)                                  \
   X(cuMemFreeAsync, cuMemFreeAsync, kRuntimeVersion)                                                          \
   X(cuMemcpy, cuMemcpy, kRuntimeVersion)                                                                      \
   X(cuMemcpyAsync, cuMemcpyAsync, kRuntimeVersion)                                                            \
@@ -1033,6 +1048,27 @@ cudaError_t cudaGraphAddMemFreeNode(cudaGraphNode_t* node, cudaGraph_t graph, co
   STANDIN_DRIVER(false);
   return call(D->cuGraphAddMemFreeNode(STANDIN_NODE_ARGS, dptr(p)));
 }
+// External semaphores signalled or waited for as nodes (the parameters are the driver's, above).
+#define STANDIN_SEMAPHORE_NODES(Kind, Params, DriverParams)                                                    \
+  cudaError_t cudaGraphAddExternalSemaphores##Kind##Node(cudaGraphNode_t* node, cudaGraph_t graph,              \
+                                                         const cudaGraphNode_t* dependencies, size_t count,     \
+                                                         const Params* p) {                                     \
+    STANDIN_DRIVER(false);                                                                                      \
+    return call(D->cuGraphAddExternalSemaphores##Kind##Node(STANDIN_NODE_ARGS, reinterpret_cast<const DriverParams*>(p))); \
+  }                                                                                                             \
+  cudaError_t cudaGraphExternalSemaphores##Kind##NodeSetParams(cudaGraphNode_t node, const Params* p) {         \
+    STANDIN_DRIVER(false);                                                                                      \
+    return call(D->cuGraphExternalSemaphores##Kind##NodeSetParams(STANDIN_NODE, reinterpret_cast<const DriverParams*>(p))); \
+  }                                                                                                             \
+  cudaError_t cudaGraphExecExternalSemaphores##Kind##NodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t node,  \
+                                                                   const Params* p) {                           \
+    STANDIN_DRIVER(false);                                                                                      \
+    return call(D->cuGraphExecExternalSemaphores##Kind##NodeSetParams(STANDIN_EXEC_NODE,                        \
+                                                                      reinterpret_cast<const DriverParams*>(p))); \
+  }
+STANDIN_SEMAPHORE_NODES(Signal, cudaExternalSemaphoreSignalNodeParams, CUDA_EXT_SEM_SIGNAL_NODE_PARAMS)
+STANDIN_SEMAPHORE_NODES(Wait, cudaExternalSemaphoreWaitNodeParams, CUDA_EXT_SEM_WAIT_NODE_PARAMS)
+#undef STANDIN_SEMAPHORE_NODES
 #undef STANDIN_NODE_ARGS
 // CUDA 13's (12.x's took no edge data under this name). The runtime's parameters are the
 // driver's, field for field.
@@ -1318,6 +1354,57 @@ cudaError_t cudaMemPoolTrimTo(cudaMemPool_t pool, size_t keep) {
   STANDIN_DRIVER(false);
   return call(D->cuMemPoolTrimTo(reinterpret_cast<CUmemoryPool>(pool), keep));
 }
+// External memory and semaphores, as the driver's: the runtime's descriptors and parameters have
+// the driver's layout and handle types.
+static_assert(sizeof(cudaExternalMemoryHandleDesc) == sizeof(CUDA_EXTERNAL_MEMORY_HANDLE_DESC) &&
+              sizeof(cudaExternalMemoryBufferDesc) == sizeof(CUDA_EXTERNAL_MEMORY_BUFFER_DESC) &&
+              sizeof(cudaExternalSemaphoreHandleDesc) == sizeof(CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC) &&
+              sizeof(cudaExternalSemaphoreSignalParams) == sizeof(CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS) &&
+              sizeof(cudaExternalSemaphoreWaitParams) == sizeof(CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS) &&
+              sizeof(cudaExternalSemaphoreSignalNodeParams) == sizeof(CUDA_EXT_SEM_SIGNAL_NODE_PARAMS) &&
+              sizeof(cudaExternalSemaphoreWaitNodeParams) == sizeof(CUDA_EXT_SEM_WAIT_NODE_PARAMS));
+static_assert(int(cudaExternalMemoryHandleTypeOpaqueFd) == int(CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD) &&
+              int(cudaExternalSemaphoreHandleTypeOpaqueFd) == int(CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD) &&
+              int(cudaExternalSemaphoreHandleTypeTimelineSemaphoreFd) ==
+                  int(CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD));
+cudaError_t cudaImportExternalMemory(cudaExternalMemory_t* memory, const cudaExternalMemoryHandleDesc* desc) {
+  STANDIN_DRIVER(false);
+  return call(D->cuImportExternalMemory(reinterpret_cast<CUexternalMemory*>(memory),
+                                        reinterpret_cast<const CUDA_EXTERNAL_MEMORY_HANDLE_DESC*>(desc)));
+}
+cudaError_t cudaExternalMemoryGetMappedBuffer(void** p, cudaExternalMemory_t memory, const cudaExternalMemoryBufferDesc* desc) {
+  STANDIN_DRIVER(false);
+  return call(D->cuExternalMemoryGetMappedBuffer(reinterpret_cast<CUdeviceptr*>(p), reinterpret_cast<CUexternalMemory>(memory),
+                                                 reinterpret_cast<const CUDA_EXTERNAL_MEMORY_BUFFER_DESC*>(desc)));
+}
+cudaError_t cudaDestroyExternalMemory(cudaExternalMemory_t memory) {
+  STANDIN_DRIVER(false);
+  return call(D->cuDestroyExternalMemory(reinterpret_cast<CUexternalMemory>(memory)));
+}
+cudaError_t cudaImportExternalSemaphore(cudaExternalSemaphore_t* semaphore, const cudaExternalSemaphoreHandleDesc* desc) {
+  STANDIN_DRIVER(false);
+  return call(D->cuImportExternalSemaphore(reinterpret_cast<CUexternalSemaphore*>(semaphore),
+                                           reinterpret_cast<const CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC*>(desc)));
+}
+cudaError_t cudaDestroyExternalSemaphore(cudaExternalSemaphore_t semaphore) {
+  STANDIN_DRIVER(false);
+  return call(D->cuDestroyExternalSemaphore(reinterpret_cast<CUexternalSemaphore>(semaphore)));
+}
+#define STANDIN_SEMAPHORES(name, perThread, Params, DriverParams, driverName)                                \
+  cudaError_t name(const cudaExternalSemaphore_t* semaphores, const Params* params, unsigned count, cudaStream_t s) { \
+    STANDIN_DRIVER(perThread);                                                                               \
+    return call(D->driverName(reinterpret_cast<const CUexternalSemaphore*>(semaphores),                      \
+                              reinterpret_cast<const DriverParams*>(params), count, s));                     \
+  }
+STANDIN_SEMAPHORES(cudaSignalExternalSemaphoresAsync, false, cudaExternalSemaphoreSignalParams,
+                   CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS, cuSignalExternalSemaphoresAsync)
+STANDIN_SEMAPHORES(cudaSignalExternalSemaphoresAsync_ptsz, true, cudaExternalSemaphoreSignalParams,
+                   CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS, cuSignalExternalSemaphoresAsync)
+STANDIN_SEMAPHORES(cudaWaitExternalSemaphoresAsync, false, cudaExternalSemaphoreWaitParams,
+                   CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS, cuWaitExternalSemaphoresAsync)
+STANDIN_SEMAPHORES(cudaWaitExternalSemaphoresAsync_ptsz, true, cudaExternalSemaphoreWaitParams,
+                   CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS, cuWaitExternalSemaphoresAsync)
+#undef STANDIN_SEMAPHORES
 cudaError_t cudaMallocFromPoolAsync(void** p, size_t n, cudaMemPool_t pool, cudaStream_t s) {
   STANDIN_DRIVER(false);
   return call(D->cuMemAllocFromPoolAsync(reinterpret_cast<CUdeviceptr*>(p), n, reinterpret_cast<CUmemoryPool>(pool), s));
