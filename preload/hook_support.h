@@ -453,6 +453,20 @@ inline std::size_t arrayBytes(const CUDA_ARRAY3D_DESCRIPTOR* a) {
 inline std::size_t arrayBytes(const cudaChannelFormatDesc* f, std::size_t w, std::size_t h, std::size_t d) {
   return extentElements(w, h, d) * elementBytes(f);
 }
+// A mipmapped array's: every level's elements, each level half the last in every extent (at
+// least 1; an extent of 0, no dimension, stays 0).
+inline std::size_t mipmapElements(std::size_t w, std::size_t h, std::size_t d, unsigned levels) {
+  const auto halved = [](std::size_t extent, unsigned l) { return extent == 0 ? 0 : std::max<std::size_t>(extent >> l, 1); };
+  std::size_t elements = 0;
+  for (unsigned l = 0; l < levels && l < 64; ++l) elements += extentElements(halved(w, l), halved(h, l), halved(d, l));
+  return elements;
+}
+inline std::size_t mipmapBytes(const CUDA_ARRAY3D_DESCRIPTOR* a, unsigned levels) {
+  return a ? mipmapElements(a->Width, a->Height, a->Depth, levels) * elementBytes(a) : 0;
+}
+inline std::size_t mipmapBytes(const cudaChannelFormatDesc* f, const cudaExtent& e, unsigned levels) {
+  return mipmapElements(e.width, e.height, e.depth, levels) * elementBytes(f);
+}
 
 // CUDA arrays' element bytes, noted as cutrace sees them made (after the call, recording or not):
 // the extents of the runtime's 3D copies and of 3D batches count an array's elements. 1 for an

@@ -32,6 +32,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "array_format.h"
+
 namespace {
 
 // ------------------------------------------------------------------ call log
@@ -158,6 +160,12 @@ struct Link {
 struct Array {
   uintptr_t base;
   size_t rowBytes, height, bytes, elementBytes;
+  CUDA_ARRAY3D_DESCRIPTOR desc;  // as made (cuArray3DGetDescriptor)
+  bool level = false;            // a mipmapped array's: destroyed with it, not by cuArrayDestroy
+};
+// A mipmapped array (cuMipmappedArrayCreate): its levels, each an array half the last's extent.
+struct Mipmap {
+  std::vector<Array*> levels;
 };
 
 // Another API's memory or semaphore (Vulkan's, by an opaque file descriptor: cuImportExternal*),
@@ -173,7 +181,7 @@ struct ExternalSemaphore {
 
 enum class HandleKind {
   Module, Function, Library, Kernel, Stream, Event, Physical, Graph, GraphExec, GraphNode, Link, Array, ResourceDesc,
-  GreenCtx, Pool, ExternalMemory, ExternalSemaphore
+  GreenCtx, Pool, ExternalMemory, ExternalSemaphore, Mipmap
 };
 
 class Registry {
@@ -1973,28 +1981,15 @@ CUresult cuMemFree_v2(CUdeviceptr p) {
   return release(addr(p), false);
 }
 // ------------------------------------------------------------------ arrays
-static size_t formatBytes(CUarray_format f) {
-  switch (f) {
-    case CU_AD_FORMAT_UNSIGNED_INT8:
-    case CU_AD_FORMAT_SIGNED_INT8: return 1;
-    case CU_AD_FORMAT_UNSIGNED_INT16:
-    case CU_AD_FORMAT_SIGNED_INT16:
-    case CU_AD_FORMAT_HALF: return 2;
-    case CU_AD_FORMAT_UNSIGNED_INT32:
-    case CU_AD_FORMAT_SIGNED_INT32:
-    case CU_AD_FORMAT_FLOAT: return 4;
-    default: return 0;  // the others (compressed, video formats) are not modelled
-  }
-}
 // Width elements of 1, 2 or 4 channels, a height of 0 for a 1D array, a depth of 0 for a 2D one.
 static CUresult createArray(CUarray* out, size_t width, size_t height, size_t depth, CUarray_format format,
                             unsigned channels) {
   if (CUresult r = needContext()) return r;
-  const size_t element = formatBytes(format) * channels;
+  const size_t element = standin::formatBytes(format) * channels;
   if (out == nullptr || width == 0 || element == 0 || (channels != 1 && channels != 2 && channels != 4) ||
       (depth != 0 && height == 0))
     return CUDA_ERROR_INVALID_VALUE;
-  auto* a = new Array{0, width * element, height ? height : 1, 0, element};
+  auto* a = new Array{0, width * element, height ? height : 1, 0, element, {width, height, depth, format, channels, 0}};
   a->bytes = a->rowBytes * a->height * (depth ? depth : 1);
   if (CUresult r = allocate(&a->base, a->bytes, MemoryKind::Device)) {
     delete a;
@@ -2018,10 +2013,71 @@ CUresult cuArrayDestroy(CUarray array) {
   ENTRY();
   if (CUresult r = needContext()) return r;
   const auto* a = lookup<Array>(array, HandleKind::Array);
-  if (a == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  if (a == nullptr || a->level) return CUDA_ERROR_INVALID_HANDLE;
   const uintptr_t base = a->base;
   if (!handles().retire(array, HandleKind::Array)) return CUDA_ERROR_INVALID_HANDLE;
   return release(base, false);
+}
+CUresult cuArray3DGetDescriptor_v2(CUDA_ARRAY3D_DESCRIPTOR* desc, CUarray array) {
+  ENTRY();
+  if (CUresult r = needContext()) return r;
+  const auto* a = lookup<Array>(array, HandleKind::Array);
+  if (a == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  if (desc == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *desc = a->desc;
+  return CUDA_SUCCESS;
+}
+// Mipmapped arrays: `levels` arrays (at most those down to 1 x 1 x 1), each half the last's
+// extent, at least 1.
+static CUresult createMipmap(CUmipmappedArray* out, const CUDA_ARRAY3D_DESCRIPTOR* d, unsigned levels) {
+  if (CUresult r = needContext()) return r;
+  if (out == nullptr || d == nullptr || d->Flags != 0 || levels == 0) return CUDA_ERROR_INVALID_VALUE;
+  unsigned possible = 1;
+  for (size_t longest = std::max({d->Width, d->Height, d->Depth}); longest > 1; longest >>= 1) ++possible;
+  if (levels > possible) return CUDA_ERROR_INVALID_VALUE;
+  auto* m = new Mipmap();
+  const auto halved = [](size_t extent, unsigned l) { return extent == 0 ? 0 : std::max<size_t>(extent >> l, 1); };
+  for (unsigned l = 0; l < levels; ++l) {
+    CUarray level = nullptr;
+    if (CUresult r = createArray(&level, halved(d->Width, l), halved(d->Height, l), halved(d->Depth, l), d->Format,
+                                 d->NumChannels)) {
+      for (Array* made : m->levels) {
+        handles().retire(made, HandleKind::Array);
+        release(made->base, false);
+      }
+      delete m;
+      return r;
+    }
+    m->levels.push_back(reinterpret_cast<Array*>(level));
+    m->levels.back()->level = true;
+  }
+  handles().add(m, HandleKind::Mipmap);
+  *out = reinterpret_cast<CUmipmappedArray>(m);
+  return CUDA_SUCCESS;
+}
+CUresult cuMipmappedArrayCreate(CUmipmappedArray* out, const CUDA_ARRAY3D_DESCRIPTOR* d, unsigned levels) {
+  ENTRY();
+  return createMipmap(out, d, levels);
+}
+CUresult cuMipmappedArrayGetLevel(CUarray* out, CUmipmappedArray mipmap, unsigned level) {
+  ENTRY();
+  if (CUresult r = needContext()) return r;
+  const auto* m = lookup<Mipmap>(mipmap, HandleKind::Mipmap);
+  if (m == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  if (out == nullptr || level >= m->levels.size()) return CUDA_ERROR_INVALID_VALUE;
+  *out = reinterpret_cast<CUarray>(m->levels[level]);
+  return CUDA_SUCCESS;
+}
+CUresult cuMipmappedArrayDestroy(CUmipmappedArray mipmap) {
+  ENTRY();
+  if (CUresult r = needContext()) return r;
+  const auto* m = lookup<Mipmap>(mipmap, HandleKind::Mipmap);
+  if (m == nullptr || !handles().retire(mipmap, HandleKind::Mipmap)) return CUDA_ERROR_INVALID_HANDLE;
+  for (Array* level : m->levels) {
+    handles().retire(level, HandleKind::Array);
+    release(level->base, false);
+  }
+  return CUDA_SUCCESS;
 }
 // Linear copies into and out of an array's elements, at a byte offset.
 static CUresult toArray(CUarray dst, size_t offset, uintptr_t src, size_t n, CUstream s = nullptr) {
@@ -2418,6 +2474,21 @@ CUresult cuExternalMemoryGetMappedBuffer(CUdeviceptr* p, CUexternalMemory memory
   }
   *p = buffer;
   return CUDA_SUCCESS;
+}
+// A mipmapped array over external memory: its levels must fit in the memory from the offset (the
+// stand-in's levels are memory of their own, not read from the descriptor).
+CUresult cuExternalMemoryGetMappedMipmappedArray(CUmipmappedArray* out, CUexternalMemory memory,
+                                                 const CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC* desc) {
+  ENTRY();
+  if (CUresult r = needContext()) return r;
+  const auto* m = lookup<ExternalMemory>(memory, HandleKind::ExternalMemory);
+  if (m == nullptr || desc == nullptr || desc->offset > m->bytes) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult r = createMipmap(out, &desc->arrayDesc, desc->numLevels)) return r;
+  size_t bytes = 0;
+  for (const Array* level : reinterpret_cast<const Mipmap*>(*out)->levels) bytes += level->bytes;
+  if (bytes <= m->bytes - desc->offset) return CUDA_SUCCESS;
+  cuMipmappedArrayDestroy(*out);
+  return CUDA_ERROR_INVALID_VALUE;
 }
 CUresult cuDestroyExternalMemory(CUexternalMemory memory) {
   ENTRY();
@@ -2986,6 +3057,11 @@ const ProcEntry kProcTable[] = {
     E(cuArrayCreate, 3020, cuArrayCreate_v2),
     E(cuArray3DCreate, 3020, cuArray3DCreate_v2),
     E(cuArrayDestroy, 2000, cuArrayDestroy),
+    E(cuArray3DGetDescriptor, 3020, cuArray3DGetDescriptor_v2),
+    E(cuMipmappedArrayCreate, 5000, cuMipmappedArrayCreate),
+    E(cuMipmappedArrayGetLevel, 5000, cuMipmappedArrayGetLevel),
+    E(cuMipmappedArrayDestroy, 5000, cuMipmappedArrayDestroy),
+    E(cuExternalMemoryGetMappedMipmappedArray, 10000, cuExternalMemoryGetMappedMipmappedArray),
     E(cuMemcpyHtoA, 3020, cuMemcpyHtoA_v2),
     PT(cuMemcpyHtoA, 7000, cuMemcpyHtoA_v2_ptds),
     E(cuMemcpyAtoH, 3020, cuMemcpyAtoH_v2),

@@ -30,6 +30,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "array_format.h"
+
 // Entry points of nvcc-generated host code (crt/host_runtime.h and crt/device_functions.h
 // declare them only while nvcc compiles).
 #define STANDIN_EXPORT __attribute__((visibility("default")))
@@ -140,6 +142,11 @@ constexpr int kRuntimeVersion = CUDART_VERSION;
   X(cuArrayCreate, cuArrayCreate_v2, kRuntimeVersion)                                                         \
   X(cuArray3DCreate, cuArray3DCreate_v2, kRuntimeVersion)                                                     \
   X(cuArrayDestroy, cuArrayDestroy, kRuntimeVersion)                                                          \
+  X(cuArray3DGetDescriptor, cuArray3DGetDescriptor_v2, kRuntimeVersion)                                      \
+  X(cuMipmappedArrayCreate, cuMipmappedArrayCreate, kRuntimeVersion)                                          \
+  X(cuMipmappedArrayGetLevel, cuMipmappedArrayGetLevel, kRuntimeVersion)                                      \
+  X(cuMipmappedArrayDestroy, cuMipmappedArrayDestroy, kRuntimeVersion)                                        \
+  X(cuExternalMemoryGetMappedMipmappedArray, cuExternalMemoryGetMappedMipmappedArray, kRuntimeVersion)        \
   X(cuMemFreeHost, cuMemFreeHost, kRuntimeVersion)                                                            \
   X(cuMemHostRegister, cuMemHostRegister_v2, kRuntimeVersion)                                                \
   X(cuMemHostUnregister, cuMemHostUnregister, kRuntimeVersion)                                                \
@@ -250,7 +257,8 @@ struct Runtime {
   std::unordered_map<const void*, KernelEntry*> byHostFun;
   std::unordered_map<const void*, KernelEntry*> byKernel;
   std::unordered_map<const void*, Symbol> symbols;
-  std::unordered_map<const void*, size_t> arrayElements;  // the bytes of an element, by array made here
+  // The bytes of an element, by array (or mipmapped array) made here.
+  std::unordered_map<const void*, size_t> arrayElements;
 };
 
 // Never destroyed: programs call the runtime from their own static destructors and atexit.
@@ -573,12 +581,20 @@ cudaError_t copy2D(bool perThread, void* dst, size_t dpitch, const void* src, si
   return call(async ? D->cuMemcpy2DAsync(&c, s) : D->cuMemcpy2D(&c));
 }
 
-// The bytes of an element of an array made by cudaMallocArray or cudaMalloc3DArray; 0 for another.
-size_t arrayElement(cudaArray_const_t array) {
-  Runtime& r = rt();
-  std::shared_lock lock(r.mutex);
-  const auto it = r.arrayElements.find(array);
-  return it != r.arrayElements.end() ? it->second : 0;
+// The bytes of an element of an array made by cudaMallocArray or cudaMalloc3DArray, of a
+// mipmapped array's or one of its levels (cudaGetMipmappedArrayLevel); of another array, the
+// driver's answer (an array the program made through the driver; the runtime is initialised, as
+// the array's handle came from a call); 0 for none.
+size_t arrayElement(const void* array) {
+  {
+    Runtime& r = rt();
+    std::shared_lock lock(r.mutex);
+    const auto it = r.arrayElements.find(array);
+    if (it != r.arrayElements.end()) return it->second;
+  }
+  CUDA_ARRAY3D_DESCRIPTOR desc{};
+  if (rt().legacy.cuArray3DGetDescriptor(&desc, static_cast<CUarray>(const_cast<void*>(array))) != CUDA_SUCCESS) return 0;
+  return desc.NumChannels * standin::formatBytes(desc.Format);
 }
 
 // One side of a 3D copy: an array made here, or linear memory of `linear`'s type. With an array on
@@ -1279,13 +1295,17 @@ static bool arrayFormat(const cudaChannelFormatDesc* f, CUarray_format& format, 
     default: return false;
   }
 }
-// After an array was made: its element's bytes kept (cudaMemcpy3D counts its elements).
-static cudaError_t madeArray(cudaArray_t* array, size_t elementBytes, cudaError_t e) {
+// After an array (or a mipmapped array) was made: its element's bytes kept (cudaMemcpy3D counts
+// its elements).
+extern "C++" {
+template <typename Array>
+static cudaError_t madeArray(Array* array, size_t elementBytes, cudaError_t e) {
   if (e == cudaSuccess) {
     std::unique_lock lock(rt().mutex);
     rt().arrayElements[*array] = elementBytes;
   }
   return e;
+}
 }
 cudaError_t cudaMallocArray(cudaArray_t* array, const cudaChannelFormatDesc* desc, size_t width, size_t height,
                             unsigned flags) {
@@ -1301,6 +1321,43 @@ cudaError_t cudaMalloc3DArray(cudaArray_t* array, const cudaChannelFormatDesc* d
   if (!arrayFormat(desc, d.Format, d.NumChannels) || flags != 0) return record(cudaErrorInvalidValue);
   d.Width = extent.width, d.Height = extent.height, d.Depth = extent.depth;
   return madeArray(array, d.NumChannels * desc->x / 8, call(D->cuArray3DCreate(reinterpret_cast<CUarray*>(array), &d)));
+}
+// Mipmapped arrays, as the driver's; each level's element noted as an array's is, when asked for.
+static bool mipmapDescriptor(const cudaChannelFormatDesc* desc, cudaExtent extent, unsigned flags,
+                             CUDA_ARRAY3D_DESCRIPTOR& d) {
+  d = CUDA_ARRAY3D_DESCRIPTOR{};
+  if (!arrayFormat(desc, d.Format, d.NumChannels) || flags != 0) return false;
+  d.Width = extent.width, d.Height = extent.height, d.Depth = extent.depth;
+  return true;
+}
+cudaError_t cudaMallocMipmappedArray(cudaMipmappedArray_t* mipmap, const cudaChannelFormatDesc* desc, cudaExtent extent,
+                                     unsigned levels, unsigned flags) {
+  STANDIN_DRIVER(false);
+  CUDA_ARRAY3D_DESCRIPTOR d;
+  if (!mipmapDescriptor(desc, extent, flags, d)) return record(cudaErrorInvalidValue);
+  return madeArray(mipmap, d.NumChannels * desc->x / 8,
+                   call(D->cuMipmappedArrayCreate(reinterpret_cast<CUmipmappedArray*>(mipmap), &d, levels)));
+}
+cudaError_t cudaGetMipmappedArrayLevel(cudaArray_t* array, cudaMipmappedArray_const_t mipmap, unsigned level) {
+  STANDIN_DRIVER(false);
+  const cudaError_t e = call(D->cuMipmappedArrayGetLevel(reinterpret_cast<CUarray*>(array),
+                                                         reinterpret_cast<CUmipmappedArray>(const_cast<cudaMipmappedArray*>(mipmap)), level));
+  return madeArray(array, arrayElement(mipmap), e);
+}
+cudaError_t cudaFreeMipmappedArray(cudaMipmappedArray_t mipmap) {
+  STANDIN_DRIVER(false);
+  return mipmap == nullptr ? cudaSuccess : call(D->cuMipmappedArrayDestroy(reinterpret_cast<CUmipmappedArray>(mipmap)));
+}
+cudaError_t cudaExternalMemoryGetMappedMipmappedArray(cudaMipmappedArray_t* mipmap, cudaExternalMemory_t memory,
+                                                      const cudaExternalMemoryMipmappedArrayDesc* desc) {
+  STANDIN_DRIVER(false);
+  CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC d{};
+  if (desc == nullptr || !mipmapDescriptor(&desc->formatDesc, desc->extent, desc->flags, d.arrayDesc))
+    return record(cudaErrorInvalidValue);
+  d.offset = desc->offset, d.numLevels = desc->numLevels;
+  return madeArray(mipmap, d.arrayDesc.NumChannels * desc->formatDesc.x / 8,
+                   call(D->cuExternalMemoryGetMappedMipmappedArray(reinterpret_cast<CUmipmappedArray*>(mipmap),
+                                                                   reinterpret_cast<CUexternalMemory>(memory), &d)));
 }
 cudaError_t cudaFreeArray(cudaArray_t array) {
   STANDIN_DRIVER(false);

@@ -1,12 +1,12 @@
 /* Another API's memory and semaphores imported by file descriptor, as Vulkan interop and DALI
  * use them: memory imported through the runtime and the driver (one import refused: no
  * descriptor), a buffer mapped from each and read (one mapping refused: past the memory's end),
- * freed, the memory destroyed; semaphores imported, signalled and waited for on a stream (one
+ * freed, a mipmapped array mapped from each and freed, the memory destroyed; semaphores imported, signalled and waited for on a stream (one
  * signal refused: no semaphores), as nodes of graphs built by hand whose parameters are set in
  * the graph and in its exec, and destroyed (one twice: refused). Each import shows its handle
- * made, destroyed with the same; a buffer with its bytes; a signal or a wait with its first
+ * made, destroyed with the same; a buffer or a mipmapped array with its bytes; a signal or a wait with its first
  * semaphore and its stream. The memory counter follows the program's own allocation only: the
- * buffers are the other API's memory.
+ * buffers and mipmapped arrays are the other API's memory.
  *
  * The stand-in driver imports any file's descriptor; NVIDIA's refuses a plain file's, and the
  * program then goes on without what the import would have made.
@@ -66,6 +66,18 @@ static void runtimeMemory(void) {
   checkRuntime(cudaMemcpy(&first, p, 1, cudaMemcpyDeviceToHost), "cudaMemcpy");
   printf("runtime: buffer reads 0x%02x\n", first);
   checkRuntime(cudaFree(p), "cudaFree");
+  /* A mipmapped array over the memory: 64 x 64 floats, 3 levels (5376 elements). */
+  struct cudaExternalMemoryMipmappedArrayDesc texture;
+  memset(&texture, 0, sizeof(texture));
+  texture.offset = kBufferOffset;
+  texture.formatDesc.x = 32;
+  texture.formatDesc.f = cudaChannelFormatKindFloat;
+  texture.extent.width = texture.extent.height = 64;
+  texture.numLevels = 3;
+  cudaMipmappedArray_t mipmap;
+  checkRuntime(cudaExternalMemoryGetMappedMipmappedArray(&mipmap, memory, &texture),
+               "cudaExternalMemoryGetMappedMipmappedArray");
+  checkRuntime(cudaFreeMipmappedArray(mipmap), "cudaFreeMipmappedArray");
   checkRuntime(cudaDestroyExternalMemory(memory), "cudaDestroyExternalMemory");
 }
 
@@ -93,6 +105,16 @@ static void driverMemory(void) {
   check(cuMemcpyDtoH(&first, p, 1), "cuMemcpyDtoH");
   printf("driver: buffer reads 0x%02x\n", first);
   check(cuMemFree(p), "cuMemFree");
+  /* A mipmapped array over the memory: 16 x 16 x 16 bytes, 2 levels (4608 elements). */
+  CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC volume;
+  memset(&volume, 0, sizeof(volume));
+  volume.arrayDesc.Width = volume.arrayDesc.Height = volume.arrayDesc.Depth = 16;
+  volume.arrayDesc.Format = CU_AD_FORMAT_UNSIGNED_INT8;
+  volume.arrayDesc.NumChannels = 1;
+  volume.numLevels = 2;
+  CUmipmappedArray mipmap;
+  check(cuExternalMemoryGetMappedMipmappedArray(&mipmap, memory, &volume), "cuExternalMemoryGetMappedMipmappedArray");
+  check(cuMipmappedArrayDestroy(mipmap), "cuMipmappedArrayDestroy");
   check(cuDestroyExternalMemory(memory), "cuDestroyExternalMemory");
 }
 
