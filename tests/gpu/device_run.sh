@@ -55,8 +55,8 @@ step gpu_driver_lookup 120 "$gpu/run_gpu.sh" driver_lookup -- "$bin/driver_looku
 step gpu_example_pipeline 120 env LD_LIBRARY_PATH=$cuda_lib:$LD_LIBRARY_PATH "$gpu/run_gpu.sh" example_pipeline -- "$bin/pipeline"
 # Entry points known only from the stand-in (its summaries do not hold on the real runtime):
 # NVIDIA's driver and runtime must run each program the same under the preload (exit status and
-# output) and the trace must be valid, every kernel linked. (graph_build is left out: a graph
-# launch carries no kernel, which the launches view counts.)
+# output) and the trace must be valid, every kernel linked. (graph_build and graph_extras are left
+# out: a graph launch carries no kernel, which the launches view counts.)
 for prog in prefetch batch_copy module_load contexts arrays pitched stream_order legacy_launch green_contexts ipc vmm_shared pools multicast runtime_library peer_access external_interop mipmaps; do
   step "gpu_$prog" 120 env LD_LIBRARY_PATH=$cuda_lib:$LD_LIBRARY_PATH "$gpu/run_gpu.sh" "$prog" --no-expected -- "$bin/$prog"
 done

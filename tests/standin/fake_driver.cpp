@@ -133,11 +133,22 @@ struct Physical {  // cuMemCreate: physical memory (mapping it only notes where:
 };
 // Graphs hold nothing: the work captured ran when it was issued (as all
 // work does here), and a graph launch accepts any handle.
+// A user object (cuUserObjectCreate): a resource whose destructor runs when the last reference,
+// the program's or a graph's, goes (here, at once, on the thread that released it).
+struct UserObject {
+  void* ptr;
+  CUhostFn destroy;
+  std::atomic<unsigned> references;
+};
 struct Graph {
   CUstream stream;
   // Added by hand (cuGraphAdd*Node); an exec is updated from a graph with as many (the stand-in's
   // topology: the real driver compares the nodes and their edges).
   std::atomic<unsigned> nodes{0};
+  // References the graph holds to user objects, released when it is destroyed (an exec holds none
+  // here: the real driver's execs keep their own).
+  std::mutex mutex;
+  std::vector<std::pair<UserObject*, unsigned>> userObjects;
 };
 struct GraphExec {
   const Graph* graph;
@@ -181,7 +192,7 @@ struct ExternalSemaphore {
 
 enum class HandleKind {
   Module, Function, Library, Kernel, Stream, Event, Physical, Graph, GraphExec, GraphNode, Link, Array, ResourceDesc,
-  GreenCtx, Pool, ExternalMemory, ExternalSemaphore, Mipmap
+  GreenCtx, Pool, ExternalMemory, ExternalSemaphore, Mipmap, UserObject
 };
 
 class Registry {
@@ -613,6 +624,19 @@ CUresult endCapture(CUstream s, CUgraph* graph) {
   }
   *graph = reinterpret_cast<CUgraph>(g);
   return CUDA_SUCCESS;
+}
+// The nodes a capturing stream's next work depends on, replaced or added to: the stream must be
+// capturing (the dependencies are not kept: graphs run nothing here).
+CUresult updateCaptureDependencies(CUstream s, const CUgraphNode* dependencies, size_t count, unsigned flags) {
+  if (CUresult r = needStream(s)) return r;
+  if ((count != 0 && dependencies == nullptr) ||
+      (flags != CU_STREAM_ADD_CAPTURE_DEPENDENCIES && flags != CU_STREAM_SET_CAPTURE_DEPENDENCIES))
+    return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(capturingMutex);
+  const auto& captures = capturing();
+  return std::any_of(captures.begin(), captures.end(), [&](const Capture& c) { return c.stream == s; })
+             ? CUDA_SUCCESS
+             : CUDA_ERROR_ILLEGAL_STATE;
 }
 CUresult instantiate(CUgraphExec* exec, CUgraph graph, unsigned long long flags) {
   if (CUresult r = needContext()) return r;
@@ -1540,6 +1564,12 @@ STANDIN_ENTRY_PTSZ(cuStreamBeginCapture_v2, (CUstream s, CUstreamCaptureMode mod
 // CUDA 10.0's, without a mode: the global one.
 STANDIN_ENTRY_PTSZ(cuStreamBeginCapture, (CUstream s), beginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL))
 STANDIN_ENTRY_PTSZ(cuStreamEndCapture, (CUstream s, CUgraph* graph), endCapture(s, graph))
+// CUDA 11.3's, and 12.3's with each dependency's edge data (optional here).
+STANDIN_ENTRY_PTSZ(cuStreamUpdateCaptureDependencies, (CUstream s, CUgraphNode* dependencies, size_t count, unsigned flags),
+                   updateCaptureDependencies(s, dependencies, count, flags))
+STANDIN_ENTRY_PTSZ(cuStreamUpdateCaptureDependencies_v2,
+                   (CUstream s, CUgraphNode* dependencies, const CUgraphEdgeData*, size_t count, unsigned flags),
+                   updateCaptureDependencies(s, dependencies, count, flags))
 STANDIN_ENTRY_PTSZ(cuStreamBeginCaptureToGraph,
                    (CUstream s, CUgraph graph, const CUgraphNode* dependencies, const CUgraphEdgeData* edges,
                     size_t count, CUstreamCaptureMode mode),
@@ -1677,6 +1707,10 @@ STANDIN_SET_NODE(cuGraphHostNodeSetParams, const CUDA_HOST_NODE_PARAMS* p, CU_GR
 STANDIN_SET_NODE(cuGraphEventRecordNodeSetEvent, CUevent e, CU_GRAPH_NODE_TYPE_EVENT_RECORD, isEvent(e))
 STANDIN_SET_NODE(cuGraphEventWaitNodeSetEvent, CUevent e, CU_GRAPH_NODE_TYPE_WAIT_EVENT, isEvent(e))
 STANDIN_SET_NODE(cuGraphNodeSetParams, CUgraphNodeParams* p, typeOf(p), p != nullptr)
+STANDIN_SET_NODE(cuGraphBatchMemOpNodeSetParams, const CUDA_BATCH_MEM_OP_NODE_PARAMS* p, CU_GRAPH_NODE_TYPE_BATCH_MEM_OP,
+                 p != nullptr && p->count != 0 && p->paramArray != nullptr)
+STANDIN_SET_NODE(cuGraphKernelNodeSetAttribute, CUkernelNodeAttrID STANDIN_COMMA const CUkernelNodeAttrValue* value,
+                 CU_GRAPH_NODE_TYPE_KERNEL, value != nullptr)
 STANDIN_SET_NODE(cuGraphExternalSemaphoresSignalNodeSetParams, const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS* p,
                  CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL, hasSemaphores(p))
 STANDIN_SET_NODE(cuGraphExternalSemaphoresWaitNodeSetParams, const CUDA_EXT_SEM_WAIT_NODE_PARAMS* p,
@@ -1695,6 +1729,8 @@ STANDIN_SET_EXEC_NODE(cuGraphExecChildGraphNodeSetParams, CUgraph child, CU_GRAP
 STANDIN_SET_EXEC_NODE(cuGraphExecEventRecordNodeSetEvent, CUevent e, CU_GRAPH_NODE_TYPE_EVENT_RECORD, isEvent(e))
 STANDIN_SET_EXEC_NODE(cuGraphExecEventWaitNodeSetEvent, CUevent e, CU_GRAPH_NODE_TYPE_WAIT_EVENT, isEvent(e))
 STANDIN_SET_EXEC_NODE(cuGraphExecNodeSetParams, CUgraphNodeParams* p, typeOf(p), p != nullptr)
+STANDIN_SET_EXEC_NODE(cuGraphExecBatchMemOpNodeSetParams, const CUDA_BATCH_MEM_OP_NODE_PARAMS* p,
+                      CU_GRAPH_NODE_TYPE_BATCH_MEM_OP, p != nullptr && p->count != 0 && p->paramArray != nullptr)
 STANDIN_SET_EXEC_NODE(cuGraphExecExternalSemaphoresSignalNodeSetParams, const CUDA_EXT_SEM_SIGNAL_NODE_PARAMS* p,
                       CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL, hasSemaphores(p))
 STANDIN_SET_EXEC_NODE(cuGraphExecExternalSemaphoresWaitNodeSetParams, const CUDA_EXT_SEM_WAIT_NODE_PARAMS* p,
@@ -1715,6 +1751,107 @@ CUresult cuGraphExecUpdate_v2(CUgraphExec exec, CUgraph graph, CUgraphExecUpdate
 #undef STANDIN_SET_NODE
 #undef STANDIN_SET_EXEC_NODE
 #undef STANDIN_COMMA
+// A kernel node's attributes copied to another kernel node of the same graph.
+CUresult cuGraphKernelNodeCopyAttributes(CUgraphNode dst, CUgraphNode src) {
+  ENTRY();
+  if (CUresult r = needContext()) return r;
+  const auto* to = lookup<GraphNode>(dst, HandleKind::GraphNode);
+  const auto* from = lookup<GraphNode>(src, HandleKind::GraphNode);
+  if (to == nullptr || from == nullptr || to->type != CU_GRAPH_NODE_TYPE_KERNEL || from->type != CU_GRAPH_NODE_TYPE_KERNEL ||
+      to->graph != from->graph)
+    return CUDA_ERROR_INVALID_VALUE;
+  return CUDA_SUCCESS;
+}
+// A node of an exec's graph enabled or disabled in the exec (its parameters stay).
+CUresult cuGraphNodeSetEnabled(CUgraphExec exec, CUgraphNode node, unsigned enabled) {
+  ENTRY();
+  if (CUresult r = needContext()) return r;
+  const auto* n = lookup<GraphNode>(node, HandleKind::GraphNode);
+  const auto* e = lookup<GraphExec>(exec, HandleKind::GraphExec);
+  if (n == nullptr || e == nullptr || e->graph != n->graph || enabled > 1) return CUDA_ERROR_INVALID_VALUE;
+  return CUDA_SUCCESS;
+}
+// A conditional node's handle made in a graph (its value set by kernels as the graph runs).
+CUresult cuGraphConditionalHandleCreate(CUgraphConditionalHandle* handle, CUgraph graph, CUcontext ctx,
+                                        unsigned defaultValue, unsigned flags) {
+  ENTRY();
+  if (CUresult r = needContext()) return r;
+  (void)defaultValue;
+  if (handle == nullptr || !handles().contains(graph, HandleKind::Graph) || ctx == nullptr ||
+      (flags & ~unsigned{CU_GRAPH_COND_ASSIGN_DEFAULT}) != 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  static std::atomic<CUgraphConditionalHandle> next{1};
+  *handle = next.fetch_add(1);
+  return CUDA_SUCCESS;
+}
+// Graph memory the device keeps for graphs' allocations given back: it keeps none here.
+CUresult cuDeviceGraphMemTrim(CUdevice dev) {
+  ENTRY();
+  if (CUresult r = needInit()) return r;
+  return checkDevice(dev);
+}
+// User objects: made with a reference or more, retained and released by the program and by graphs
+// (a graph's moved from the program's with CU_GRAPH_USER_OBJECT_MOVE); more released than held is
+// refused.
+static CUresult releaseUserObject(UserObject* o, unsigned count) {
+  unsigned held = o->references.load();
+  do {
+    if (count == 0 || count > held) return CUDA_ERROR_INVALID_VALUE;
+  } while (!o->references.compare_exchange_weak(held, held - count));
+  if (held == count) {
+    handles().retire(o, HandleKind::UserObject);
+    o->destroy(o->ptr);
+  }
+  return CUDA_SUCCESS;
+}
+CUresult cuUserObjectCreate(CUuserObject* out, void* ptr, CUhostFn destroy, unsigned references, unsigned flags) {
+  ENTRY();
+  if (CUresult r = needContext()) return r;
+  if (out == nullptr || destroy == nullptr || references == 0 || flags != CU_USER_OBJECT_NO_DESTRUCTOR_SYNC)
+    return CUDA_ERROR_INVALID_VALUE;
+  auto* made = new UserObject{ptr, destroy, {references}};
+  handles().add(made, HandleKind::UserObject);
+  *out = reinterpret_cast<CUuserObject>(made);
+  return CUDA_SUCCESS;
+}
+CUresult cuUserObjectRetain(CUuserObject object, unsigned count) {
+  ENTRY();
+  auto* o = lookup<UserObject>(object, HandleKind::UserObject);
+  if (o == nullptr || count == 0) return CUDA_ERROR_INVALID_VALUE;
+  o->references.fetch_add(count);
+  return CUDA_SUCCESS;
+}
+CUresult cuUserObjectRelease(CUuserObject object, unsigned count) {
+  ENTRY();
+  auto* o = lookup<UserObject>(object, HandleKind::UserObject);
+  return o != nullptr ? releaseUserObject(o, count) : CUDA_ERROR_INVALID_VALUE;
+}
+CUresult cuGraphRetainUserObject(CUgraph graph, CUuserObject object, unsigned count, unsigned flags) {
+  ENTRY();
+  auto* g = lookup<Graph>(graph, HandleKind::Graph);
+  auto* o = lookup<UserObject>(object, HandleKind::UserObject);
+  if (g == nullptr || o == nullptr || count == 0 || (flags & ~unsigned{CU_GRAPH_USER_OBJECT_MOVE}) != 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (!(flags & CU_GRAPH_USER_OBJECT_MOVE)) o->references.fetch_add(count);
+  std::lock_guard lock(g->mutex);
+  for (auto& [held, n] : g->userObjects)
+    if (held == o) return n += count, CUDA_SUCCESS;
+  g->userObjects.emplace_back(o, count);
+  return CUDA_SUCCESS;
+}
+CUresult cuGraphReleaseUserObject(CUgraph graph, CUuserObject object, unsigned count) {
+  ENTRY();
+  auto* g = lookup<Graph>(graph, HandleKind::Graph);
+  auto* o = lookup<UserObject>(object, HandleKind::UserObject);
+  if (g == nullptr || o == nullptr || count == 0) return CUDA_ERROR_INVALID_VALUE;
+  {
+    std::lock_guard lock(g->mutex);
+    auto it = std::find_if(g->userObjects.begin(), g->userObjects.end(), [o](const auto& h) { return h.first == o; });
+    if (it == g->userObjects.end() || it->second < count) return CUDA_ERROR_INVALID_VALUE;
+    if ((it->second -= count) == 0) g->userObjects.erase(it);
+  }
+  return releaseUserObject(o, count);
+}
 CUresult cuGraphCreate(CUgraph* graph, unsigned flags) {
   ENTRY();
   if (CUresult r = needContext()) return r;
@@ -1793,7 +1930,15 @@ CUresult cuLinkDestroy(CUlinkState state) {
 
 CUresult cuGraphDestroy(CUgraph graph) {
   ENTRY();
-  return retireHandle(graph, HandleKind::Graph, CUDA_ERROR_INVALID_VALUE);
+  auto* g = lookup<Graph>(graph, HandleKind::Graph);
+  if (CUresult r = retireHandle(graph, HandleKind::Graph, CUDA_ERROR_INVALID_VALUE)) return r;
+  std::vector<std::pair<UserObject*, unsigned>> held;
+  {
+    std::lock_guard lock(g->mutex);
+    held.swap(g->userObjects);
+  }
+  for (const auto& [o, count] : held) releaseUserObject(o, count);
+  return CUDA_SUCCESS;
 }
 // Edges between two nodes of one graph, added or removed (the same check: twins below): checked,
 // not kept (the stand-in runs no graph's work, in any order). The second versions take each edge's
@@ -3041,6 +3186,22 @@ const ProcEntry kProcTable[] = {
     E(cuGraphExecUpdate, 10020, cuGraphExecUpdate),
     E(cuGraphExecUpdate, 12000, cuGraphExecUpdate_v2),
     E(cuGraphDestroy, 10000, cuGraphDestroy),
+    E(cuStreamUpdateCaptureDependencies, 11030, cuStreamUpdateCaptureDependencies),
+    PT(cuStreamUpdateCaptureDependencies, 11030, cuStreamUpdateCaptureDependencies_ptsz),
+    E(cuStreamUpdateCaptureDependencies, 12030, cuStreamUpdateCaptureDependencies_v2),
+    PT(cuStreamUpdateCaptureDependencies, 12030, cuStreamUpdateCaptureDependencies_v2_ptsz),
+    E(cuGraphBatchMemOpNodeSetParams, 11070, cuGraphBatchMemOpNodeSetParams),
+    E(cuGraphExecBatchMemOpNodeSetParams, 11070, cuGraphExecBatchMemOpNodeSetParams),
+    E(cuGraphKernelNodeSetAttribute, 11000, cuGraphKernelNodeSetAttribute),
+    E(cuGraphKernelNodeCopyAttributes, 11000, cuGraphKernelNodeCopyAttributes),
+    E(cuGraphNodeSetEnabled, 11060, cuGraphNodeSetEnabled),
+    E(cuGraphConditionalHandleCreate, 12030, cuGraphConditionalHandleCreate),
+    E(cuDeviceGraphMemTrim, 11040, cuDeviceGraphMemTrim),
+    E(cuUserObjectCreate, 11030, cuUserObjectCreate),
+    E(cuUserObjectRetain, 11030, cuUserObjectRetain),
+    E(cuUserObjectRelease, 11030, cuUserObjectRelease),
+    E(cuGraphRetainUserObject, 11030, cuGraphRetainUserObject),
+    E(cuGraphReleaseUserObject, 11030, cuGraphReleaseUserObject),
     E(cuGraphAddDependencies, 10000, cuGraphAddDependencies),
     E(cuGraphAddDependencies, 12030, cuGraphAddDependencies_v2),
     E(cuGraphRemoveDependencies, 10000, cuGraphRemoveDependencies),

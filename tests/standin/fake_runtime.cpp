@@ -128,6 +128,17 @@ constexpr int kRuntimeVersion = CUDART_VERSION;
   X(cuGraphExecNodeSetParams, cuGraphExecNodeSetParams, kRuntimeVersion)                                      \
   X(cuGraphExecUpdate, cuGraphExecUpdate_v2, kRuntimeVersion)                                                 \
   X(cuGraphDestroy, cuGraphDestroy, kRuntimeVersion)                                                          \
+  X(cuStreamUpdateCaptureDependencies, cuStreamUpdateCaptureDependencies_v2, kRuntimeVersion)                \
+  X(cuGraphKernelNodeSetAttribute, cuGraphKernelNodeSetAttribute, kRuntimeVersion)                            \
+  X(cuGraphKernelNodeCopyAttributes, cuGraphKernelNodeCopyAttributes, kRuntimeVersion)                        \
+  X(cuGraphNodeSetEnabled, cuGraphNodeSetEnabled, kRuntimeVersion)                                            \
+  X(cuGraphConditionalHandleCreate, cuGraphConditionalHandleCreate, kRuntimeVersion)                          \
+  X(cuDeviceGraphMemTrim, cuDeviceGraphMemTrim, kRuntimeVersion)                                              \
+  X(cuUserObjectCreate, cuUserObjectCreate, kRuntimeVersion)                                                  \
+  X(cuUserObjectRetain, cuUserObjectRetain, kRuntimeVersion)                                                  \
+  X(cuUserObjectRelease, cuUserObjectRelease, kRuntimeVersion)                                                \
+  X(cuGraphRetainUserObject, cuGraphRetainUserObject, kRuntimeVersion)                                        \
+  X(cuGraphReleaseUserObject, cuGraphReleaseUserObject, kRuntimeVersion)                                      \
   X(cuGraphAddDependencies, cuGraphAddDependencies_v2, kRuntimeVersion)                                      \
   X(cuGraphRemoveDependencies, cuGraphRemoveDependencies_v2, kRuntimeVersion)                                \
   X(cuGraphDestroyNode, cuGraphDestroyNode, kRuntimeVersion)                                                  \
@@ -887,6 +898,19 @@ cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t* graph) {
   STANDIN_DRIVER(false);
   return call(D->cuStreamEndCapture(s, reinterpret_cast<CUgraph*>(graph)));
 }
+// CUDA 13's, with each dependency's edge data (12.x's took none under this name).
+cudaError_t cudaStreamUpdateCaptureDependencies(cudaStream_t s, cudaGraphNode_t* dependencies, const cudaGraphEdgeData* edges,
+                                                size_t count, unsigned flags) {
+  STANDIN_DRIVER(false);
+  return call(D->cuStreamUpdateCaptureDependencies(s, reinterpret_cast<CUgraphNode*>(dependencies),
+                                                   reinterpret_cast<const CUgraphEdgeData*>(edges), count, flags));
+}
+cudaError_t cudaStreamUpdateCaptureDependencies_ptsz(cudaStream_t s, cudaGraphNode_t* dependencies,
+                                                     const cudaGraphEdgeData* edges, size_t count, unsigned flags) {
+  STANDIN_DRIVER(true);
+  return call(D->cuStreamUpdateCaptureDependencies(s, reinterpret_cast<CUgraphNode*>(dependencies),
+                                                   reinterpret_cast<const CUgraphEdgeData*>(edges), count, flags));
+}
 cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t s, cudaGraph_t* graph) {
   STANDIN_DRIVER(true);
   return call(D->cuStreamEndCapture(s, reinterpret_cast<CUgraph*>(graph)));
@@ -1125,6 +1149,57 @@ cudaError_t cudaGraphNodeSetParams(cudaGraphNode_t node, cudaGraphNodeParams* pa
 cudaError_t cudaGraphExecNodeSetParams(cudaGraphExec_t exec, cudaGraphNode_t node, cudaGraphNodeParams* params) {
   STANDIN_DRIVER(false);
   return call(D->cuGraphExecNodeSetParams(STANDIN_EXEC_NODE, reinterpret_cast<CUgraphNodeParams*>(params)));
+}
+// Graphs edited further, as the driver's: a kernel node's attributes (the runtime's values have
+// the driver's layout), a node enabled in an exec, a conditional handle made (in the runtime's
+// context), graph memory given back, user objects and graphs' references to them.
+static_assert(sizeof(cudaKernelNodeAttrValue) == sizeof(CUkernelNodeAttrValue));
+cudaError_t cudaGraphKernelNodeSetAttribute(cudaGraphNode_t node, cudaKernelNodeAttrID attr,
+                                            const cudaKernelNodeAttrValue* value) {
+  STANDIN_DRIVER(false);
+  return call(D->cuGraphKernelNodeSetAttribute(STANDIN_NODE, static_cast<CUkernelNodeAttrID>(attr),
+                                               reinterpret_cast<const CUkernelNodeAttrValue*>(value)));
+}
+cudaError_t cudaGraphKernelNodeCopyAttributes(cudaGraphNode_t dst, cudaGraphNode_t src) {
+  STANDIN_DRIVER(false);
+  return call(D->cuGraphKernelNodeCopyAttributes(reinterpret_cast<CUgraphNode>(dst), reinterpret_cast<CUgraphNode>(src)));
+}
+cudaError_t cudaGraphNodeSetEnabled(cudaGraphExec_t exec, cudaGraphNode_t node, unsigned enabled) {
+  STANDIN_DRIVER(false);
+  return call(D->cuGraphNodeSetEnabled(STANDIN_EXEC_NODE, enabled));
+}
+cudaError_t cudaGraphConditionalHandleCreate(cudaGraphConditionalHandle* handle, cudaGraph_t graph, unsigned defaultValue,
+                                             unsigned flags) {
+  STANDIN_DRIVER(false);
+  static_assert(sizeof(cudaGraphConditionalHandle) == sizeof(CUgraphConditionalHandle));
+  return call(D->cuGraphConditionalHandleCreate(reinterpret_cast<CUgraphConditionalHandle*>(handle),
+                                                reinterpret_cast<CUgraph>(graph), rt().context, defaultValue, flags));
+}
+cudaError_t cudaDeviceGraphMemTrim(int device) {
+  STANDIN_DRIVER(false);
+  return call(D->cuDeviceGraphMemTrim(device));
+}
+cudaError_t cudaUserObjectCreate(cudaUserObject_t* object, void* ptr, cudaHostFn_t destroy, unsigned references,
+                                 unsigned flags) {
+  STANDIN_DRIVER(false);
+  return call(D->cuUserObjectCreate(reinterpret_cast<CUuserObject*>(object), ptr, destroy, references, flags));
+}
+cudaError_t cudaUserObjectRetain(cudaUserObject_t object, unsigned count) {
+  STANDIN_DRIVER(false);
+  return call(D->cuUserObjectRetain(reinterpret_cast<CUuserObject>(object), count));
+}
+cudaError_t cudaUserObjectRelease(cudaUserObject_t object, unsigned count) {
+  STANDIN_DRIVER(false);
+  return call(D->cuUserObjectRelease(reinterpret_cast<CUuserObject>(object), count));
+}
+cudaError_t cudaGraphRetainUserObject(cudaGraph_t graph, cudaUserObject_t object, unsigned count, unsigned flags) {
+  STANDIN_DRIVER(false);
+  return call(D->cuGraphRetainUserObject(reinterpret_cast<CUgraph>(graph), reinterpret_cast<CUuserObject>(object), count,
+                                         flags));
+}
+cudaError_t cudaGraphReleaseUserObject(cudaGraph_t graph, cudaUserObject_t object, unsigned count) {
+  STANDIN_DRIVER(false);
+  return call(D->cuGraphReleaseUserObject(reinterpret_cast<CUgraph>(graph), reinterpret_cast<CUuserObject>(object), count));
 }
 #undef STANDIN_NODE
 #undef STANDIN_EXEC_NODE
