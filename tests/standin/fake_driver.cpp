@@ -2577,6 +2577,42 @@ CUresult cuMemPoolDestroy(CUmemoryPool pool) {
   if (reinterpret_cast<Pool*>(pool) == &defaultPoolOfDevice) return CUDA_ERROR_INVALID_VALUE;
   return retireHandle(pool, HandleKind::Pool, CUDA_ERROR_INVALID_VALUE);
 }
+// A pool's settings: how it reuses and keeps memory (the high watermarks only reset, to 0; the
+// current figures are read-only); which devices may access its memory (the device it is on
+// always reads and writes); the pool a device allocates from by default.
+CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void* value) {
+  ENTRY();
+  if (CUresult r = needInit()) return r;
+  if (!handles().contains(pool, HandleKind::Pool) || value == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  switch (attr) {
+    case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC:
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES:
+    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD: return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
+    case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
+      return *static_cast<const cuuint64_t*>(value) == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    default: return CUDA_ERROR_INVALID_VALUE;
+  }
+}
+CUresult cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc* map, size_t count) {
+  ENTRY();
+  if (CUresult r = needInit()) return r;
+  if (!handles().contains(pool, HandleKind::Pool) || (count != 0 && map == nullptr)) return CUDA_ERROR_INVALID_VALUE;
+  for (size_t i = 0; i < count; ++i) {
+    if (map[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE || map[i].flags > CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
+      return CUDA_ERROR_INVALID_VALUE;
+    if (CUresult r = checkDevice(map[i].location.id)) return r;
+    if (map[i].flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE) return CUDA_ERROR_INVALID_VALUE;  // its own device's
+  }
+  return CUDA_SUCCESS;
+}
+CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool) {
+  ENTRY();
+  if (CUresult r = needInit()) return r;
+  if (CUresult r = checkDevice(dev)) return r;
+  return handles().contains(pool, HandleKind::Pool) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
 // Memory the pool holds beyond `keep` bytes goes back: it holds none here.
 CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t /*keep*/) {
   ENTRY();
@@ -3267,6 +3303,9 @@ const ProcEntry kProcTable[] = {
     E(cuMemPoolCreate, 11020, cuMemPoolCreate),
     E(cuMemPoolDestroy, 11020, cuMemPoolDestroy),
     E(cuMemPoolTrimTo, 11020, cuMemPoolTrimTo),
+    E(cuMemPoolSetAttribute, 11020, cuMemPoolSetAttribute),
+    E(cuMemPoolSetAccess, 11020, cuMemPoolSetAccess),
+    E(cuDeviceSetMemPool, 11020, cuDeviceSetMemPool),
     E(cuImportExternalMemory, 10000, cuImportExternalMemory),
     E(cuExternalMemoryGetMappedBuffer, 10000, cuExternalMemoryGetMappedBuffer),
     E(cuDestroyExternalMemory, 10000, cuDestroyExternalMemory),

@@ -167,6 +167,9 @@ constexpr int kRuntimeVersion = CUDART_VERSION;
   X(cuMemPoolCreate, cuMemPoolCreate, kRuntimeVersion)                                                        \
   X(cuMemPoolDestroy, cuMemPoolDestroy, kRuntimeVersion)                                                      \
   X(cuMemPoolTrimTo, cuMemPoolTrimTo, kRuntimeVersion)                                                        \
+  X(cuMemPoolSetAttribute, cuMemPoolSetAttribute, kRuntimeVersion)                                            \
+  X(cuMemPoolSetAccess, cuMemPoolSetAccess, kRuntimeVersion)                                                  \
+  X(cuDeviceSetMemPool, cuDeviceSetMemPool, kRuntimeVersion)                                                  \
   X(cuImportExternalMemory, cuImportExternalMemory, kRuntimeVersion)                                          \
   X(cuExternalMemoryGetMappedBuffer, cuExternalMemoryGetMappedBuffer, kRuntimeVersion)                        \
   X(cuDestroyExternalMemory, cuDestroyExternalMemory, kRuntimeVersion)                                        \
@@ -1537,6 +1540,24 @@ STANDIN_SEMAPHORES(cudaWaitExternalSemaphoresAsync, false, cudaExternalSemaphore
 STANDIN_SEMAPHORES(cudaWaitExternalSemaphoresAsync_ptsz, true, cudaExternalSemaphoreWaitParams,
                    CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS, cuWaitExternalSemaphoresAsync)
 #undef STANDIN_SEMAPHORES
+// A pool's settings, as the driver's (the runtime's attributes, access descriptors and pools are
+// the driver's).
+static_assert(int(cudaMemPoolAttrReleaseThreshold) == int(CU_MEMPOOL_ATTR_RELEASE_THRESHOLD) &&
+              int(cudaMemPoolAttrReservedMemHigh) == int(CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH) &&
+              sizeof(cudaMemAccessDesc) == sizeof(CUmemAccessDesc));
+cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t pool, cudaMemPoolAttr attr, void* value) {
+  STANDIN_DRIVER(false);
+  return call(D->cuMemPoolSetAttribute(reinterpret_cast<CUmemoryPool>(pool), static_cast<CUmemPool_attribute>(attr), value));
+}
+cudaError_t cudaMemPoolSetAccess(cudaMemPool_t pool, const cudaMemAccessDesc* map, size_t count) {
+  STANDIN_DRIVER(false);
+  return call(D->cuMemPoolSetAccess(reinterpret_cast<CUmemoryPool>(pool), reinterpret_cast<const CUmemAccessDesc*>(map),
+                                    count));
+}
+cudaError_t cudaDeviceSetMemPool(int device, cudaMemPool_t pool) {
+  STANDIN_DRIVER(false);
+  return call(D->cuDeviceSetMemPool(device, reinterpret_cast<CUmemoryPool>(pool)));
+}
 cudaError_t cudaMallocFromPoolAsync(void** p, size_t n, cudaMemPool_t pool, cudaStream_t s) {
   STANDIN_DRIVER(false);
   return call(D->cuMemAllocFromPoolAsync(reinterpret_cast<CUdeviceptr*>(p), n, reinterpret_cast<CUmemoryPool>(pool), s));

@@ -1,9 +1,10 @@
 /* Memory pools, as PyTorch's cudaMallocAsync backend and stream-ordered allocators use them:
- * pools made through the runtime and the driver (one refused: no allocation type), memory
+ * pools made through the runtime and the driver (one refused: no allocation type), set up (their
+ * release threshold and high watermarks, their devices' access, the device's pool), memory
  * allocated from each and from the device's default pool, freed in stream order, each pool
  * trimmed (to nothing, and to a size it may keep) and destroyed. Each pool shows as the handle of
- * its creation and destruction, each trim with the bytes it may keep; the memory counter follows
- * what is allocated from the pools.
+ * its creation, settings and destruction, each trim with the bytes it may keep; the memory
+ * counter follows what is allocated from the pools.
  *
  *   usage: pools */
 #include <cuda.h>
@@ -29,6 +30,24 @@ int main(void) {
   none.allocType = cudaMemAllocationTypeInvalid;
   if (cudaMemPoolCreate(&refused, &none) == cudaSuccess) ++failures;
   checkRuntime(cudaDeviceGetDefaultMemPool(&fallback, dev), "cudaDeviceGetDefaultMemPool");
+  /* Set up as PyTorch's cudaMallocAsync backend sets its pool: keep what is freed, readable and
+   * writable from its device (another device's access refused: there is one), its high
+   * watermark reset (to anything but 0 refused); the device's pool while it is used. */
+  cuuint64_t keepAll = ~(cuuint64_t)0, zero = 0;
+  checkRuntime(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keepAll), "cudaMemPoolSetAttribute");
+  checkRuntime(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReservedMemHigh, &zero), "cudaMemPoolSetAttribute");
+  if (cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReservedMemHigh, &keepAll) == cudaSuccess) ++failures;
+  struct cudaMemAccessDesc access;
+  memset(&access, 0, sizeof(access));
+  access.location.type = cudaMemLocationTypeDevice;
+  access.location.id = dev;
+  access.flags = cudaMemAccessFlagsProtReadWrite;
+  checkRuntime(cudaMemPoolSetAccess(pool, &access, 1), "cudaMemPoolSetAccess");
+  int devices = 0;
+  checkRuntime(cudaGetDeviceCount(&devices), "cudaGetDeviceCount");
+  access.location.id = devices;
+  if (cudaMemPoolSetAccess(pool, &access, 1) == cudaSuccess) ++failures;
+  checkRuntime(cudaDeviceSetMemPool(dev, pool), "cudaDeviceSetMemPool");
 
   void *fromPool = NULL, *fromDefault = NULL;
   checkRuntime(cudaMallocFromPoolAsync(&fromPool, 1 << 20, pool, stream), "cudaMallocFromPoolAsync");
@@ -38,6 +57,7 @@ int main(void) {
   checkRuntime(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
   checkRuntime(cudaMemPoolTrimTo(pool, 0), "cudaMemPoolTrimTo");
   checkRuntime(cudaMemPoolTrimTo(fallback, 1 << 16), "cudaMemPoolTrimTo");
+  checkRuntime(cudaDeviceSetMemPool(dev, fallback), "cudaDeviceSetMemPool");
   checkRuntime(cudaMemPoolDestroy(pool), "cudaMemPoolDestroy");
 
   CUmemPoolProps driverProps;
@@ -48,10 +68,17 @@ int main(void) {
   CUmemoryPool driverPool;
   CUdeviceptr p;
   check(cuMemPoolCreate(&driverPool, &driverProps), "cuMemPoolCreate");
+  check(cuMemPoolSetAttribute(driverPool, CU_MEMPOOL_ATTR_USED_MEM_HIGH, &zero), "cuMemPoolSetAttribute");
+  CUmemAccessDesc driverAccess = readWriteOn(dev);
+  check(cuMemPoolSetAccess(driverPool, &driverAccess, 1), "cuMemPoolSetAccess");
+  check(cuDeviceSetMemPool(dev, driverPool), "cuDeviceSetMemPool");
   check(cuMemAllocFromPoolAsync(&p, 1 << 18, driverPool, (CUstream)stream), "cuMemAllocFromPoolAsync");
   check(cuMemFreeAsync(p, (CUstream)stream), "cuMemFreeAsync");
   check(cuStreamSynchronize((CUstream)stream), "cuStreamSynchronize");
   check(cuMemPoolTrimTo(driverPool, 4096), "cuMemPoolTrimTo");
+  CUmemoryPool driverFallback;
+  check(cuDeviceGetDefaultMemPool(&driverFallback, dev), "cuDeviceGetDefaultMemPool");
+  check(cuDeviceSetMemPool(dev, driverFallback), "cuDeviceSetMemPool");
   check(cuMemPoolDestroy(driverPool), "cuMemPoolDestroy");
   checkRuntime(cudaStreamDestroy(stream), "cudaStreamDestroy");
   printf("pools made, used, trimmed and destroyed\n");
