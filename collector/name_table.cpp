@@ -106,9 +106,9 @@ bool PointerMap::init(std::size_t capacityPow2) {
   return true;
 }
 
-bool PointerMap::put(const void* key, uint32_t value, uint32_t generation) {
+PointerMap::Slot* PointerMap::claim(const void* key) {
   Slot* slots = slots_.load(std::memory_order_acquire);
-  if (slots == nullptr || key == nullptr) return false;
+  if (slots == nullptr || key == nullptr) return nullptr;
   const std::size_t mask = mask_.load(std::memory_order_relaxed);
   const auto k = reinterpret_cast<uintptr_t>(key);
   for (std::size_t i = slotOf(key, mask), probes = 0; probes < kMaxProbes; i = (i + 1) & mask, ++probes) {
@@ -116,12 +116,30 @@ bool PointerMap::put(const void* key, uint32_t value, uint32_t generation) {
     if (cur == 0) {
       if (slots[i].key.compare_exchange_strong(cur, k, std::memory_order_acq_rel)) cur = k;
     }
-    if (cur == k) {
-      slots[i].value.store(value | uint64_t{generation} << 32, std::memory_order_release);
-      return true;
-    }
+    if (cur == k) return &slots[i];
   }
-  return false;
+  return nullptr;
+}
+
+bool PointerMap::put(const void* key, uint32_t value, uint32_t generation) {
+  Slot* slot = claim(key);
+  if (slot == nullptr) return false;
+  slot->value.store(value | uint64_t{generation} << 32, std::memory_order_release);
+  return true;
+}
+
+bool PointerMap::adjust(const void* key, int32_t delta, uint32_t generation) {
+  Slot* slot = claim(key);
+  if (slot == nullptr) return false;
+  uint64_t word = slot->value.load(std::memory_order_acquire);
+  for (;;) {
+    const uint64_t current = word >= generationWord_.load(std::memory_order_acquire) ? static_cast<uint32_t>(word) : 0;
+    const int64_t next = static_cast<int64_t>(current) + delta;
+    if (next < 0 || next > int64_t{UINT32_MAX}) return false;
+    if (slot->value.compare_exchange_weak(word, static_cast<uint64_t>(next) | uint64_t{generation} << 32,
+                                          std::memory_order_acq_rel, std::memory_order_acquire))
+      return true;
+  }
 }
 
 void PointerMap::forget() {

@@ -86,6 +86,11 @@ class PointerMap {
   uint32_t generation() const { return static_cast<uint32_t>(generationWord_.load(std::memory_order_acquire) >> 32); }
   // Returns whether `key` is cached now.
   bool put(const void* key, uint32_t value, uint32_t generation);
+  // Adds `delta` to `key`'s value (0 where it has none, or one put in an ended generation) and
+  // stores it in `generation`, atomically against every other adjust() of the key: counts kept
+  // by several threads at once lose nothing. False, changing nothing, where the value would go
+  // below 0 or past 2^32 - 1, or the key cannot be cached.
+  bool adjust(const void* key, int32_t delta, uint32_t generation);
   // Values put in the generations so far, but kLasting, are not found any more (up to 2^32 - 2
   // times: later calls do nothing).
   void forget();
@@ -99,6 +104,9 @@ class PointerMap {
     std::atomic<uintptr_t> key;
     std::atomic<uint64_t> value;  // the value, its generation in the high half
   };
+  // The slot holding `key`, taken for it where it has none; nullptr where the table has no room
+  // within kMaxProbes (or is not set up).
+  Slot* claim(const void* key);
   static std::size_t mix(uintptr_t p) {
     uint64_t x = p;
     x ^= x >> 33;

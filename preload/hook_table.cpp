@@ -589,20 +589,18 @@ std::size_t arrayElementBytes(const void* array) {
   return bytes != 0 ? bytes : 1;
 }
 
-// Physical memory handle -> references retained and not yet released (0: none).
+// Physical memory handle -> references retained and not yet released (0: none). Counted with
+// adjust(): threads retaining and releasing one allocation at once (NCCL's) lose no count.
 constinit PointerMap g_retainedReferences;
 
 void retainedReference(CUmemGenericAllocationHandle handle) {
   const auto* key = reinterpret_cast<const void*>(handle);
-  putLasting(g_retainedReferences, 1u << 10, key, g_retainedReferences.find(key) + 1);
+  if (key != nullptr && (g_retainedReferences.ready() || g_retainedReferences.init(1u << 10)))
+    g_retainedReferences.adjust(key, 1, PointerMap::kLasting);
 }
 
 bool releaseRetained(CUmemGenericAllocationHandle handle) {
-  const auto* key = reinterpret_cast<const void*>(handle);
-  const uint32_t retained = g_retainedReferences.find(key);
-  if (retained == 0) return false;
-  putLasting(g_retainedReferences, 1u << 10, key, retained - 1);
-  return true;
+  return g_retainedReferences.adjust(reinterpret_cast<const void*>(handle), -1, PointerMap::kLasting);
 }
 
 std::size_t deviceAllocationBytes(uint64_t ptr) {

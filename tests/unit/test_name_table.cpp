@@ -129,3 +129,27 @@ TEST_CASE("pointer map forgets all but lasting values, and nothing put after", "
   CHECK(m.find(&handle) == 0);
   CHECK(m.find(&stub) == 1);
 }
+
+TEST_CASE("pointer map counts kept by threads at once lose nothing, and never go below 0", "[names]") {
+  PointerMap m;
+  REQUIRE(m.init(64));
+  int handle = 0;
+  CHECK_FALSE(m.adjust(&handle, -1, PointerMap::kLasting));  // nothing to take
+  CHECK(m.find(&handle) == 0);
+  constexpr int kThreads = 8, kEach = 200000;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&] {
+      for (int i = 0; i < kEach; ++i) m.adjust(&handle, 2, PointerMap::kLasting), m.adjust(&handle, -1, PointerMap::kLasting);
+    });
+  for (auto& t : threads) t.join();
+  CHECK(m.find(&handle) == kThreads * kEach);
+  // Lasting: a forget() leaves the count; one of an ended generation counts from 0 again.
+  m.forget();
+  CHECK(m.find(&handle) == kThreads * kEach);
+  int other = 0;
+  REQUIRE(m.put(&other, 5, m.generation()));
+  m.forget();
+  REQUIRE(m.adjust(&other, 1, PointerMap::kLasting));
+  CHECK(m.find(&other) == 1);
+}
