@@ -2671,12 +2671,17 @@ CUresult cuExternalMemoryGetMappedMipmappedArray(CUmipmappedArray* out, CUextern
   cuMipmappedArrayDestroy(*out);
   return CUDA_ERROR_INVALID_VALUE;
 }
+// An imported handle destroyed: retired, and the descriptor the driver owns since the import
+// (`fd`, read only once the handle is found live) closed.
+static CUresult destroyImported(const void* handle, HandleKind kind, const int* fd) {
+  if (CUresult r = retireHandle(handle, kind, CUDA_ERROR_INVALID_HANDLE)) return r;
+  close(*fd);
+  return CUDA_SUCCESS;
+}
 CUresult cuDestroyExternalMemory(CUexternalMemory memory) {
   ENTRY();
-  auto* m = lookup<ExternalMemory>(memory, HandleKind::ExternalMemory);
-  if (CUresult r = retireHandle(memory, HandleKind::ExternalMemory, CUDA_ERROR_INVALID_HANDLE)) return r;
-  close(m->fd);
-  return CUDA_SUCCESS;
+  const auto* m = lookup<ExternalMemory>(memory, HandleKind::ExternalMemory);
+  return destroyImported(memory, HandleKind::ExternalMemory, m != nullptr ? &m->fd : nullptr);
 }
 CUresult cuImportExternalSemaphore(CUexternalSemaphore* out, const CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC* desc) {
   ENTRY();
@@ -2693,10 +2698,8 @@ CUresult cuImportExternalSemaphore(CUexternalSemaphore* out, const CUDA_EXTERNAL
 }
 CUresult cuDestroyExternalSemaphore(CUexternalSemaphore semaphore) {
   ENTRY();
-  auto* m = lookup<ExternalSemaphore>(semaphore, HandleKind::ExternalSemaphore);
-  if (CUresult r = retireHandle(semaphore, HandleKind::ExternalSemaphore, CUDA_ERROR_INVALID_HANDLE)) return r;
-  close(m->fd);
-  return CUDA_SUCCESS;
+  const auto* s = lookup<ExternalSemaphore>(semaphore, HandleKind::ExternalSemaphore);
+  return destroyImported(semaphore, HandleKind::ExternalSemaphore, s != nullptr ? &s->fd : nullptr);
 }
 // `count` live semaphores with their parameters (a signal's or a wait's) on a live stream.
 static CUresult semaphoresReady(const CUexternalSemaphore* semaphores, const void* params, unsigned count, CUstream s) {

@@ -47,6 +47,17 @@ static inline CUmemAccessDesc readWriteOn(CUdevice dev) {
   return access;
 }
 
+/* A graph's kernel node of one block of 32 threads of `f`, which takes no parameters. */
+static inline CUDA_KERNEL_NODE_PARAMS oneBlockNode(CUfunction f) {
+  CUDA_KERNEL_NODE_PARAMS k;
+  memset(&k, 0, sizeof(k));
+  k.func = f;
+  k.gridDimX = k.gridDimY = k.gridDimZ = 1;
+  k.blockDimX = 32;
+  k.blockDimY = k.blockDimZ = 1;
+  return k;
+}
+
 #ifdef CUDART_VERSION
 static inline void checkRuntime(cudaError_t rc, const char* what) {
   if (rc != cudaSuccess) {

@@ -63,12 +63,7 @@ int main(void) {
   CUgraphNode start, kernel, kernelV1, set, copy, host, sub, record, wait, generic, genericV1, inChild, childSet, foreign;
   check(cuGraphAddEmptyNode(&start, graph, NULL, 0), "cuGraphAddEmptyNode");
 
-  CUDA_KERNEL_NODE_PARAMS k;
-  memset(&k, 0, sizeof(k));
-  k.func = noop;
-  k.gridDimX = k.gridDimY = k.gridDimZ = 1;
-  k.blockDimX = 32;
-  k.blockDimY = k.blockDimZ = 1;
+  CUDA_KERNEL_NODE_PARAMS k = oneBlockNode(noop);
   check(cuGraphAddKernelNode(&kernel, graph, &start, 1, &k), "cuGraphAddKernelNode_v2");
   CUDA_KERNEL_NODE_PARAMS_v1 k1;
   memset(&k1, 0, sizeof(k1));

@@ -41,12 +41,7 @@ int main(void) {
   CUgraph graph;
   CUgraphNode first, second, write;
   check(cuGraphCreate(&graph, 0), "cuGraphCreate");
-  CUDA_KERNEL_NODE_PARAMS k;
-  memset(&k, 0, sizeof(k));
-  k.func = noop;
-  k.gridDimX = k.gridDimY = k.gridDimZ = 1;
-  k.blockDimX = 32;
-  k.blockDimY = k.blockDimZ = 1;
+  CUDA_KERNEL_NODE_PARAMS k = oneBlockNode(noop);
   check(cuGraphAddKernelNode(&first, graph, NULL, 0, &k), "cuGraphAddKernelNode");
   check(cuGraphAddKernelNode(&second, graph, &first, 1, &k), "cuGraphAddKernelNode");
   CUstreamBatchMemOpParams op;
