@@ -282,6 +282,13 @@ class HookCall {
     for (std::size_t i = 0; i < count; ++i) bytes += sizes[i];
     r_.mem.bytes = bytes;
   }
+  // After a batch of decompressions that succeeded: the compressed bytes read.
+  void decompressedBytes(const CUmemDecompressParams* params, std::size_t count) {
+    if (s_ == nullptr) return;
+    std::size_t bytes = 0;
+    for (std::size_t i = 0; i < count; ++i) bytes += params[i].srcNumBytes;
+    r_.mem.bytes = bytes;
+  }
   // The same of a batch of 3D copies (the driver's or the runtime's operations; below).
   template <typename Op>
   void batchBytes3D(const Op* ops, std::size_t count);

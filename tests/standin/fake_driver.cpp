@@ -442,6 +442,7 @@ int deviceAttribute(int attribute) {
     case CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED: return 1;
     case CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED: return 1;
     case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: return 1;
+    case CU_DEVICE_ATTRIBUTE_MEM_DECOMPRESS_ALGORITHM_MASK: return CU_MEM_DECOMPRESS_ALGORITHM_LZ4;
     case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH: return 5120;
     case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: return 52428800;
     default: return 0;
@@ -2784,6 +2785,60 @@ STANDIN_ENTRY_PTSZ(cuMemcpyBatchAsync,
                     size_t* attrsIdxs, size_t numAttrs, size_t* failIdx, CUstream s),
                    failIdx == nullptr ? CUDA_ERROR_INVALID_VALUE
                                       : copyBatch(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, s, failIdx))
+// Batch decompression (CUDA 12.8; Blackwell's engine): the stand-in's engine takes LZ4 blocks
+// (the device attribute says so), decompressed at once; each buffer's decompressed bytes are
+// written to its dstActBytes. A block that does not decode into its buffer is refused, its index
+// out.
+static bool lz4Length(const unsigned char*& in, const unsigned char* end, size_t& length) {
+  if (length != 15) return true;
+  for (unsigned char more = 255; more == 255;) {
+    if (in == end) return false;
+    length += more = *in++;
+  }
+  return true;
+}
+static bool decodeLz4(const unsigned char* in, size_t inBytes, unsigned char* out, size_t outBytes, size_t& written) {
+  const unsigned char* const end = in + inBytes;
+  size_t at = 0;
+  while (in < end) {
+    const unsigned token = *in++;
+    size_t literals = token >> 4;
+    if (!lz4Length(in, end, literals) || literals > size_t(end - in) || literals > outBytes - at) return false;
+    memcpy(out + at, in, literals);
+    in += literals, at += literals;
+    if (in == end) break;  // the last sequence: literals only
+    if (end - in < 2) return false;
+    const size_t offset = in[0] | size_t{in[1]} << 8;
+    in += 2;
+    size_t match = token & 15;
+    if (!lz4Length(in, end, match)) return false;
+    match += 4;
+    if (offset == 0 || offset > at || match > outBytes - at) return false;
+    for (size_t i = 0; i < match; ++i, ++at) out[at] = out[at - offset];  // may overlap itself
+  }
+  written = at;
+  return true;
+}
+static CUresult decompressBatch(CUmemDecompressParams* params, size_t count, unsigned flags, size_t* errorIndex,
+                                CUstream s) {
+  if (CUresult r = needStream(s)) return r;
+  if (params == nullptr || count == 0 || flags != 0 || errorIndex == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  for (size_t i = 0; i < count; ++i) {
+    const CUmemDecompressParams& p = params[i];
+    size_t written = 0;
+    if (p.algo != CU_MEM_DECOMPRESS_ALGORITHM_LZ4) return *errorIndex = i, CUDA_ERROR_NOT_SUPPORTED;
+    if (p.src == nullptr || p.dst == nullptr || p.dstActBytes == nullptr ||
+        !memory().fits(addr(p.src), p.srcNumBytes) || !memory().fits(addr(p.dst), p.dstNumBytes) ||
+        !decodeLz4(static_cast<const unsigned char*>(p.src), p.srcNumBytes, static_cast<unsigned char*>(p.dst),
+                   p.dstNumBytes, written))
+      return *errorIndex = i, CUDA_ERROR_INVALID_VALUE;
+    *p.dstActBytes = static_cast<cuuint32_t>(written);
+  }
+  return CUDA_SUCCESS;
+}
+STANDIN_ENTRY_PTSZ(cuMemBatchDecompressAsync,
+                   (CUmemDecompressParams * params, size_t count, unsigned flags, size_t* errorIndex, CUstream s),
+                   decompressBatch(params, count, flags, errorIndex, s))
 STANDIN_ENTRY_PTSZ(cuMemcpy3DBatchAsync_v2,
                    (size_t count, CUDA_MEMCPY3D_BATCH_OP* ops, unsigned long long flags, CUstream s),
                    copy3DBatch(count, ops, flags, s))
@@ -3330,6 +3385,8 @@ const ProcEntry kProcTable[] = {
     PT(cuMemcpyBatchAsync, 12080, cuMemcpyBatchAsync_ptsz),
     E(cuMemcpyBatchAsync, 13000, cuMemcpyBatchAsync_v2),
     PT(cuMemcpyBatchAsync, 13000, cuMemcpyBatchAsync_v2_ptsz),
+    E(cuMemBatchDecompressAsync, 12060, cuMemBatchDecompressAsync),
+    PT(cuMemBatchDecompressAsync, 12060, cuMemBatchDecompressAsync_ptsz),
     E(cuMemcpy3DBatchAsync, 12080, cuMemcpy3DBatchAsync),
     PT(cuMemcpy3DBatchAsync, 12080, cuMemcpy3DBatchAsync_ptsz),
     E(cuMemcpy3DBatchAsync, 13000, cuMemcpy3DBatchAsync_v2),

@@ -621,6 +621,8 @@ static const struct Lookup kLookups[] = {
     {"cuMemcpy", 7000, 1, "cuMemcpy_ptds"},
     {"cuMemcpyAsync", 4000, 0, "cuMemcpyAsync"},
     {"cuMemcpyAsync", 7000, 1, "cuMemcpyAsync_ptsz"},
+    {"cuMemBatchDecompressAsync", 12060, 0, "cuMemBatchDecompressAsync"},
+    {"cuMemBatchDecompressAsync", 12060, 1, "cuMemBatchDecompressAsync_ptsz"},
     {"cuMemcpyBatchAsync", 12080, 0, "cuMemcpyBatchAsync"},
     {"cuMemcpyBatchAsync", 12080, 1, "cuMemcpyBatchAsync_ptsz"},
     {"cuMemcpyBatchAsync", 13000, 0, "cuMemcpyBatchAsync_v2"},

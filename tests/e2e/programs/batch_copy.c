@@ -2,8 +2,8 @@
  * with CUDA 13's cuMemcpyBatchAsync: one call, one event, the bytes of all its copies; a batch
  * the driver refuses (on the legacy stream) is recorded with its result and no bytes. The same
  * with CUDA 12.8's first version (the index of a failed copy out), with the 3D batches of both
- * versions (boxes of pitched memory), and with the runtime's batches, each nesting the driver's.
- * The data of every copy is checked.
+ * versions (boxes of pitched memory), and with the runtime's batches, each nesting the driver's;
+ * buffers decompressed in one call (CUDA 12.8). The data of every copy is checked.
  *
  *   usage: batch_copy */
 #include <cuda.h>
@@ -52,8 +52,45 @@ static int boxCopied(const unsigned char* box, size_t rows) {
   return 1;
 }
 
+/* CUDA 12.8's batch decompression, where the device has an engine that takes LZ4 (the stand-in's;
+ * H100 and H200 have none): a 13-byte block into "abcdabcdabcdefghi", read back; the same into a
+ * buffer too small for it, refused. The call shows as a copy of the compressed bytes. */
+static void decompress(CUdevice dev, CUstream s) {
+  int algorithms = 0;
+  check(cuDeviceGetAttribute(&algorithms, CU_DEVICE_ATTRIBUTE_MEM_DECOMPRESS_ALGORITHM_MASK, dev), "cuDeviceGetAttribute");
+  if (!(algorithms & CU_MEM_DECOMPRESS_ALGORITHM_LZ4)) return;
+  static const unsigned char block[] = {0x44, 'a', 'b', 'c', 'd', 4, 0, 0x50, 'e', 'f', 'g', 'h', 'i'};
+  static const char expected[] = "abcdabcdabcdefghi";
+  CUdeviceptr src, dst, actual;
+  check(cuMemAlloc(&src, sizeof(block)), "cuMemAlloc");
+  check(cuMemAlloc(&dst, 64), "cuMemAlloc");
+  check(cuMemAlloc(&actual, sizeof(cuuint32_t)), "cuMemAlloc");
+  check(cuMemcpyHtoD(src, block, sizeof(block)), "cuMemcpyHtoD");
+  CUmemDecompressParams p;
+  memset(&p, 0, sizeof(p));
+  p.src = (const void*)src, p.srcNumBytes = sizeof(block);
+  p.dst = (void*)dst, p.dstNumBytes = 64;
+  p.dstActBytes = (cuuint32_t*)actual;
+  p.algo = CU_MEM_DECOMPRESS_ALGORITHM_LZ4;
+  size_t errorIndex = 0;
+  CUmemDecompressParams small = p;
+  small.dstNumBytes = 8;
+  if (cuMemBatchDecompressAsync(&small, 1, 0, &errorIndex, s) == CUDA_SUCCESS) ++failures;
+  if (cuMemBatchDecompressAsync(&p, 1, 0, &errorIndex, s) == CUDA_SUCCESS) { /* the engine may want other memory */
+    char out[sizeof(expected)] = {0};
+    cuuint32_t written = 0;
+    check(cuStreamSynchronize(s), "cuStreamSynchronize");
+    check(cuMemcpyDtoH(out, dst, sizeof(expected) - 1), "cuMemcpyDtoH");
+    check(cuMemcpyDtoH(&written, actual, sizeof(written)), "cuMemcpyDtoH");
+    if (written != sizeof(expected) - 1 || memcmp(out, expected, sizeof(expected) - 1) != 0) ++failures;
+  }
+  check(cuMemFree(src), "cuMemFree");
+  check(cuMemFree(dst), "cuMemFree");
+  check(cuMemFree(actual), "cuMemFree");
+}
+
 int main(void) {
-  useFirstDevice();
+  const CUdevice dev = useFirstDevice();
   CUstream s;
   check(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
   unsigned* host;
@@ -138,6 +175,7 @@ int main(void) {
   for (unsigned row = 0; row < 4; ++row)
     for (unsigned j = 0; j < 32; ++j)
       if (words[row * 64 + j] != 9000 + row * 64 + j) ++failures;
+  decompress(dev, s);
   check(cuMemFree(c), "cuMemFree");
   check(cuMemFree(d), "cuMemFree");
   check(cuMemFree(a), "cuMemFree");
