@@ -2175,6 +2175,14 @@ CUresult cuArray3DGetDescriptor_v2(CUDA_ARRAY3D_DESCRIPTOR* desc, CUarray array)
 }
 // Mipmapped arrays: `levels` arrays (at most those down to 1 x 1 x 1), each half the last's
 // extent, at least 1.
+// A mipmapped array's levels retired, their memory freed (the mipmapped array destroyed, or one
+// being made that failed).
+static void releaseLevels(const Mipmap& m) {
+  for (Array* level : m.levels) {
+    handles().retire(level, HandleKind::Array);
+    release(level->base, false);
+  }
+}
 static CUresult createMipmap(CUmipmappedArray* out, const CUDA_ARRAY3D_DESCRIPTOR* d, unsigned levels) {
   if (CUresult r = needContext()) return r;
   if (out == nullptr || d == nullptr || d->Flags != 0 || levels == 0) return CUDA_ERROR_INVALID_VALUE;
@@ -2187,10 +2195,7 @@ static CUresult createMipmap(CUmipmappedArray* out, const CUDA_ARRAY3D_DESCRIPTO
     CUarray level = nullptr;
     if (CUresult r = createArray(&level, halved(d->Width, l), halved(d->Height, l), halved(d->Depth, l), d->Format,
                                  d->NumChannels)) {
-      for (Array* made : m->levels) {
-        handles().retire(made, HandleKind::Array);
-        release(made->base, false);
-      }
+      releaseLevels(*m);
       delete m;
       return r;
     }
@@ -2214,16 +2219,16 @@ CUresult cuMipmappedArrayGetLevel(CUarray* out, CUmipmappedArray mipmap, unsigne
   *out = reinterpret_cast<CUarray>(m->levels[level]);
   return CUDA_SUCCESS;
 }
-CUresult cuMipmappedArrayDestroy(CUmipmappedArray mipmap) {
-  ENTRY();
+static CUresult destroyMipmap(CUmipmappedArray mipmap) {
   if (CUresult r = needContext()) return r;
   const auto* m = lookup<Mipmap>(mipmap, HandleKind::Mipmap);
   if (m == nullptr || !handles().retire(mipmap, HandleKind::Mipmap)) return CUDA_ERROR_INVALID_HANDLE;
-  for (Array* level : m->levels) {
-    handles().retire(level, HandleKind::Array);
-    release(level->base, false);
-  }
+  releaseLevels(*m);
   return CUDA_SUCCESS;
+}
+CUresult cuMipmappedArrayDestroy(CUmipmappedArray mipmap) {
+  ENTRY();
+  return destroyMipmap(mipmap);
 }
 // Linear copies into and out of an array's elements, at a byte offset.
 static CUresult toArray(CUarray dst, size_t offset, uintptr_t src, size_t n, CUstream s = nullptr) {
@@ -2669,7 +2674,7 @@ CUresult cuExternalMemoryGetMappedMipmappedArray(CUmipmappedArray* out, CUextern
   size_t bytes = 0;
   for (const Array* level : reinterpret_cast<const Mipmap*>(*out)->levels) bytes += level->bytes;
   if (bytes <= m->bytes - desc->offset) return CUDA_SUCCESS;
-  cuMipmappedArrayDestroy(*out);
+  destroyMipmap(*out);
   return CUDA_ERROR_INVALID_VALUE;
 }
 // An imported handle destroyed: retired, and the descriptor the driver owns since the import
