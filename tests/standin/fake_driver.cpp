@@ -1881,8 +1881,8 @@ CUresult cuGraphInstantiate_v2(CUgraphExec* exec, CUgraph graph, CUgraphNode* er
   return instantiateWithLog(exec, graph, errorNode, log, logBytes);
 }
 // ------------------------------------------------------------------ JIT links
-CUresult cuLinkCreate_v2(unsigned numOptions, CUjit_option* options, void** optionValues, CUlinkState* state) {
-  ENTRY();
+// CUDA 5.5's first versions (the same parameters, still exported) do what 6.5's do.
+static CUresult createLink(unsigned numOptions, CUjit_option* options, void** optionValues, CUlinkState* state) {
   if (CUresult r = needContext()) return r;
   if (state == nullptr || (numOptions != 0 && (options == nullptr || optionValues == nullptr)))
     return CUDA_ERROR_INVALID_VALUE;
@@ -1891,26 +1891,42 @@ CUresult cuLinkCreate_v2(unsigned numOptions, CUjit_option* options, void** opti
   *state = reinterpret_cast<CUlinkState>(l);
   return CUDA_SUCCESS;
 }
-CUresult cuLinkAddData_v2(CUlinkState state, CUjitInputType type, void* data, size_t size, const char* name,
-                          unsigned numOptions, CUjit_option* options, void** optionValues) {
-  ENTRY();
-  (void)type;
-  (void)name;
+static CUresult addLinkData(CUlinkState state, void* data, size_t size, unsigned numOptions, CUjit_option* options,
+                           void** optionValues) {
   if (CUresult r = needInit()) return r;
   if (data == nullptr || size == 0 || (numOptions != 0 && (options == nullptr || optionValues == nullptr)))
     return CUDA_ERROR_INVALID_VALUE;
   return addLinkInput(state, data);
 }
-CUresult cuLinkAddFile_v2(CUlinkState state, CUjitInputType type, const char* path, unsigned numOptions,
-                          CUjit_option* options, void** optionValues) {
-  ENTRY();
-  (void)type;
+static CUresult addLinkFile(CUlinkState state, const char* path, unsigned numOptions, CUjit_option* options,
+                           void** optionValues) {
   if (CUresult r = needInit()) return r;
   if (numOptions != 0 && (options == nullptr || optionValues == nullptr)) return CUDA_ERROR_INVALID_VALUE;
   ImageHead head;
   if (CUresult r = readImage(path, head)) return r;
   return addLinkInput(state, head.bytes);
 }
+#define STANDIN_LINK_VERSIONS(create, addData, addFile)                                                              \
+  CUresult create(unsigned numOptions, CUjit_option* options, void** optionValues, CUlinkState* state) {            \
+    ENTRY();                                                                                                       \
+    return createLink(numOptions, options, optionValues, state);                                                   \
+  }                                                                                                                \
+  CUresult addData(CUlinkState state, CUjitInputType, void* data, size_t size, const char*, unsigned numOptions,     \
+                   CUjit_option* options, void** optionValues) {                                                   \
+    ENTRY();                                                                                                       \
+    return addLinkData(state, data, size, numOptions, options, optionValues);                                      \
+  }                                                                                                                \
+  CUresult addFile(CUlinkState state, CUjitInputType, const char* path, unsigned numOptions, CUjit_option* options, \
+                   void** optionValues) {                                                                          \
+    ENTRY();                                                                                                       \
+    return addLinkFile(state, path, numOptions, options, optionValues);                                            \
+  }
+#undef cuLinkCreate
+#undef cuLinkAddData
+#undef cuLinkAddFile
+STANDIN_LINK_VERSIONS(cuLinkCreate, cuLinkAddData, cuLinkAddFile)
+STANDIN_LINK_VERSIONS(cuLinkCreate_v2, cuLinkAddData_v2, cuLinkAddFile_v2)
+#undef STANDIN_LINK_VERSIONS
 CUresult cuLinkComplete(CUlinkState state, void** cubinOut, size_t* sizeOut) {
   ENTRY();
   if (CUresult r = needInit()) return r;
@@ -3239,6 +3255,9 @@ const ProcEntry kProcTable[] = {
     PT(cuGraphInstantiateWithParams, 12000, cuGraphInstantiateWithParams_ptsz),
     E(cuStreamBeginCaptureToGraph, 12030, cuStreamBeginCaptureToGraph),
     PT(cuStreamBeginCaptureToGraph, 12030, cuStreamBeginCaptureToGraph_ptsz),
+    E(cuLinkCreate, 5050, cuLinkCreate),
+    E(cuLinkAddData, 5050, cuLinkAddData),
+    E(cuLinkAddFile, 5050, cuLinkAddFile),
     E(cuLinkCreate, 6050, cuLinkCreate_v2),
     E(cuLinkAddData, 6050, cuLinkAddData_v2),
     E(cuLinkAddFile, 6050, cuLinkAddFile_v2),
