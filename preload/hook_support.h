@@ -501,8 +501,8 @@ inline const void* arrayOf(const cudaMemcpy3DOperand& o) {
 }
 
 // References to physical memory retained by handle (cuMemRetainAllocationHandle), noted whether
-// recording or not; a release takes one back (true) while any is left. Concurrent retains and
-// releases of one handle may miscount (the counters only).
+// recording or not; a release takes one back (true) while any is left. Threads retaining and
+// releasing one handle at once lose no count (PointerMap::adjust).
 void retainedReference(CUmemGenericAllocationHandle handle);
 bool releaseRetained(CUmemGenericAllocationHandle handle);
 inline void HookCall::releasedReference(CUmemGenericAllocationHandle handle) {

@@ -400,17 +400,19 @@ constinit PointerMap g_kernelNames;
 
 namespace {
 
-// `value` for `key` in `map`, lasting (forget() leaves it), the map's slots reserved at its first
-// value: the tables below but the kernel names'. False where it could not be stored (no key, no
-// room).
+// `map`'s slots, reserved at its first value (the kernel names' at the first name); false where
+// they cannot be.
+bool setUp(PointerMap& map, std::size_t capacityPow2) { return map.ready() || map.init(capacityPow2); }
+
+// `value` for `key` in `map`, lasting (forget() leaves it). False where it could not be stored (no
+// key, no room).
 bool putLasting(PointerMap& map, std::size_t capacityPow2, const void* key, uint32_t value) {
-  if (key == nullptr || (!map.ready() && !map.init(capacityPow2))) return false;
-  return map.put(key, value, PointerMap::kLasting);
+  return key != nullptr && setUp(map, capacityPow2) && map.put(key, value, PointerMap::kLasting);
 }
 
 // Set up by the first name stored; a lookup before it finds nothing (cachedKernelName).
 PointerMap& kernelNames() {
-  if (!g_kernelNames.ready()) g_kernelNames.init(1u << 16);
+  setUp(g_kernelNames, 1u << 16);
   return g_kernelNames;
 }
 
@@ -594,9 +596,8 @@ std::size_t arrayElementBytes(const void* array) {
 constinit PointerMap g_retainedReferences;
 
 void retainedReference(CUmemGenericAllocationHandle handle) {
-  const auto* key = reinterpret_cast<const void*>(handle);
-  if (key != nullptr && (g_retainedReferences.ready() || g_retainedReferences.init(1u << 10)))
-    g_retainedReferences.adjust(key, 1, PointerMap::kLasting);
+  if (setUp(g_retainedReferences, 1u << 10))
+    g_retainedReferences.adjust(reinterpret_cast<const void*>(handle), 1, PointerMap::kLasting);
 }
 
 bool releaseRetained(CUmemGenericAllocationHandle handle) {
