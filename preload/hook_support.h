@@ -396,6 +396,22 @@ inline void multiDeviceLaunch(HookCall& c, const CUDA_LAUNCH_PARAMS* list, unsig
            p.sharedMemBytes, p.hStream);
 }
 
+// CUDA 9-12.9's cudaLaunchParams (13's headers dropped it with the call that takes it).
+struct RuntimeLaunchParams {
+  void* func;
+  dim3 gridDim;
+  dim3 blockDim;
+  void** args;
+  size_t sharedMem;
+  cudaStream_t stream;
+};
+inline void multiDeviceLaunch(HookCall& c, const RuntimeLaunchParams* list, unsigned count) {
+  if (list == nullptr || count == 0) return c.launch(runtimeKernelName(c, nullptr), 0, 0, 0, 0, 0, 0, 0, nullptr);
+  const RuntimeLaunchParams& p = list[0];
+  c.launch(runtimeKernelName(c, p.func), p.gridDim.x, p.gridDim.y, p.gridDim.z, p.blockDim.x, p.blockDim.y,
+           p.blockDim.z, p.sharedMem, p.stream);
+}
+
 // The first of the `count` handles a call acts on together (external semaphores signalled or
 // waited for): the call's handle, as the first device's launch is a multi-device launch's. The
 // driver reads them all; none where there are none.

@@ -42,13 +42,22 @@ struct DisplayName {
   char text[64];
 };
 
+// Runtime names that CUDA 11.2-12.9's cuda_runtime_api.h gives calls written without the "_v2"
+// (its #defines), and that 13's runtime exports no more.
+constexpr std::string_view kHeaderRenamed[] = {"cudaSignalExternalSemaphoresAsync_v2",
+                                               "cudaWaitExternalSemaphoresAsync_v2"};
+
 // Runtime entry points are shown as users call them: "__cudaLaunchKernel_ptsz" is the
-// triple-chevron path of cudaLaunchKernel. Driver names stay exact (cuMemcpyHtoD_v2), as in
-// Nsight Systems, except the per-thread-stream suffix.
+// triple-chevron path of cudaLaunchKernel, "cudaSignalExternalSemaphoresAsync_v2" what 12's
+// headers make of cudaSignalExternalSemaphoresAsync. Driver names stay exact (cuMemcpyHtoD_v2),
+// as in Nsight Systems, except the per-thread-stream suffix.
 constexpr DisplayName displayNameOf(std::string_view symbol, ApiLayer layer) {
   DisplayName out{};
   if (layer == ApiLayer::Runtime && symbol.starts_with("__")) symbol.remove_prefix(2);
   if (symbol.ends_with("_ptsz") || symbol.ends_with("_ptds")) symbol.remove_suffix(5);
+  if (layer == ApiLayer::Runtime && std::find(std::begin(kHeaderRenamed), std::end(kHeaderRenamed), symbol) !=
+                                        std::end(kHeaderRenamed))
+    symbol.remove_suffix(3);
   for (std::size_t i = 0; i < symbol.size() && i + 1 < sizeof(out.text); ++i) out.text[i] = symbol[i];
   return out;
 }

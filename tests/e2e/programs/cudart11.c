@@ -99,3 +99,106 @@ int cudaGraphAddDependencies(void* graph, void* const* from, void* const* to, si
   lastEdges = count;
   return 0;
 }
+
+/* CUDA 11.2-12.9's names for the external semaphores' calls (their headers rename
+ * cudaSignalExternalSemaphoresAsync and cudaWaitExternalSemaphoresAsync to these), and 12.3's second
+ * versions of the edge calls, which take each edge's data before the count (13's under the first
+ * names): what arrived, seen by old_runtime. */
+void* lastSemaphore;
+void* lastStream;
+size_t lastCount;
+
+static int semaphores(void* const* sems, const void* params, unsigned count, void* stream) {
+  if (sems == NULL || params == NULL || count == 0) return 1;
+  lastSemaphore = sems[0], lastCount = count, lastStream = stream;
+  return 0;
+}
+int cudaSignalExternalSemaphoresAsync_v2(void* const* sems, const void* params, unsigned count, void* stream) {
+  return semaphores(sems, params, count, stream);
+}
+int cudaSignalExternalSemaphoresAsync_v2_ptsz(void* const* sems, const void* params, unsigned count, void* stream) {
+  return semaphores(sems, params, count, stream);
+}
+int cudaWaitExternalSemaphoresAsync_v2(void* const* sems, const void* params, unsigned count, void* stream) {
+  return semaphores(sems, params, count, stream);
+}
+int cudaWaitExternalSemaphoresAsync_v2_ptsz(void* const* sems, const void* params, unsigned count, void* stream) {
+  return semaphores(sems, params, count, stream);
+}
+
+/* An edge's data: its source port, type and destination port (cudaGraphEdgeData). */
+struct EdgeData {
+  unsigned char from_port, to_port, type, reserved[5];
+};
+
+static int captureDependencies(void* stream, void* const* deps, const struct EdgeData* edges, size_t count,
+                               unsigned flags) {
+  if (deps == NULL || edges == NULL || flags > 1) return 1;
+  lastStream = stream, lastCount = count;
+  return 0;
+}
+int cudaStreamUpdateCaptureDependencies_v2(void* stream, void* const* deps, const struct EdgeData* edges, size_t count,
+                                           unsigned flags) {
+  return captureDependencies(stream, deps, edges, count, flags);
+}
+int cudaStreamUpdateCaptureDependencies_v2_ptsz(void* stream, void* const* deps, const struct EdgeData* edges,
+                                                size_t count, unsigned flags) {
+  return captureDependencies(stream, deps, edges, count, flags);
+}
+
+int cudaGraphAddNode_v2(void** node, void* graph, void* const* deps, const struct EdgeData* edges, size_t count,
+                        void* params) {
+  if (node == NULL || graph == NULL || params == NULL || (count != 0 && (deps == NULL || edges == NULL))) return 1;
+  *node = params;
+  lastCount = count;
+  return 0;
+}
+
+int cudaGraphAddDependencies_v2(void* graph, void* const* from, void* const* to, const struct EdgeData* edges,
+                                size_t count) {
+  if (graph == NULL || from == NULL || to == NULL || edges == NULL) return 1;
+  lastEdges = count;
+  return 0;
+}
+int cudaGraphRemoveDependencies_v2(void* graph, void* const* from, void* const* to, const struct EdgeData* edges,
+                                   size_t count) {
+  if (graph == NULL || from == NULL || to == NULL || edges == NULL || count > lastEdges) return 1;
+  lastEdges -= count;
+  return 0;
+}
+
+/* The names before CUDA 4.0 of cudaDeviceSynchronize and cudaDeviceReset, exported up to 12.9. */
+int synchronized, exited;
+int cudaThreadSynchronize(void) {
+  ++synchronized;
+  return 0;
+}
+int cudaThreadExit(void) {
+  ++exited;
+  return 0;
+}
+
+/* A kernel's registration (the host stub as its handle) and one cooperative launch on each device
+ * of a list (cudaLaunchParams), the devices counted; CUDA 13 took the call out. */
+void __cudaRegisterFunction(void** module, const char* hostFun, char* deviceFun, const char* deviceName,
+                            int threadLimit, void* tid, void* bid, void* bDim, void* gDim, int* wSize) {
+  (void)module, (void)hostFun, (void)deviceFun, (void)deviceName, (void)threadLimit, (void)tid, (void)bid,
+      (void)bDim, (void)gDim, (void)wSize;
+}
+struct Dim3 {
+  unsigned x, y, z;
+};
+struct LaunchParams {
+  void* func;
+  struct Dim3 grid, block;
+  void** args;
+  size_t shared;
+  void* stream;
+};
+int cudaLaunchCooperativeKernelMultiDevice(struct LaunchParams* list, unsigned count, unsigned flags) {
+  if (list == NULL || count == 0 || flags != 0) return 1;
+  for (unsigned i = 0; i < count; ++i)
+    if (list[i].func == NULL || list[i].grid.x == 0 || list[i].block.x == 0) return 1;
+  lastCount = count, lastStream = list[0].stream;
+  return 0;
+}

@@ -3,7 +3,8 @@
  * cudaGraphExecUpdate (the result out last) and prefetches with a device ordinal before the stream;
  * built against 12.8's, copies in batches with the index of a failed copy before the stream, and
  * advises on managed memory with a device ordinal and (12.2's second version) a location, and adds
- * a graph's edges without their data.
+ * a graph's edges without their data; built against 11.2-12.9's, calls the names those headers and
+ * runtimes have and 13's not (below).
  * Under cutrace the calls must reach the runtime whole: the log written where the program asked,
  * the result written, the copies made, the stream the one passed, and be recorded (the prefetches
  * and batches with their streams).
@@ -28,6 +29,88 @@ int cudaMemAdvise_v2(const void* p, size_t count, int advice, struct Location lo
 extern int lastAdvice, lastAdviceDevice;
 int cudaGraphAddDependencies(void* graph, void* const* from, void* const* to, size_t count);
 extern size_t lastEdges;
+int cudaSignalExternalSemaphoresAsync_v2(void* const* sems, const void* params, unsigned count, void* stream);
+int cudaSignalExternalSemaphoresAsync_v2_ptsz(void* const* sems, const void* params, unsigned count, void* stream);
+int cudaWaitExternalSemaphoresAsync_v2(void* const* sems, const void* params, unsigned count, void* stream);
+int cudaWaitExternalSemaphoresAsync_v2_ptsz(void* const* sems, const void* params, unsigned count, void* stream);
+extern void* lastSemaphore;
+extern void* lastStream;
+extern size_t lastCount;
+struct EdgeData {
+  unsigned char from_port, to_port, type, reserved[5];
+};
+int cudaStreamUpdateCaptureDependencies_v2(void* stream, void* const* deps, const struct EdgeData* edges, size_t count,
+                                           unsigned flags);
+int cudaStreamUpdateCaptureDependencies_v2_ptsz(void* stream, void* const* deps, const struct EdgeData* edges,
+                                                size_t count, unsigned flags);
+int cudaGraphAddNode_v2(void** node, void* graph, void* const* deps, const struct EdgeData* edges, size_t count,
+                        void* params);
+int cudaGraphAddDependencies_v2(void* graph, void* const* from, void* const* to, const struct EdgeData* edges,
+                                size_t count);
+int cudaGraphRemoveDependencies_v2(void* graph, void* const* from, void* const* to, const struct EdgeData* edges,
+                                   size_t count);
+int cudaThreadSynchronize(void);
+int cudaThreadExit(void);
+extern int synchronized, exited;
+void __cudaRegisterFunction(void** module, const char* hostFun, char* deviceFun, const char* deviceName,
+                            int threadLimit, void* tid, void* bid, void* bDim, void* gDim, int* wSize);
+struct Dim3 {
+  unsigned x, y, z;
+};
+struct LaunchParams {
+  void* func;
+  struct Dim3 grid, block;
+  void** args;
+  size_t shared;
+  void* stream;
+};
+int cudaLaunchCooperativeKernelMultiDevice(struct LaunchParams* list, unsigned count, unsigned flags);
+
+/* Programs built with CUDA 11.2-12.9's headers: external semaphores signalled and waited for on
+ * two streams and the per-thread one (the _ptsz names), one wait of none (refused); a capture's
+ * dependencies, a node and edges given with edge data (12.3's second versions); the device
+ * synchronised and reset by their pre-4.0 names; a cooperative kernel launched on two devices,
+ * and a launch of an empty list (refused). */
+static int newerCalls(void) {
+  static int semA, semB, graph, nodeParams;
+  void* const sems[] = {&semA, &semB};
+  char params[2][144] = {{0}};
+  void* const s1 = (void*)0x5200, *s2 = (void*)0x5210, *perThread = (void*)0x2;
+  if (cudaSignalExternalSemaphoresAsync_v2(sems, params, 2, s1) != 0 || lastSemaphore != &semA || lastCount != 2 ||
+      lastStream != s1 || cudaWaitExternalSemaphoresAsync_v2(sems + 1, params, 1, s2) != 0 ||
+      lastSemaphore != &semB || lastStream != s2 ||
+      cudaSignalExternalSemaphoresAsync_v2_ptsz(sems + 1, params, 1, perThread) != 0 || lastStream != perThread ||
+      cudaWaitExternalSemaphoresAsync_v2_ptsz(sems, params, 2, s1) != 0 || lastStream != s1 ||
+      cudaWaitExternalSemaphoresAsync_v2(sems, params, 0, s2) != 1) {
+    printf("semaphores: %p on %p\n", lastSemaphore, lastStream);
+    return 1;
+  }
+  void* const nodes[] = {&graph, &nodeParams, &graph};
+  const struct EdgeData edges[3] = {{0}};
+  void* node = NULL;
+  if (cudaStreamUpdateCaptureDependencies_v2(s2, nodes, edges, 2, 1) != 0 || lastStream != s2 || lastCount != 2 ||
+      cudaStreamUpdateCaptureDependencies_v2_ptsz(perThread, nodes, edges, 3, 0) != 0 || lastStream != perThread ||
+      lastCount != 3 || cudaGraphAddNode_v2(&node, &graph, nodes, edges, 1, &nodeParams) != 0 ||
+      node != &nodeParams || lastCount != 1 || cudaGraphAddDependencies_v2(&graph, nodes, nodes + 1, edges, 2) != 0 ||
+      lastEdges != 2 || cudaGraphRemoveDependencies_v2(&graph, nodes, nodes + 1, edges, 1) != 0 || lastEdges != 1) {
+    printf("edges: %zu, %zu\n", lastCount, lastEdges);
+    return 1;
+  }
+  if (cudaThreadSynchronize() != 0 || cudaThreadExit() != 0 || synchronized != 1 || exited != 1) {
+    printf("thread calls: %d %d\n", synchronized, exited);
+    return 1;
+  }
+  static char stub;
+  __cudaRegisterFunction(NULL, &stub, &stub, "cooperative_step", -1, NULL, NULL, NULL, NULL, NULL);
+  struct LaunchParams list[2] = {{&stub, {4, 2, 1}, {128, 1, 1}, NULL, 256, s1},
+                                 {&stub, {4, 2, 1}, {128, 1, 1}, NULL, 256, s2}};
+  if (cudaLaunchCooperativeKernelMultiDevice(list, 2, 0) != 0 || lastCount != 2 || lastStream != s1 ||
+      cudaLaunchCooperativeKernelMultiDevice(NULL, 0, 0) != 1) {
+    printf("cooperative launch: %zu devices\n", lastCount);
+    return 1;
+  }
+  return 0;
+}
 
 int main(void) {
   static int graph;
@@ -89,5 +172,5 @@ int main(void) {
     printf("cudaGraphAddDependencies: %zu edges\n", lastEdges);
     return 1;
   }
-  return 0;
+  return newerCalls();
 }
