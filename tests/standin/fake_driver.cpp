@@ -2635,6 +2635,16 @@ CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool) {
   if (CUresult r = checkDevice(dev)) return r;
   return handles().contains(pool, HandleKind::Pool) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
+// CUDA 13's form of the same: a device location, for pinned allocations (the stand-in has no
+// host pools).
+CUresult cuMemSetMemPool(CUmemLocation* location, CUmemAllocationType type, CUmemoryPool pool) {
+  ENTRY();
+  if (CUresult r = needInit()) return r;
+  if (location == nullptr || location->type != CU_MEM_LOCATION_TYPE_DEVICE || type != CU_MEM_ALLOCATION_TYPE_PINNED)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult r = checkDevice(location->id)) return r;
+  return handles().contains(pool, HandleKind::Pool) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
 // Memory the pool holds beyond `keep` bytes goes back: it holds none here.
 CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t /*keep*/) {
   ENTRY();
@@ -3388,6 +3398,7 @@ const ProcEntry kProcTable[] = {
     E(cuMemPoolSetAttribute, 11020, cuMemPoolSetAttribute),
     E(cuMemPoolSetAccess, 11020, cuMemPoolSetAccess),
     E(cuDeviceSetMemPool, 11020, cuDeviceSetMemPool),
+    E(cuMemSetMemPool, 13000, cuMemSetMemPool),
     E(cuImportExternalMemory, 10000, cuImportExternalMemory),
     E(cuExternalMemoryGetMappedBuffer, 10000, cuExternalMemoryGetMappedBuffer),
     E(cuDestroyExternalMemory, 10000, cuDestroyExternalMemory),

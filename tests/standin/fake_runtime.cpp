@@ -170,6 +170,7 @@ constexpr int kRuntimeVersion = CUDART_VERSION;
   X(cuMemPoolSetAttribute, cuMemPoolSetAttribute, kRuntimeVersion)                                            \
   X(cuMemPoolSetAccess, cuMemPoolSetAccess, kRuntimeVersion)                                                  \
   X(cuDeviceSetMemPool, cuDeviceSetMemPool, kRuntimeVersion)                                                  \
+  X(cuMemSetMemPool, cuMemSetMemPool, kRuntimeVersion)                                                        \
   X(cuImportExternalMemory, cuImportExternalMemory, kRuntimeVersion)                                          \
   X(cuExternalMemoryGetMappedBuffer, cuExternalMemoryGetMappedBuffer, kRuntimeVersion)                        \
   X(cuDestroyExternalMemory, cuDestroyExternalMemory, kRuntimeVersion)                                        \
@@ -1557,6 +1558,11 @@ cudaError_t cudaMemPoolSetAccess(cudaMemPool_t pool, const cudaMemAccessDesc* ma
 cudaError_t cudaDeviceSetMemPool(int device, cudaMemPool_t pool) {
   STANDIN_DRIVER(false);
   return call(D->cuDeviceSetMemPool(device, reinterpret_cast<CUmemoryPool>(pool)));
+}
+cudaError_t cudaMemSetMemPool(cudaMemLocation* location, cudaMemAllocationType type, cudaMemPool_t pool) {
+  STANDIN_DRIVER(false);
+  return call(D->cuMemSetMemPool(reinterpret_cast<CUmemLocation*>(location), static_cast<CUmemAllocationType>(type),
+                                 reinterpret_cast<CUmemoryPool>(pool)));
 }
 cudaError_t cudaMallocFromPoolAsync(void** p, size_t n, cudaMemPool_t pool, cudaStream_t s) {
   STANDIN_DRIVER(false);

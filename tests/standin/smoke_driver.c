@@ -489,6 +489,7 @@ static const struct Lookup kLookups[] = {
     {"cuMemPoolSetAttribute", 11020, 0, "cuMemPoolSetAttribute"},
     {"cuMemPoolSetAccess", 11020, 0, "cuMemPoolSetAccess"},
     {"cuDeviceSetMemPool", 11020, 0, "cuDeviceSetMemPool"},
+    {"cuMemSetMemPool", 13000, 0, "cuMemSetMemPool"},
     {"cuImportExternalMemory", 10000, 0, "cuImportExternalMemory"},
     {"cuExternalMemoryGetMappedBuffer", 10000, 0, "cuExternalMemoryGetMappedBuffer"},
     {"cuDestroyExternalMemory", 10000, 0, "cuDestroyExternalMemory"},

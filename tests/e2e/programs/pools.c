@@ -1,6 +1,7 @@
 /* Memory pools, as PyTorch's cudaMallocAsync backend and stream-ordered allocators use them:
  * pools made through the runtime and the driver (one refused: no allocation type), set up (their
- * release threshold and high watermarks, their devices' access, the device's pool), memory
+ * release threshold and high watermarks, their devices' access, the device's pool, also by CUDA
+ * 13's location form), memory
  * allocated from each and from the device's default pool, freed in stream order, each pool
  * trimmed (to nothing, and to a size it may keep) and destroyed. Each pool shows as the handle of
  * its creation, settings and destruction, each trim with the bytes it may keep; the memory
@@ -58,6 +59,10 @@ int main(void) {
   checkRuntime(cudaMemPoolTrimTo(pool, 0), "cudaMemPoolTrimTo");
   checkRuntime(cudaMemPoolTrimTo(fallback, 1 << 16), "cudaMemPoolTrimTo");
   checkRuntime(cudaDeviceSetMemPool(dev, fallback), "cudaDeviceSetMemPool");
+  /* CUDA 13's form: the location's pool for an allocation type (a managed one refused here). */
+  checkRuntime(cudaMemSetMemPool(&props.location, cudaMemAllocationTypePinned, pool), "cudaMemSetMemPool");
+  if (cudaMemSetMemPool(&props.location, cudaMemAllocationTypeManaged, pool) == cudaSuccess) ++failures;
+  checkRuntime(cudaMemSetMemPool(&props.location, cudaMemAllocationTypePinned, fallback), "cudaMemSetMemPool");
   checkRuntime(cudaMemPoolDestroy(pool), "cudaMemPoolDestroy");
 
   CUmemPoolProps driverProps;
@@ -79,6 +84,9 @@ int main(void) {
   CUmemoryPool driverFallback;
   check(cuDeviceGetDefaultMemPool(&driverFallback, dev), "cuDeviceGetDefaultMemPool");
   check(cuDeviceSetMemPool(dev, driverFallback), "cuDeviceSetMemPool");
+  check(cuMemSetMemPool(&driverProps.location, CU_MEM_ALLOCATION_TYPE_PINNED, driverPool), "cuMemSetMemPool");
+  if (cuMemSetMemPool(NULL, CU_MEM_ALLOCATION_TYPE_PINNED, driverPool) == CUDA_SUCCESS) ++failures;
+  check(cuMemSetMemPool(&driverProps.location, CU_MEM_ALLOCATION_TYPE_PINNED, driverFallback), "cuMemSetMemPool");
   check(cuMemPoolDestroy(driverPool), "cuMemPoolDestroy");
   checkRuntime(cudaStreamDestroy(stream), "cudaStreamDestroy");
   printf("pools made, used, trimmed and destroyed\n");
