@@ -11,6 +11,8 @@
 #pragma GCC visibility push(default)
 #include <cuda.h>
 #include <cudaProfiler.h>
+
+#include "gl_interop.h"
 #pragma GCC visibility pop
 
 #include <fcntl.h>
@@ -192,7 +194,7 @@ struct ExternalSemaphore {
 
 enum class HandleKind {
   Module, Function, Library, Kernel, Stream, Event, Physical, Graph, GraphExec, GraphNode, Link, Array, ResourceDesc,
-  GreenCtx, Pool, ExternalMemory, ExternalSemaphore, Mipmap, UserObject
+  GreenCtx, Pool, ExternalMemory, ExternalSemaphore, Mipmap, UserObject, GraphicsResource
 };
 
 class Registry {
@@ -2756,6 +2758,72 @@ STANDIN_ENTRY_PTSZ(cuWaitExternalSemaphoresAsync,
                     unsigned count, CUstream s),
                    semaphoresReady(semaphores, params, count, s))
 
+// ------------------------------------------------------------------ graphics interop (OpenGL)
+// There is no OpenGL here: a registered buffer or image (any object but 0, GL's "none") is device
+// memory of its own, kGraphicsBytes of it, which the program reaches while the resource is mapped
+// (mapping a mapped one, or unmapping one that is not, is refused as NVIDIA's driver refuses it).
+constexpr size_t kGraphicsBytes = 4096;
+struct GraphicsResource {
+  CUdeviceptr memory;
+  bool buffer;
+  std::atomic<bool> mapped{false};
+};
+static CUresult registerGraphics(CUgraphicsResource* out, unsigned object, bool buffer) {
+  if (CUresult r = needContext()) return r;
+  if (out == nullptr || object == 0) return CUDA_ERROR_INVALID_VALUE;
+  CUdeviceptr memory = 0;
+  if (CUresult r = allocateDevice(&memory, kGraphicsBytes)) return r;
+  auto* made = new GraphicsResource{memory, buffer};
+  handles().add(made, HandleKind::GraphicsResource);
+  *out = reinterpret_cast<CUgraphicsResource>(made);
+  return CUDA_SUCCESS;
+}
+CUresult cuGraphicsGLRegisterBuffer(CUgraphicsResource* out, unsigned buffer, unsigned flags) {
+  ENTRY();
+  if (flags > CU_GRAPHICS_REGISTER_FLAGS_WRITE_DISCARD) return CUDA_ERROR_INVALID_VALUE;
+  return registerGraphics(out, buffer, true);
+}
+CUresult cuGraphicsGLRegisterImage(CUgraphicsResource* out, unsigned image, unsigned target, unsigned flags) {
+  ENTRY();
+  if (target == 0 || flags > CU_GRAPHICS_REGISTER_FLAGS_TEXTURE_GATHER) return CUDA_ERROR_INVALID_VALUE;
+  return registerGraphics(out, image, false);
+}
+CUresult cuGraphicsUnregisterResource(CUgraphicsResource resource) {
+  ENTRY();
+  auto* g = lookup<GraphicsResource>(resource, HandleKind::GraphicsResource);
+  if (CUresult r = retireHandle(resource, HandleKind::GraphicsResource, CUDA_ERROR_INVALID_HANDLE)) return r;
+  return release(g->memory, false);
+}
+// Every resource of the list live and not (mapping) or (unmapping) mapped, else nothing changes.
+static CUresult mapGraphics(unsigned count, CUgraphicsResource* resources, CUstream s, bool map) {
+  if (CUresult r = needContext()) return r;
+  if (CUresult r = needStream(s)) return r;
+  if (count == 0 || resources == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  for (unsigned i = 0; i < count; ++i) {
+    const auto* g = lookup<GraphicsResource>(resources[i], HandleKind::GraphicsResource);
+    if (g == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+    if (g->mapped.load() == map) return map ? CUDA_ERROR_ALREADY_MAPPED : CUDA_ERROR_NOT_MAPPED;
+  }
+  for (unsigned i = 0; i < count; ++i) reinterpret_cast<GraphicsResource*>(resources[i])->mapped.store(map);
+  return CUDA_SUCCESS;
+}
+STANDIN_ENTRY_PTSZ(cuGraphicsMapResources, (unsigned count, CUgraphicsResource* resources, CUstream s),
+                   mapGraphics(count, resources, s, true))
+STANDIN_ENTRY_PTSZ(cuGraphicsUnmapResources, (unsigned count, CUgraphicsResource* resources, CUstream s),
+                   mapGraphics(count, resources, s, false))
+// A mapped buffer's memory and its size.
+CUresult cuGraphicsResourceGetMappedPointer_v2(CUdeviceptr* p, size_t* bytes, CUgraphicsResource resource) {
+  ENTRY();
+  if (CUresult r = needContext()) return r;
+  const auto* g = lookup<GraphicsResource>(resource, HandleKind::GraphicsResource);
+  if (g == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  if (!g->mapped.load()) return CUDA_ERROR_NOT_MAPPED;
+  if (!g->buffer) return CUDA_ERROR_NOT_MAPPED_AS_POINTER;
+  if (p != nullptr) *p = g->memory;
+  if (bytes != nullptr) *bytes = kGraphicsBytes;
+  return CUDA_SUCCESS;
+}
+
 // Stream-ordered allocation completes at once: there is no queue to order it in.
 #define STANDIN_ALLOC_ASYNC(name)                                   \
   CUresult name(CUdeviceptr* p, size_t n, CUstream s) {             \
@@ -3399,6 +3467,14 @@ const ProcEntry kProcTable[] = {
     E(cuMemPoolSetAccess, 11020, cuMemPoolSetAccess),
     E(cuDeviceSetMemPool, 11020, cuDeviceSetMemPool),
     E(cuMemSetMemPool, 13000, cuMemSetMemPool),
+    E(cuGraphicsGLRegisterBuffer, 3000, cuGraphicsGLRegisterBuffer),
+    E(cuGraphicsGLRegisterImage, 3000, cuGraphicsGLRegisterImage),
+    E(cuGraphicsUnregisterResource, 3000, cuGraphicsUnregisterResource),
+    E(cuGraphicsMapResources, 3000, cuGraphicsMapResources),
+    PT(cuGraphicsMapResources, 7000, cuGraphicsMapResources_ptsz),
+    E(cuGraphicsUnmapResources, 3000, cuGraphicsUnmapResources),
+    PT(cuGraphicsUnmapResources, 7000, cuGraphicsUnmapResources_ptsz),
+    E(cuGraphicsResourceGetMappedPointer, 3020, cuGraphicsResourceGetMappedPointer_v2),
     E(cuImportExternalMemory, 10000, cuImportExternalMemory),
     E(cuExternalMemoryGetMappedBuffer, 10000, cuExternalMemoryGetMappedBuffer),
     E(cuDestroyExternalMemory, 10000, cuDestroyExternalMemory),

@@ -16,6 +16,8 @@
 #pragma GCC visibility push(default)
 #include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
+
+#include "gl_interop.h"
 #pragma GCC visibility pop
 
 #include <dlfcn.h>
@@ -171,6 +173,12 @@ constexpr int kRuntimeVersion = CUDART_VERSION;
   X(cuMemPoolSetAccess, cuMemPoolSetAccess, kRuntimeVersion)                                                  \
   X(cuDeviceSetMemPool, cuDeviceSetMemPool, kRuntimeVersion)                                                  \
   X(cuMemSetMemPool, cuMemSetMemPool, kRuntimeVersion)                                                        \
+  X(cuGraphicsGLRegisterBuffer, cuGraphicsGLRegisterBuffer, kRuntimeVersion)                                  \
+  X(cuGraphicsGLRegisterImage, cuGraphicsGLRegisterImage, kRuntimeVersion)                                    \
+  X(cuGraphicsUnregisterResource, cuGraphicsUnregisterResource, kRuntimeVersion)                              \
+  X(cuGraphicsMapResources, cuGraphicsMapResources, kRuntimeVersion)                                          \
+  X(cuGraphicsUnmapResources, cuGraphicsUnmapResources, kRuntimeVersion)                                      \
+  X(cuGraphicsResourceGetMappedPointer, cuGraphicsResourceGetMappedPointer_v2, kRuntimeVersion)               \
   X(cuImportExternalMemory, cuImportExternalMemory, kRuntimeVersion)                                          \
   X(cuExternalMemoryGetMappedBuffer, cuExternalMemoryGetMappedBuffer, kRuntimeVersion)                        \
   X(cuDestroyExternalMemory, cuDestroyExternalMemory, kRuntimeVersion)                                        \
@@ -369,6 +377,9 @@ cudaError_t fromDriver(CUresult r) {
     case CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED: return cudaErrorHostMemoryAlreadyRegistered;
     case CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED: return cudaErrorHostMemoryNotRegistered;
     case CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE: return cudaErrorGraphExecUpdateFailure;
+    case CUDA_ERROR_ALREADY_MAPPED: return cudaErrorAlreadyMapped;
+    case CUDA_ERROR_NOT_MAPPED: return cudaErrorNotMapped;
+    case CUDA_ERROR_NOT_MAPPED_AS_POINTER: return cudaErrorNotMappedAsPointer;
     default: return cudaErrorUnknown;
   }
 }
@@ -1558,6 +1569,36 @@ cudaError_t cudaMemPoolSetAccess(cudaMemPool_t pool, const cudaMemAccessDesc* ma
 cudaError_t cudaDeviceSetMemPool(int device, cudaMemPool_t pool) {
   STANDIN_DRIVER(false);
   return call(D->cuDeviceSetMemPool(device, reinterpret_cast<CUmemoryPool>(pool)));
+}
+// OpenGL interop, as the driver's.
+cudaError_t cudaGraphicsGLRegisterBuffer(cudaGraphicsResource** resource, unsigned buffer, unsigned flags) {
+  STANDIN_DRIVER(false);
+  return call(D->cuGraphicsGLRegisterBuffer(reinterpret_cast<CUgraphicsResource*>(resource), buffer, flags));
+}
+cudaError_t cudaGraphicsGLRegisterImage(cudaGraphicsResource** resource, unsigned image, unsigned target,
+                                        unsigned flags) {
+  STANDIN_DRIVER(false);
+  return call(D->cuGraphicsGLRegisterImage(reinterpret_cast<CUgraphicsResource*>(resource), image, target, flags));
+}
+cudaError_t cudaGraphicsUnregisterResource(cudaGraphicsResource_t resource) {
+  STANDIN_DRIVER(false);
+  return call(D->cuGraphicsUnregisterResource(reinterpret_cast<CUgraphicsResource>(resource)));
+}
+cudaError_t cudaGraphicsMapResources(int count, cudaGraphicsResource_t* resources, cudaStream_t s) {
+  STANDIN_DRIVER(false);
+  if (count < 0) return record(cudaErrorInvalidValue);
+  return call(D->cuGraphicsMapResources(static_cast<unsigned>(count), reinterpret_cast<CUgraphicsResource*>(resources), s));
+}
+cudaError_t cudaGraphicsUnmapResources(int count, cudaGraphicsResource_t* resources, cudaStream_t s) {
+  STANDIN_DRIVER(false);
+  if (count < 0) return record(cudaErrorInvalidValue);
+  return call(
+      D->cuGraphicsUnmapResources(static_cast<unsigned>(count), reinterpret_cast<CUgraphicsResource*>(resources), s));
+}
+cudaError_t cudaGraphicsResourceGetMappedPointer(void** p, size_t* bytes, cudaGraphicsResource_t resource) {
+  STANDIN_DRIVER(false);
+  return call(D->cuGraphicsResourceGetMappedPointer(reinterpret_cast<CUdeviceptr*>(p), bytes,
+                                                    reinterpret_cast<CUgraphicsResource>(resource)));
 }
 cudaError_t cudaMemSetMemPool(cudaMemLocation* location, cudaMemAllocationType type, cudaMemPool_t pool) {
   STANDIN_DRIVER(false);
