@@ -39,7 +39,9 @@ options:
                            tables compared (default all)
   --group-by-shapes        op rows of a trace per (name, input shapes); a report keeps the
                            grouping it was written with, and both sides must agree
-  --format table|json      output format (default table)
+  --format table|json|markdown
+                           output format (default table; markdown: a GitHub-flavoured table
+                           for a CI job's summary or a pull-request comment)
   -o FILE                  write to FILE instead of stdout
 
 Rows only in NEW are "new" and regress when their total is at least --min-us; rows only in
@@ -109,7 +111,7 @@ int diffCommand(int argc, char** argv) {
       ok = parseSections(value, sections);
     } else if (name == "--format") {
       format = value;
-      ok = format == "table" || format == "json";
+      ok = format == "table" || format == "json" || format == "markdown";
     } else {
       output = value;
     }
@@ -205,8 +207,14 @@ int diffCommand(int argc, char** argv) {
       cells.push_back({displayName(c), kSectionKeys[static_cast<std::size_t>(c.section)], c.inBase ? formatDuration(c.baseNs) : "-",
                        c.inNew ? formatDuration(c.newNs) : "-", signedDuration(c.delta()), deltaPct(c), status(c)});
     }
-    if (!cells.empty()) text = renderTable({"Name", "Table", "Base", "New", "Delta", "Delta %", "Status"}, cells) + "\n";
-    text += summary + "\n";
+    const std::vector<std::string> header = {"Name", "Table", "Base", "New", "Delta", "Delta %", "Status"};
+    if (format == "markdown") {
+      if (!cells.empty()) text = renderMarkdownTable(header, cells) + "\n";
+      text += markdownText(summary) + "\n";
+    } else {
+      if (!cells.empty()) text = renderTable(header, cells) + "\n";
+      text += summary + "\n";
+    }
   }
   if (std::string error; !writeOutputText(output, text, error)) {
     spdlog::error("diff: {}", error);

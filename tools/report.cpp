@@ -51,7 +51,9 @@ options:
                              order, descending (name ascending); ties by name (default total);
                              gpu: GPU time of kernel and op rows (else as total)
   --limit N                  at most N rows per table
-  --format table|csv|json    output format (default table)
+  --format table|csv|json|markdown
+                             output format (default table; markdown: GitHub-flavoured
+                             tables for a CI job's summary or a pull-request comment)
   -o FILE                    write to FILE instead of stdout
 
 Tables: times are 3 decimals of us, ms or s; csv and json give integer nanoseconds.
@@ -88,23 +90,27 @@ int64_t opGpuAvgNs(const Row& r) {
 
 const char* kNoDeviceNote = "note: no device kernel events (GPU times need CUPTI and a GPU)";
 
-std::string renderTables(const Report& rep, const std::vector<Section>& sections) {
+// `markdown`: titles as headings, tables and notes as GitHub-flavoured Markdown (a CI job's
+// summary); else text tables for a terminal.
+std::string renderTables(const Report& rep, const std::vector<Section>& sections, bool markdown) {
   std::string out;
+  const auto title = [&](const std::string& text) { out += markdown ? "### " + markdownText(text) + "\n\n" : text + "\n"; };
+  const auto note = [&](const std::string& text) { out += markdown ? markdownText(text) + "\n\n" : text + "\n"; };
   for (const Section s : sections) {
     const auto& rows = rep.sections[static_cast<std::size_t>(s)];
     std::vector<std::string> header;
     std::vector<std::vector<std::string>> cells;
     if (s == Section::Api) {
-      out += fmt::format("{} (wall {} over {} process{})\n", kTitles[0], formatDuration(rep.wallNs), rep.processes,
-                         rep.processes == 1 ? "" : "es");
+      title(fmt::format("{} (wall {} over {} process{})", kTitles[0], formatDuration(rep.wallNs), rep.processes,
+                        rep.processes == 1 ? "" : "es"));
       header = {"Name", "Layer", "Calls", "Total", "Self", "Avg", "Min", "Max", "% Wall"};
       for (const Row& r : rows) {
         cells.push_back({r.name, r.layer, std::to_string(r.calls), formatDuration(r.totalNs), formatDuration(r.selfNs),
                          formatDuration(r.avgNs()), formatDuration(r.minNs), formatDuration(r.maxNs), pct(r.percent)});
       }
     } else if (s == Section::Kernel) {
-      out += rep.deviceKernels ? fmt::format("{} (GPU busy {})\n", kTitles[1], formatDuration(rep.gpuBusyNs))
-                               : fmt::format("{}\n", kTitles[1]);
+      title(rep.deviceKernels ? fmt::format("{} (GPU busy {})", kTitles[1], formatDuration(rep.gpuBusyNs))
+                              : std::string(kTitles[1]));
       header = {"Name", "Launches", "Host total", "GPU calls", "GPU total", "GPU avg", "GPU min", "GPU max", "% GPU busy"};
       const bool captured = std::any_of(rows.begin(), rows.end(), [](const Row& r) { return r.captured > 0; });
       if (captured) header.insert(header.begin() + 3, "Captured");
@@ -117,8 +123,8 @@ std::string renderTables(const Report& rep, const std::vector<Section>& sections
       }
     } else if (s == Section::Op) {
       const char* by = rep.opsGroupedByShapes ? " and input shapes" : "";
-      out += rep.deviceKernels ? fmt::format("{}{} (GPU busy {})\n", kTitles[3], by, formatDuration(rep.gpuBusyNs))
-                               : fmt::format("{}{}\n", kTitles[3], by);
+      title(rep.deviceKernels ? fmt::format("{}{} (GPU busy {})", kTitles[3], by, formatDuration(rep.gpuBusyNs))
+                              : fmt::format("{}{}", kTitles[3], by));
       header = {"Name", "Calls", "Host total", "Host self", "Host avg", "GPU total", "GPU avg", "Kernels", "% GPU busy"};
       if (rep.opsGroupedByShapes) header.insert(header.begin() + 1, "Input shapes");
       for (const Row& r : rows) {
@@ -130,28 +136,27 @@ std::string renderTables(const Report& rep, const std::vector<Section>& sections
         if (rep.opsGroupedByShapes) cells.back().insert(cells.back().begin() + 1, r.shapes.empty() ? "-" : r.shapes);
       }
     } else {
-      out += fmt::format("{}\n", kTitles[2]);
+      title(kTitles[2]);
       header = {"Name", "Calls", "Total", "Self", "Avg", "Min", "Max"};
       for (const Row& r : rows) {
         cells.push_back({r.name, std::to_string(r.calls), formatDuration(r.totalNs), formatDuration(r.selfNs),
                          formatDuration(r.avgNs()), formatDuration(r.minNs), formatDuration(r.maxNs)});
       }
     }
-    out += cells.empty() ? "(none)\n" : renderTable(header, cells);
-    if (s == Section::Kernel && !rep.deviceKernels) {
-      out += fmt::format("{}; kernels listed by host launch", kNoDeviceNote);
-      out += rep.cuptiNote.empty() ? "\n" : fmt::format(" ({})\n", rep.cuptiNote);
-    }
-    if (s == Section::Op && !rep.deviceKernels && !cells.empty()) {
-      out += fmt::format("{}; host times only", kNoDeviceNote);
-      out += rep.cuptiNote.empty() ? "\n" : fmt::format(" ({})\n", rep.cuptiNote);
-    }
+    if (cells.empty())
+      out += markdown ? "(none)\n\n" : "(none)\n";
+    else
+      out += markdown ? renderMarkdownTable(header, cells) + "\n" : renderTable(header, cells);
+    const std::string cupti = rep.cuptiNote.empty() ? "" : fmt::format(" ({})", rep.cuptiNote);
+    if (s == Section::Kernel && !rep.deviceKernels) note(fmt::format("{}; kernels listed by host launch{}", kNoDeviceNote, cupti));
+    if (s == Section::Op && !rep.deviceKernels && !cells.empty())
+      note(fmt::format("{}; host times only{}", kNoDeviceNote, cupti));
     if (s == Section::Op && rep.opUnmatchedKernels > 0) {
-      out += fmt::format("note: {} kernel{} launched in ops matched no op range by op_id{}; not in this table\n",
-                         rep.opUnmatchedKernels, rep.opUnmatchedKernels == 1 ? "" : "s",
-                         rep.opsGroupedByShapes ? " (shapes unknown)" : "");
+      note(fmt::format("note: {} kernel{} launched in ops matched no op range by op_id{}; not in this table",
+                       rep.opUnmatchedKernels, rep.opUnmatchedKernels == 1 ? "" : "s",
+                       rep.opsGroupedByShapes ? " (shapes unknown)" : ""));
     }
-    out += "\n";
+    if (!markdown) out += "\n";
   }
   return out;
 }
@@ -263,7 +268,7 @@ int reportCommand(int argc, char** argv) {
       ok = ec == std::errc() && end == value.data() + value.size();
     } else if (name == "--format") {
       format = value;
-      ok = format == "table" || format == "csv" || format == "json";
+      ok = format == "table" || format == "csv" || format == "json" || format == "markdown";
     } else {
       output = value;
     }
@@ -290,7 +295,7 @@ int reportCommand(int argc, char** argv) {
   }
   const std::string text = format == "json"  ? renderJson(rep, sections, opts.positional)
                            : format == "csv" ? renderCsv(rep, sections)
-                                             : renderTables(rep, sections);
+                                             : renderTables(rep, sections, format == "markdown");
   if (std::string error; !writeOutputText(output, text, error)) {
     spdlog::error("report: {}", error);
     return kExitOutput;

@@ -1,6 +1,7 @@
 #include "tools/report_model.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -1127,6 +1128,40 @@ std::string cut(std::string_view s) {
   return std::string(s.substr(0, i)) + "...";
 }
 }  // namespace
+
+std::string markdownText(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (c == '\n' || c == '\r') {
+      out += ' ';
+      continue;
+    }
+    // Inline markup only: the text never starts a line of its own (a cell, or after a label).
+    // A ':' that could open one of GitHub's emoji codes (std::thread::_M_run would show a spool
+    // of thread): one before a name's character.
+    const bool emoji = c == ':' && i + 1 < s.size() && (std::isalnum(static_cast<unsigned char>(s[i + 1])) ||
+                                                        s[i + 1] == '_' || s[i + 1] == '+' || s[i + 1] == '-');
+    if (emoji || std::string_view("\\`*_[]<>|~&$").find(c) != std::string_view::npos) out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+std::string renderMarkdownTable(const std::vector<std::string>& header,
+                                const std::vector<std::vector<std::string>>& rows) {
+  const auto line = [](const std::vector<std::string>& cells) {
+    std::string out = "|";
+    for (const std::string& cell : cells) out += " " + markdownText(cell) + " |";
+    return out + "\n";
+  };
+  std::string out = line(header) + "|";
+  for (std::size_t c = 0; c < header.size(); ++c) out += c == 0 ? " :--- |" : " ---: |";
+  out += "\n";
+  for (const auto& r : rows) out += line(r);
+  return out;
+}
 
 std::string renderTable(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows) {
   std::vector<std::vector<std::string>> cells;

@@ -108,6 +108,15 @@ std::string csvField(std::string_view s);
 
 // A text table: first column left-aligned, the rest right-aligned; long names are cut.
 std::string renderTable(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows);
+// The same as a GitHub-flavoured Markdown table (CI job summaries, pull-request comments): the
+// same alignment, names whole, every cell's text shown as it is (markdownText).
+std::string renderMarkdownTable(const std::vector<std::string>& header,
+                                const std::vector<std::vector<std::string>>& rows);
+// Text that Markdown shows as it is inside a line (a table cell, after a paragraph's label): the
+// ASCII punctuation that could start inline markup (emphasis, code, links, HTML, strikethrough,
+// math, emoji, a cell's end) backslash-escaped, line breaks as spaces. Kernel names are full of
+// it: `void axpy<float>(float const*, ...)`.
+std::string markdownText(std::string_view s);
 
 
 // Minimal option parsing shared by the subcommands: `--name value`, `--name=value`, `-o value`.

@@ -2,7 +2,7 @@
 """Tests of `cutrace report` and `cutrace diff`.
 
 usage: check_report.py CUTRACE FIXTURES MODE [ARGS...]
-  MODE fixtures | ops | malformed | diff | large | pipeline LIBTRACE PIPELINE STANDIN_DIR
+  MODE fixtures | ops | malformed | diff | large | markdown | pipeline LIBTRACE PIPELINE STANDIN_DIR
        | torch LIBTRACE PYTHON TORCH_NAMES_PY LD_LIBRARY_PATH
 Fixture values are hand-computed from the ts/dur in fixtures/*.json (see the comments below).
 """
@@ -130,7 +130,7 @@ def fixtures():
         for text in ("0.500 us", "2.500 ms", "1.500 s"):
             check(text in out, f"unit formatting {text!r}")
         # Determinism: same bytes twice, for every format, and -o writes what stdout shows.
-        for fmt in ("table", "csv", "json"):
+        for fmt in ("table", "csv", "json", "markdown"):
             a = run("report", "--format", fmt, HOST, DEVICE)
             b = run("report", "--format", fmt, HOST, DEVICE)
             check(a == b and a[0] == 0, f"deterministic {fmt}")
@@ -259,7 +259,7 @@ def ops():
         rc, out, _ = run("report", "--by", "op", "--format", "csv", host_only)
         eq(list(csv.reader(io.StringIO(out)))[1][13:16], ["", "", ""], "csv op row without device: empty GPU columns")
         # Determinism, every format and grouping.
-        for fmt in ("table", "csv", "json"):
+        for fmt in ("table", "csv", "json", "markdown"):
             for extra in ([], ["--group-by-shapes"]):
                 a = run("report", "--by", "all", "--format", fmt, *extra, OPS, HOST)
                 check(a == run("report", "--by", "all", "--format", fmt, *extra, OPS, HOST) and a[0] == 0,
@@ -565,6 +565,109 @@ def torch(libtrace, python, script, libpath):
         eq(run("diff", traces[0], traces[0], "--group-by-shapes")[0], 0, "torch trace vs itself")
 
 
+ASCII_PUNCTUATION = set("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
+
+
+def markdown_cells(line):
+    """A GitHub-flavoured Markdown table row as the cells' text a reader sees: split at every '|'
+    that no backslash escapes, each backslash-escaped ASCII punctuation character read as itself
+    (the GFM spec's rules for tables and backslash escapes). None where the row would render
+    anything else: markup left unescaped in a cell (emphasis, code, a link, HTML, strikethrough,
+    math, an entity, an emoji code)."""
+    if not (line.startswith("| ") and line.endswith(" |")):
+        return None
+    cells, cell, i = [], "", 1
+    while i < len(line):
+        c = line[i]
+        if c == "\\" and i + 1 < len(line) and line[i + 1] in ASCII_PUNCTUATION:
+            cell += "\0" + line[i + 1]  # escaped: a literal character, marked so that markup checks skip it
+            i += 2
+            continue
+        if c == "|":
+            cells.append(cell)
+            cell = ""
+        else:
+            cell += c
+        i += 1
+    out = []
+    for cell in cells:
+        text = cell.strip(" ")
+        bare = "".join(ch for k, ch in enumerate(text) if ch != "\0" and (k == 0 or text[k - 1] != "\0"))
+        if any(ch in bare for ch in "*_`[]<>~$&\\"):
+            return None
+        for k, ch in enumerate(text):
+            # An emoji code opens with a ':' that no backslash escapes, before a name's character.
+            if ch == ":" and (k == 0 or text[k - 1] != "\0") and k + 1 < len(text) and (text[k + 1].isalnum() or text[k + 1] in "_+-"):
+                return None
+        out.append(text.replace("\0", ""))
+    return out
+
+
+def markdown_tables(text):
+    """{heading: [header, rows...]} of a report in Markdown; notes as a list."""
+    tables, notes, heading = {}, [], None
+    for line in text.split("\n"):
+        if line.startswith("### "):
+            heading = line[4:]
+            tables[heading] = []
+        elif line.startswith("|"):
+            if set(line) <= set("|:- "):
+                continue  # the alignment row
+            tables[heading].append(markdown_cells(line))
+        elif line:
+            notes.append(line)
+    return tables, notes
+
+
+def markdown():
+    """--format markdown: the same tables as csv, whatever markup the names hold."""
+    with tempfile.TemporaryDirectory() as tmp:
+        hostile = os.path.join(tmp, "hostile.json")
+        names = ["void axpy<float>(float const*, float*)", "a|b", "__init__", "**bold**", "`code`", "[link](x)",
+                 "~~gone~~", "$x$", "&amp;", "std::thread::_M_run", "<b>html</b>", "back\\slash", ":+1:"]
+        with open(hostile, "w") as f:
+            json.dump({"traceEvents": [
+                {"ph": "X", "cat": "nvtx", "name": n, "pid": 1, "tid": 1, "ts": 10 * i, "dur": 1 + i}
+                for i, n in enumerate(names)]}, f)
+        for trace, by, sections in ((hostile, "nvtx", ["nvtx"]), (HOST, "all", ["api", "kernel", "nvtx"]),
+                                    (DEVICE, "all", ["api", "kernel", "nvtx"]), (OPS, "all", ["api", "kernel", "nvtx", "op"])):
+            rc, text, err = run("report", "--format", "markdown", "--by", by, trace)
+            eq(rc, 0, f"markdown {os.path.basename(trace)} exit ({err.strip()})")
+            rc, out, _ = run("report", "--format", "csv", "--by", by, trace)
+            table = list(csv.reader(io.StringIO(out)))[1:]
+            tables, notes = markdown_tables(text)
+            eq(len(tables), len(sections), f"{os.path.basename(trace)}: one heading per table")
+            for (heading, rows_), section in zip(tables.items(), sections):
+                check(all(r is not None for r in rows_), f"{heading}: every row a table row whose cells show as text")
+                if any(r is None for r in rows_):
+                    continue
+                if not rows_:
+                    check(not any(r[0] == section for r in table), f"{heading}: no table where the csv has no rows")
+                    continue
+                eq(len({len(r) for r in rows_}), 1, f"{heading}: every row as many cells as the header")
+                # The calls (launches of kernel rows) in the csv's column and the Markdown's.
+                csv_count, md_count = {"api": (3, 2), "kernel": (10, 1)}.get(section, (3, 1))
+                eq([(r[0], r[md_count]) for r in rows_[1:]], [(r[1], r[csv_count]) for r in table if r[0] == section],
+                   f"{heading}: names and counts as the csv's, in its order")
+            for line in notes:
+                check(markdown_cells("| " + line + " |") is not None, f"note shows as text: {line!r}")
+        # The diff's table too: a row per change, names whole.
+        slower = os.path.join(tmp, "slower.json")
+        with open(slower, "w") as f:
+            json.dump({"traceEvents": [
+                {"ph": "X", "cat": "nvtx", "name": n, "pid": 1, "tid": 1, "ts": 10 * i, "dur": 2 + 2 * i}
+                for i, n in enumerate(names)]}, f)
+        rc, text, _ = run("diff", hostile, slower, "--format", "markdown")
+        eq(rc, 1, "markdown diff: regressions exit 1 as the table's")
+        lines = [l for l in text.split("\n") if l.startswith("|") and not set(l) <= set("|:- ")]
+        parsed = [markdown_cells(l) for l in lines]
+        check(all(p is not None for p in parsed), "diff rows show as text")
+        if all(p is not None for p in parsed):
+            eq(sorted(p[0] for p in parsed[1:]), sorted(names), "diff rows: every name, whole")
+        check(text.rstrip("\n").split("\n")[-1].startswith(f"{len(names)} rows compared"), "diff summary last")
+
+
+
 if MODE == "fixtures":
     fixtures()
 elif MODE == "ops":
@@ -575,6 +678,8 @@ elif MODE == "diff":
     diff()
 elif MODE == "large":
     large()
+elif MODE == "markdown":
+    markdown()
 elif MODE == "pipeline":
     pipeline(*sys.argv[4:7])
 elif MODE == "graph":
