@@ -118,6 +118,7 @@ struct ResourceDesc {  // cuDevResourceGenerateDesc: the SMs a green context is 
 };
 struct Pool {  // cuMemPoolCreate: a memory pool (allocations from it are plain device memory)
   CUmemPoolProps props;
+  int exporter = 0;  // imported (cuMemPoolImportFromShareableHandle): the exporting process
 };
 struct GreenCtx {
   CUdevice device;
@@ -2053,11 +2054,15 @@ CUresult cuMemGetAddressRange_v2(CUdeviceptr* base, size_t* size, CUdeviceptr p)
 
 // ------------------------------------------------------------------ interprocess handles
 // (How the stand-in shares memory: above IpcHandle.)
-CUresult cuIpcGetMemHandle(CUipcMemHandle* handle, CUdeviceptr p) {
-  ENTRY();
+// The allocation at `p` written to its file, its handle in `out` (a CUipcMemHandle's or a pool
+// pointer's export data, both larger than an IpcHandle).
+extern "C++" {
+template <typename Out>
+static CUresult exportSnapshot(Out* out, CUdeviceptr p) {
+  static_assert(sizeof(IpcHandle) <= sizeof(Out));
   if (CUresult r = needContext()) return r;
   const size_t bytes = memory().deviceSizeAt(addr(p));
-  if (handle == nullptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+  if (out == nullptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
   const std::string path = ipcPath(getpid(), p);
   const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return CUDA_ERROR_OPERATING_SYSTEM;
@@ -2070,16 +2075,18 @@ CUresult cuIpcGetMemHandle(CUipcMemHandle* handle, CUdeviceptr p) {
       exportedBases().push_back(addr(p));
   }
   IpcHandle h{kIpcMagic, getpid(), p, bytes, 0};
-  memset(handle, 0, sizeof(*handle));
-  memcpy(handle, &h, sizeof(h));
+  memset(out, 0, sizeof(*out));
+  memcpy(out, &h, sizeof(h));
   return CUDA_SUCCESS;
 }
-static CUresult openMemHandle(CUdeviceptr* p, const CUipcMemHandle& handle, unsigned flags) {
-  if (CUresult r = needContext()) return r;
-  IpcHandle h;
-  memcpy(&h, &handle, sizeof(h));
-  if (p == nullptr || flags != CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS || h.magic != kIpcMagic || h.bytes == 0)
-    return CUDA_ERROR_INVALID_VALUE;
+}  // extern "C++"
+CUresult cuIpcGetMemHandle(CUipcMemHandle* handle, CUdeviceptr p) {
+  ENTRY();
+  return exportSnapshot(handle, p);
+}
+// Another process's allocation, as its handle `h` says, read into memory of this process's own.
+static CUresult openSnapshot(CUdeviceptr* p, const IpcHandle& h) {
+  if (p == nullptr || h.magic != kIpcMagic || h.bytes == 0) return CUDA_ERROR_INVALID_VALUE;
   if (h.pid == getpid()) return CUDA_ERROR_INVALID_CONTEXT;
   const int fd = open(ipcPath(h.pid, h.base).c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return CUDA_ERROR_INVALID_HANDLE;
@@ -2095,9 +2102,17 @@ static CUresult openMemHandle(CUdeviceptr* p, const CUipcMemHandle& handle, unsi
     if (mine != 0) release(mine, false);
     return r;
   }
-  std::lock_guard lock(ipcMutex);
-  openedBases().push_back(mine);
   *p = mine;
+  return CUDA_SUCCESS;
+}
+static CUresult openMemHandle(CUdeviceptr* p, const CUipcMemHandle& handle, unsigned flags) {
+  if (CUresult r = needContext()) return r;
+  IpcHandle h;
+  memcpy(&h, &handle, sizeof(h));
+  if (flags != CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult r = openSnapshot(p, h)) return r;
+  std::lock_guard lock(ipcMutex);
+  openedBases().push_back(*p);
   return CUDA_SUCCESS;
 }
 // The first version and the second (CUDA 11) take the same parameters.
@@ -2652,6 +2667,62 @@ CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t /*keep*/) {
   ENTRY();
   if (CUresult r = needInit()) return r;
   return handles().contains(pool, HandleKind::Pool) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+// Pools shared between processes (RAPIDS' and UCX's stream-ordered IPC): a pool made exportable
+// to file descriptors goes out as a descriptor of a memory file holding the exporter's pid; the
+// importer's pool is a pool of its own that remembers that pid. An allocation's export data is
+// an IPC handle's (cuIpcGetMemHandle, above), opened through a pool imported from its exporter
+// into memory of the importer's own, which it frees as its own (cuMemFreeAsync).
+constexpr uint32_t kPoolMagic = 0x4c4f4f50;  // "POOL"
+struct PoolExport {
+  uint32_t magic;
+  int32_t pid;
+};
+CUresult cuMemPoolExportToShareableHandle(void* out, CUmemoryPool pool, CUmemAllocationHandleType type,
+                                          unsigned long long flags) {
+  ENTRY();
+  if (CUresult r = needInit()) return r;
+  const auto* p = lookup<Pool>(pool, HandleKind::Pool);
+  if (out == nullptr || p == nullptr || flags != 0 || type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR ||
+      (p->props.handleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) == 0 || p->exporter != 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  const int fd = memfd_create("cutrace-standin-pool", MFD_CLOEXEC);
+  const PoolExport e{kPoolMagic, getpid()};
+  if (fd < 0 || !writeAll(fd, &e, sizeof(e))) {
+    if (fd >= 0) close(fd);
+    return CUDA_ERROR_OPERATING_SYSTEM;
+  }
+  *static_cast<int*>(out) = fd;
+  return CUDA_SUCCESS;
+}
+CUresult cuMemPoolImportFromShareableHandle(CUmemoryPool* out, void* handle, CUmemAllocationHandleType type,
+                                            unsigned long long flags) {
+  ENTRY();
+  if (CUresult r = needInit()) return r;
+  if (out == nullptr || flags != 0 || type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) return CUDA_ERROR_INVALID_VALUE;
+  PoolExport e{};
+  const int fd = static_cast<int>(reinterpret_cast<intptr_t>(handle));
+  if (pread(fd, &e, sizeof(e), 0) != static_cast<ssize_t>(sizeof(e)) || e.magic != kPoolMagic)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (e.pid == getpid()) return CUDA_ERROR_INVALID_CONTEXT;
+  auto* made = new Pool{defaultPoolOfDevice.props, e.pid};
+  handles().add(made, HandleKind::Pool);
+  *out = reinterpret_cast<CUmemoryPool>(made);
+  return CUDA_SUCCESS;
+}
+CUresult cuMemPoolExportPointer(CUmemPoolPtrExportData* out, CUdeviceptr p) {
+  ENTRY();
+  return exportSnapshot(out, p);
+}
+CUresult cuMemPoolImportPointer(CUdeviceptr* out, CUmemoryPool pool, CUmemPoolPtrExportData* data) {
+  ENTRY();
+  if (CUresult r = needContext()) return r;
+  const auto* p = lookup<Pool>(pool, HandleKind::Pool);
+  if (p == nullptr || data == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  IpcHandle h;
+  memcpy(&h, data, sizeof(h));
+  if (p->exporter == 0 || h.pid != p->exporter) return CUDA_ERROR_INVALID_VALUE;  // not that process's pool
+  return openSnapshot(out, h);
 }
 
 // ------------------------------------------------------------------ external memory and semaphores
@@ -3467,6 +3538,10 @@ const ProcEntry kProcTable[] = {
     E(cuMemPoolSetAccess, 11020, cuMemPoolSetAccess),
     E(cuDeviceSetMemPool, 11020, cuDeviceSetMemPool),
     E(cuMemSetMemPool, 13000, cuMemSetMemPool),
+    E(cuMemPoolExportToShareableHandle, 11020, cuMemPoolExportToShareableHandle),
+    E(cuMemPoolImportFromShareableHandle, 11020, cuMemPoolImportFromShareableHandle),
+    E(cuMemPoolExportPointer, 11020, cuMemPoolExportPointer),
+    E(cuMemPoolImportPointer, 11020, cuMemPoolImportPointer),
     E(cuGraphicsGLRegisterBuffer, 3000, cuGraphicsGLRegisterBuffer),
     E(cuGraphicsGLRegisterImage, 3000, cuGraphicsGLRegisterImage),
     E(cuGraphicsUnregisterResource, 3000, cuGraphicsUnregisterResource),

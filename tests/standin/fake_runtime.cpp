@@ -173,6 +173,10 @@ constexpr int kRuntimeVersion = CUDART_VERSION;
   X(cuMemPoolSetAccess, cuMemPoolSetAccess, kRuntimeVersion)                                                  \
   X(cuDeviceSetMemPool, cuDeviceSetMemPool, kRuntimeVersion)                                                  \
   X(cuMemSetMemPool, cuMemSetMemPool, kRuntimeVersion)                                                        \
+  X(cuMemPoolExportToShareableHandle, cuMemPoolExportToShareableHandle, kRuntimeVersion)                      \
+  X(cuMemPoolImportFromShareableHandle, cuMemPoolImportFromShareableHandle, kRuntimeVersion)                  \
+  X(cuMemPoolExportPointer, cuMemPoolExportPointer, kRuntimeVersion)                                          \
+  X(cuMemPoolImportPointer, cuMemPoolImportPointer, kRuntimeVersion)                                          \
   X(cuGraphicsGLRegisterBuffer, cuGraphicsGLRegisterBuffer, kRuntimeVersion)                                  \
   X(cuGraphicsGLRegisterImage, cuGraphicsGLRegisterImage, kRuntimeVersion)                                    \
   X(cuGraphicsUnregisterResource, cuGraphicsUnregisterResource, kRuntimeVersion)                              \
@@ -1599,6 +1603,28 @@ cudaError_t cudaGraphicsResourceGetMappedPointer(void** p, size_t* bytes, cudaGr
   STANDIN_DRIVER(false);
   return call(D->cuGraphicsResourceGetMappedPointer(reinterpret_cast<CUdeviceptr*>(p), bytes,
                                                     reinterpret_cast<CUgraphicsResource>(resource)));
+}
+// Pools shared between processes, as the driver's.
+cudaError_t cudaMemPoolExportToShareableHandle(void* out, cudaMemPool_t pool, cudaMemAllocationHandleType type,
+                                               unsigned flags) {
+  STANDIN_DRIVER(false);
+  return call(D->cuMemPoolExportToShareableHandle(out, reinterpret_cast<CUmemoryPool>(pool),
+                                                  static_cast<CUmemAllocationHandleType>(type), flags));
+}
+cudaError_t cudaMemPoolImportFromShareableHandle(cudaMemPool_t* pool, void* handle, cudaMemAllocationHandleType type,
+                                                 unsigned flags) {
+  STANDIN_DRIVER(false);
+  return call(D->cuMemPoolImportFromShareableHandle(reinterpret_cast<CUmemoryPool*>(pool), handle,
+                                                    static_cast<CUmemAllocationHandleType>(type), flags));
+}
+cudaError_t cudaMemPoolExportPointer(cudaMemPoolPtrExportData* data, void* p) {
+  STANDIN_DRIVER(false);
+  return call(D->cuMemPoolExportPointer(reinterpret_cast<CUmemPoolPtrExportData*>(data), reinterpret_cast<CUdeviceptr>(p)));
+}
+cudaError_t cudaMemPoolImportPointer(void** p, cudaMemPool_t pool, cudaMemPoolPtrExportData* data) {
+  STANDIN_DRIVER(false);
+  return call(D->cuMemPoolImportPointer(reinterpret_cast<CUdeviceptr*>(p), reinterpret_cast<CUmemoryPool>(pool),
+                                        reinterpret_cast<CUmemPoolPtrExportData*>(data)));
 }
 cudaError_t cudaMemSetMemPool(cudaMemLocation* location, cudaMemAllocationType type, cudaMemPool_t pool) {
   STANDIN_DRIVER(false);
