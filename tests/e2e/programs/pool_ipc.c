@@ -153,6 +153,7 @@ int main(int argc, char** argv) {
   CUdeviceptr driverMemory = 0;
   check(cuMemPoolCreate(&driverPool, &driverProps), "cuMemPoolCreate");
   check(cuMemAllocFromPoolAsync(&driverMemory, kDriverBytes, driverPool, (CUstream)stream), "cuMemAllocFromPoolAsync");
+  check(cuStreamSynchronize((CUstream)stream), "cuStreamSynchronize");  /* allocated before another stream uses it */
   check(cuMemsetD8(driverMemory, 7, kDriverBytes), "cuMemsetD8");
   check(cuMemPoolExportToShareableHandle(&fds[1], driverPool, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
         "cuMemPoolExportToShareableHandle");

@@ -59,9 +59,11 @@ int main(void) {
   checkRuntime(cudaMemPoolTrimTo(pool, 0), "cudaMemPoolTrimTo");
   checkRuntime(cudaMemPoolTrimTo(fallback, 1 << 16), "cudaMemPoolTrimTo");
   checkRuntime(cudaDeviceSetMemPool(dev, fallback), "cudaDeviceSetMemPool");
-  /* CUDA 13's form: the location's pool for an allocation type (a managed one refused here). */
+  /* CUDA 13's form: the location's pool for an allocation type (a device that is not there refused). */
   checkRuntime(cudaMemSetMemPool(&props.location, cudaMemAllocationTypePinned, pool), "cudaMemSetMemPool");
-  if (cudaMemSetMemPool(&props.location, cudaMemAllocationTypeManaged, pool) == cudaSuccess) ++failures;
+  struct cudaMemLocation nowhere = props.location;
+  nowhere.id = devices;
+  if (cudaMemSetMemPool(&nowhere, cudaMemAllocationTypePinned, pool) == cudaSuccess) ++failures;
   checkRuntime(cudaMemSetMemPool(&props.location, cudaMemAllocationTypePinned, fallback), "cudaMemSetMemPool");
   checkRuntime(cudaMemPoolDestroy(pool), "cudaMemPoolDestroy");
 
