@@ -17,6 +17,16 @@ static inline void check(CUresult rc, const char* what) {
   }
 }
 
+/* Every byte of `n` at `host` is `value` (memory read back from the device), else a failure. */
+static inline void expectBytes(const unsigned char* host, size_t n, unsigned char value, const char* what) {
+  for (size_t i = 0; i < n; ++i)
+    if (host[i] != value) {
+      fprintf(stderr, "%s: byte %zu is %d, not %d\n", what, i, host[i], value);
+      ++failures;
+      return;
+    }
+}
+
 /* The driver initialised, device 0's primary context current on this thread: device 0. */
 static inline CUdevice useFirstDevice(void) {
   CUdevice dev = 0;

@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "cudart11.h"
+
 int cudaGetDeviceCount(int* count) {
   if (count != NULL) *count = 0;
   return 0;
@@ -81,10 +83,6 @@ int cudaMemAdvise(const void* p, size_t count, int advice, int device) {
   return 0;
 }
 
-/* A location: its type and id. */
-struct Location {
-  int type, id;
-};
 int cudaMemAdvise_v2(const void* p, size_t count, int advice, struct Location location) {
   if (p == NULL || count == 0 || location.type != 1) return 1;
   lastAdvice = advice, lastAdviceDevice = location.id;
@@ -125,11 +123,6 @@ int cudaWaitExternalSemaphoresAsync_v2(void* const* sems, const void* params, un
 int cudaWaitExternalSemaphoresAsync_v2_ptsz(void* const* sems, const void* params, unsigned count, void* stream) {
   return semaphores(sems, params, count, stream);
 }
-
-/* An edge's data: its source port, type and destination port (cudaGraphEdgeData). */
-struct EdgeData {
-  unsigned char from_port, to_port, type, reserved[5];
-};
 
 static int captureDependencies(void* stream, void* const* deps, const struct EdgeData* edges, size_t count,
                                unsigned flags) {
@@ -185,16 +178,6 @@ void __cudaRegisterFunction(void** module, const char* hostFun, char* deviceFun,
   (void)module, (void)hostFun, (void)deviceFun, (void)deviceName, (void)threadLimit, (void)tid, (void)bid,
       (void)bDim, (void)gDim, (void)wSize;
 }
-struct Dim3 {
-  unsigned x, y, z;
-};
-struct LaunchParams {
-  void* func;
-  struct Dim3 grid, block;
-  void** args;
-  size_t shared;
-  void* stream;
-};
 int cudaLaunchCooperativeKernelMultiDevice(struct LaunchParams* list, unsigned count, unsigned flags) {
   if (list == NULL || count == 0 || flags != 0) return 1;
   for (unsigned i = 0; i < count; ++i)

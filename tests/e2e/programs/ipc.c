@@ -37,16 +37,6 @@ static int readAll(int fd, void* data, size_t n) {
   return 0;
 }
 
-/* Every byte of `n` at `host` is `value`. */
-static void expectBytes(const unsigned char* host, size_t n, unsigned char value, const char* what) {
-  for (size_t i = 0; i < n; ++i)
-    if (host[i] != value) {
-      fprintf(stderr, "%s: byte %zu is %d, not %d\n", what, i, host[i], value);
-      ++failures;
-      return;
-    }
-}
-
 static int importer(int in, int out) {
   struct Handles h;
   if (readAll(in, &h, sizeof(h)) != 0) return 2;

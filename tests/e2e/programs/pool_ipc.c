@@ -54,16 +54,6 @@ static int receiveAll(int sock, struct Exported* data, int fds[2]) {
   return 0;
 }
 
-/* Every byte of `n` at `host` is `value`. */
-static void expectBytes(const unsigned char* host, size_t n, unsigned char value, const char* what) {
-  for (size_t i = 0; i < n; ++i)
-    if (host[i] != value) {
-      fprintf(stderr, "%s: byte %zu is %d, not %d\n", what, i, host[i], value);
-      ++failures;
-      return;
-    }
-}
-
 static int importer(int sock) {
   struct Exported e;
   int fds[2];
