@@ -7,7 +7,7 @@
 # the same Chrome trace and folded files as the process wrote itself (trace_check --compare).
 #
 # usage: run_e2e.sh NAME [--expected NAME] [--traces N] [--check-args "ARGS"] [--env K=V]... [--export]
-#                   [--max-rss-mb M] [--no-expected] [--relative-output] -- PROGRAM [ARGS...]
+#                   [--max-rss-mb M] [--no-expected] [--relative-output] [--expect-exit N] -- PROGRAM [ARGS...]
 #   --export: the program is killed before writing its trace; only its stream is left: run
 #   `cutrace export` on it, then check the exported traces.
 #   "@TIDS@" in ARGS becomes a file the program fills with "thread-name tid" lines, checked
@@ -22,6 +22,7 @@
 #   count apply (no expected file).
 #   --relative-output: CUTRACE_OUTPUT is "out", relative to the directory the program starts in
 #   (the same out/ directory).
+#   --expect-exit N: the exit status the program ends with bare (default 0: its own checks passed).
 # environment: LIBTRACE, TRACE_CHECK, E2E_EXPECTED (directory), STANDIN_DIR (stand-in CUDA
 #   libraries, optional), SANITIZER_RUNTIME (preloaded before libtrace.so in sanitizer builds),
 #   E2E_UPDATE=1 (write the expected file instead of comparing; review the diff before committing),
@@ -38,6 +39,7 @@ export_only=""
 max_rss_mb=""
 no_expected=""
 relative_output=""
+expect_exit=0
 while [ $# -gt 0 ]; do
   case $1 in
     --traces) traces=$2; shift 2 ;;
@@ -48,6 +50,7 @@ while [ $# -gt 0 ]; do
     --max-rss-mb) max_rss_mb=$2; shift 2 ;;
     --no-expected) no_expected=1; shift ;;
     --relative-output) relative_output=1; shift ;;
+    --expect-exit) expect_exit=$2; shift 2 ;;
     --) shift; break ;;
     *) echo "run_e2e: unknown option $1" >&2; exit 2 ;;
   esac
@@ -98,6 +101,9 @@ fail() {
 }
 
 [ "$(cat "$work/bare.rc")" = "$(cat "$work/traced.rc")" ] || fail "exit status changed under the preload"
+# The program's own checks (data read back, refusals): a program that fails them fails the test
+# even where the preload changes nothing.
+[ "$(cat "$work/bare.rc")" = "$expect_exit" ] || fail "the program exited $(cat "$work/bare.rc"), not $expect_exit"
 if [ -n "$max_rss_mb" ]; then
   rss_kb=$(cat "$work/rss" 2>/dev/null)
   [ -n "$rss_kb" ] || fail "the program wrote no peak RSS"
