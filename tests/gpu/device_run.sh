@@ -57,7 +57,7 @@ step gpu_example_pipeline 120 env LD_LIBRARY_PATH=$cuda_lib:$LD_LIBRARY_PATH "$g
 # NVIDIA's driver and runtime must run each program the same under the preload (exit status and
 # output) and the trace must be valid, every kernel linked. (graph_build and graph_extras are left
 # out: a graph launch carries no kernel, which the launches view counts.)
-for prog in prefetch batch_copy module_load contexts arrays pitched stream_order legacy_launch green_contexts ipc vmm_shared pools multicast runtime_library peer_access external_interop mipmaps pool_ipc; do
+for prog in prefetch batch_copy module_load contexts arrays pitched stream_order legacy_launch green_contexts ipc vmm_shared pools multicast runtime_library peer_access external_interop mipmaps pool_ipc settings; do
   step "gpu_$prog" 120 env LD_LIBRARY_PATH=$cuda_lib:$LD_LIBRARY_PATH "$gpu/run_gpu.sh" "$prog" --no-expected -- "$bin/$prog"
 done
 step gpu_graph_replay 120 env LD_LIBRARY_PATH=$cuda_lib:$LD_LIBRARY_PATH "${checks[@]}" graph --program "$bin/graph_replay" --keep "$keep/graph"

@@ -15,7 +15,7 @@ cp "$build/preload/libtrace.so" "$build/tools/cutrace" "$build/tests/trace_check
    "$build/tests/arrays" "$build/tests/pitched" "$build/tests/stream_order" "$build/tests/legacy_launch" \
    "$build/tests/green_contexts" "$build/tests/ipc" "$build/tests/vmm_shared" "$build/tests/pools" \
    "$build/tests/multicast" "$build/tests/runtime_library" "$build/tests/peer_access" "$build/tests/external_interop" \
-   "$build/tests/mipmaps" "$build/tests/pool_ipc" \
+   "$build/tests/mipmaps" "$build/tests/pool_ipc" "$build/tests/settings" \
    "$bundle/bin/"
 mkdir -p "$bundle/bin/static"  # the same name as the shared-runtime build: the same summary
 cp "$build/tests/e2e/static_runtime/mt_kernels" "$bundle/bin/static/"

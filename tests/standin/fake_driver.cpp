@@ -82,12 +82,16 @@ void logCall(const char* name) {
 // allocator reuses the memory, the functions and kernels of an unloaded module or library are
 // handed out again (newest first) to the next ones made: a tracer that caches names per handle
 // must forget them at the unload.
+// A launch may take this much dynamic shared memory until its function allows more
+// (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES), as on NVIDIA's GPUs.
+constexpr unsigned kDefaultSharedBytes = 49152;
 struct Function {
   std::string name;
   // What the first launch API (cuLaunch, cuLaunchGrid*) launches with: set by cuFuncSetBlockShape
   // and cuFuncSetSharedSize, a block of none until then (such a launch is refused).
   unsigned blockX = 0, blockY = 0, blockZ = 0;
   unsigned sharedBytes = 0;
+  unsigned maxDynamicShared = kDefaultSharedBytes;
 };
 struct Kernel {
   std::string name;
@@ -564,12 +568,13 @@ bool validLaunchParams(void** params, void** extra) {
 CUresult checkLaunch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                      unsigned shared, CUstream s, void** params, void** extra) {
   if (CUresult r = needContext()) return r;
-  if (functionOf(f) == nullptr || !validStream(s)) return CUDA_ERROR_INVALID_HANDLE;
+  const Function* fn = functionOf(f);
+  if (fn == nullptr || !validStream(s)) return CUDA_ERROR_INVALID_HANDLE;
   if (gx == 0 || gy == 0 || gz == 0 || gx > 2147483647u || gy > 65535 || gz > 65535) return CUDA_ERROR_INVALID_VALUE;
   if (bx == 0 || by == 0 || bz == 0 || bx > 1024 || by > 1024 || bz > 64 ||
       static_cast<uint64_t>(bx) * by * bz > 1024)
     return CUDA_ERROR_INVALID_VALUE;
-  if (shared > kMaxSharedBytes || !validLaunchParams(params, extra)) return CUDA_ERROR_INVALID_VALUE;
+  if (shared > fn->maxDynamicShared || !validLaunchParams(params, extra)) return CUDA_ERROR_INVALID_VALUE;
   return CUDA_SUCCESS;
 }
 
@@ -1510,6 +1515,52 @@ CUresult cuFuncSetSharedSize(CUfunction f, unsigned bytes) {
   if (fn == nullptr) return CUDA_ERROR_INVALID_HANDLE;
   fn->sharedBytes = bytes;
   return CUDA_SUCCESS;
+}
+// A function's settings (FlashAttention's and CUTLASS's kernels raise their dynamic shared memory
+// before each launch): the dynamic shared memory it may take, up to the device's opt-in maximum;
+// its carveout and cluster preferences, taken; the attributes that are only read, refused. A
+// kernel's (cuKernelSetAttribute) are its function's.
+static CUresult setFunctionAttribute(Function& fn, CUfunction_attribute attrib, int value) {
+  switch (attrib) {
+    case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
+      if (value < 0 || static_cast<unsigned>(value) > kMaxSharedBytes) return CUDA_ERROR_INVALID_VALUE;
+      fn.maxDynamicShared = static_cast<unsigned>(value);
+      return CUDA_SUCCESS;
+    case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
+      return value >= -1 && value <= 100 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH:
+    case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT:
+    case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH:
+    case CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED:
+    case CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
+      return value >= 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    default: return CUDA_ERROR_INVALID_VALUE;
+  }
+}
+CUresult cuFuncSetAttribute(CUfunction f, CUfunction_attribute attrib, int value) {
+  ENTRY();
+  if (CUresult r = needContext()) return r;
+  Function* fn = functionOf(f);
+  return fn == nullptr ? CUDA_ERROR_INVALID_HANDLE : setFunctionAttribute(*fn, attrib, value);
+}
+CUresult cuKernelSetAttribute(CUfunction_attribute attrib, int value, CUkernel kernel, CUdevice dev) {
+  ENTRY();
+  if (CUresult r = checkDevice(dev)) return r;
+  auto* k = lookup<Kernel>(kernel, HandleKind::Kernel);
+  return k == nullptr ? CUDA_ERROR_INVALID_HANDLE : setFunctionAttribute(k->function, attrib, value);
+}
+// The split of on-chip memory a function prefers between L1 and shared memory: taken.
+CUresult cuFuncSetCacheConfig(CUfunction f, CUfunc_cache config) {
+  ENTRY();
+  if (CUresult r = needContext()) return r;
+  if (functionOf(f) == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  return config <= CU_FUNC_CACHE_PREFER_EQUAL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+CUresult cuKernelSetCacheConfig(CUkernel kernel, CUfunc_cache config, CUdevice dev) {
+  ENTRY();
+  if (CUresult r = checkDevice(dev)) return r;
+  if (lookup<Kernel>(kernel, HandleKind::Kernel) == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  return config <= CU_FUNC_CACHE_PREFER_EQUAL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 // A parameter at `offset` of `bytes`, within the 4 KiB a launch takes.
 static CUresult legacyParam(CUfunction f, int offset, size_t bytes) {
@@ -2829,6 +2880,45 @@ STANDIN_ENTRY_PTSZ(cuWaitExternalSemaphoresAsync,
                     unsigned count, CUstream s),
                    semaphoresReady(semaphores, params, count, s))
 
+// ------------------------------------------------------------------ context and stream settings
+// A context's limits (a thread's stack, the device heap, printf's buffer, the L2 set aside for
+// persisting accesses), each within what an H100 takes; the persisting lines reset; a stream's
+// attributes (an access policy window's hit ratio is a fraction).
+CUresult cuCtxSetLimit(CUlimit limit, size_t value) {
+  ENTRY();
+  if (CUresult r = needContext()) return r;
+  switch (limit) {
+    case CU_LIMIT_STACK_SIZE:
+    case CU_LIMIT_PRINTF_FIFO_SIZE:
+    case CU_LIMIT_MALLOC_HEAP_SIZE:
+    case CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT: return CUDA_SUCCESS;
+    case CU_LIMIT_MAX_L2_FETCH_GRANULARITY: return value <= 128 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    case CU_LIMIT_PERSISTING_L2_CACHE_SIZE: return value <= (size_t{50} << 20) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    default: return CUDA_ERROR_UNSUPPORTED_LIMIT;
+  }
+}
+CUresult cuCtxResetPersistingL2Cache() {
+  ENTRY();
+  return needContext();
+}
+static CUresult setStreamAttribute(CUstream s, CUstreamAttrID attr, const CUstreamAttrValue* value) {
+  if (CUresult r = needStream(s)) return r;
+  if (value == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  switch (attr) {
+    case CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW: {
+      const float hit = value->accessPolicyWindow.hitRatio;
+      return hit >= 0 && hit <= 1 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    }
+    case CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY:
+    case CU_LAUNCH_ATTRIBUTE_PRIORITY:
+    case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP:
+    case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN: return CUDA_SUCCESS;
+    default: return CUDA_ERROR_INVALID_VALUE;
+  }
+}
+STANDIN_ENTRY_PTSZ(cuStreamSetAttribute, (CUstream s, CUstreamAttrID attr, const CUstreamAttrValue* value),
+                   setStreamAttribute(s, attr, value))
+
 // ------------------------------------------------------------------ graphics interop (OpenGL)
 // There is no OpenGL here: a registered buffer or image (any object but 0, GL's "none") is device
 // memory of its own, kGraphicsBytes of it, which the program reaches while the resource is mapped
@@ -3538,6 +3628,14 @@ const ProcEntry kProcTable[] = {
     E(cuMemPoolSetAccess, 11020, cuMemPoolSetAccess),
     E(cuDeviceSetMemPool, 11020, cuDeviceSetMemPool),
     E(cuMemSetMemPool, 13000, cuMemSetMemPool),
+    E(cuFuncSetAttribute, 9000, cuFuncSetAttribute),
+    E(cuKernelSetAttribute, 12000, cuKernelSetAttribute),
+    E(cuFuncSetCacheConfig, 3000, cuFuncSetCacheConfig),
+    E(cuKernelSetCacheConfig, 12000, cuKernelSetCacheConfig),
+    E(cuCtxSetLimit, 3010, cuCtxSetLimit),
+    E(cuCtxResetPersistingL2Cache, 11000, cuCtxResetPersistingL2Cache),
+    E(cuStreamSetAttribute, 11000, cuStreamSetAttribute),
+    PT(cuStreamSetAttribute, 11000, cuStreamSetAttribute_ptsz),
     E(cuMemPoolExportToShareableHandle, 11020, cuMemPoolExportToShareableHandle),
     E(cuMemPoolImportFromShareableHandle, 11020, cuMemPoolImportFromShareableHandle),
     E(cuMemPoolExportPointer, 11020, cuMemPoolExportPointer),

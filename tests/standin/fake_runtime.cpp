@@ -173,6 +173,11 @@ constexpr int kRuntimeVersion = CUDART_VERSION;
   X(cuMemPoolSetAccess, cuMemPoolSetAccess, kRuntimeVersion)                                                  \
   X(cuDeviceSetMemPool, cuDeviceSetMemPool, kRuntimeVersion)                                                  \
   X(cuMemSetMemPool, cuMemSetMemPool, kRuntimeVersion)                                                        \
+  X(cuKernelSetAttribute, cuKernelSetAttribute, kRuntimeVersion)                                              \
+  X(cuKernelSetCacheConfig, cuKernelSetCacheConfig, kRuntimeVersion)                                          \
+  X(cuCtxSetLimit, cuCtxSetLimit, kRuntimeVersion)                                                            \
+  X(cuCtxResetPersistingL2Cache, cuCtxResetPersistingL2Cache, kRuntimeVersion)                                \
+  X(cuStreamSetAttribute, cuStreamSetAttribute, kRuntimeVersion)                                              \
   X(cuMemPoolExportToShareableHandle, cuMemPoolExportToShareableHandle, kRuntimeVersion)                      \
   X(cuMemPoolImportFromShareableHandle, cuMemPoolImportFromShareableHandle, kRuntimeVersion)                  \
   X(cuMemPoolExportPointer, cuMemPoolExportPointer, kRuntimeVersion)                                          \
@@ -381,6 +386,7 @@ cudaError_t fromDriver(CUresult r) {
     case CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED: return cudaErrorHostMemoryAlreadyRegistered;
     case CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED: return cudaErrorHostMemoryNotRegistered;
     case CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE: return cudaErrorGraphExecUpdateFailure;
+    case CUDA_ERROR_UNSUPPORTED_LIMIT: return cudaErrorUnsupportedLimit;
     case CUDA_ERROR_ALREADY_MAPPED: return cudaErrorAlreadyMapped;
     case CUDA_ERROR_NOT_MAPPED: return cudaErrorNotMapped;
     case CUDA_ERROR_NOT_MAPPED_AS_POINTER: return cudaErrorNotMappedAsPointer;
@@ -528,9 +534,17 @@ cudaError_t resolveKernel(const DriverTable& d, const void* func, CUkernel& out)
   return cudaSuccess;
 }
 
-// The driver rejects bad launch geometry with INVALID_VALUE; the runtime calls that a bad
-// configuration.
-cudaError_t launchError(CUresult r) { return r == CUDA_ERROR_INVALID_VALUE ? cudaErrorInvalidConfiguration : fromDriver(r); }
+// The driver rejects bad launch geometry and more dynamic shared memory than the function allows
+// alike, with INVALID_VALUE; the runtime calls the first a bad configuration and the second an
+// invalid value ("invalid argument", what a kernel launched with more than 48 KiB before
+// cudaFuncSetAttribute gets): it checks the geometry itself.
+bool validGeometry(dim3 g, dim3 b) {
+  return g.x != 0 && g.y != 0 && g.z != 0 && g.x <= 2147483647u && g.y <= 65535 && g.z <= 65535 && b.x != 0 &&
+         b.y != 0 && b.z != 0 && b.x <= 1024 && b.y <= 1024 && b.z <= 64 && static_cast<uint64_t>(b.x) * b.y * b.z <= 1024;
+}
+cudaError_t launchError(CUresult r, dim3 g, dim3 b) {
+  return r == CUDA_ERROR_INVALID_VALUE && !validGeometry(g, b) ? cudaErrorInvalidConfiguration : fromDriver(r);
+}
 
 cudaError_t launchKernel(const DriverTable& d, CUkernel k, dim3 g, dim3 b, void** args, size_t shared, cudaStream_t s,
                          bool cooperative) {
@@ -539,7 +553,7 @@ cudaError_t launchKernel(const DriverTable& d, CUkernel k, dim3 g, dim3 b, void*
   const auto sh = static_cast<unsigned>(shared);
   const CUresult r = cooperative ? d.cuLaunchCooperativeKernel(f, g.x, g.y, g.z, b.x, b.y, b.z, sh, s, args)
                                  : d.cuLaunchKernel(f, g.x, g.y, g.z, b.x, b.y, b.z, sh, s, args, nullptr);
-  return record(launchError(r));
+  return record(launchError(r, g, b));
 }
 
 cudaError_t launchFunction(bool perThread, const void* func, dim3 g, dim3 b, void** args, size_t shared, cudaStream_t s,
@@ -563,7 +577,8 @@ cudaError_t launchEx(bool perThread, const cudaLaunchConfig_t* c, const void* fu
   config.hStream = c->stream;
   config.attrs = reinterpret_cast<CUlaunchAttribute*>(c->attrs);
   config.numAttrs = c->numAttrs;
-  return record(launchError(D->cuLaunchKernelEx(&config, reinterpret_cast<CUfunction>(k), args, nullptr)));
+  return record(launchError(D->cuLaunchKernelEx(&config, reinterpret_cast<CUfunction>(k), args, nullptr), c->gridDim,
+                            c->blockDim));
 }
 
 // ------------------------------------------------------------------ copies
@@ -877,6 +892,28 @@ cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 g, dim3 b, void** 
   STANDIN_DRIVER(true);
   if (kernel == nullptr) return record(cudaErrorInvalidDeviceFunction);
   return launchKernel(*D, reinterpret_cast<CUkernel>(kernel), g, b, args, shared, s, false);
+}
+// A kernel's settings, on its CUkernel for device 0, as CUDA 13's runtime sets them.
+cudaError_t cudaFuncSetAttribute(const void* func, cudaFuncAttribute attr, int value) {
+  STANDIN_DRIVER(false);
+  CUkernel k = nullptr;
+  if (cudaError_t e = resolveKernel(*D, func, k)) return record(e);
+  return call(D->cuKernelSetAttribute(static_cast<CUfunction_attribute>(attr), value, k, 0));
+}
+cudaError_t cudaFuncSetCacheConfig(const void* func, cudaFuncCache config) {
+  STANDIN_DRIVER(false);
+  CUkernel k = nullptr;
+  if (cudaError_t e = resolveKernel(*D, func, k)) return record(e);
+  return call(D->cuKernelSetCacheConfig(k, static_cast<CUfunc_cache>(config), 0));
+}
+// The current context's limits and persisting L2 lines, as the driver's.
+cudaError_t cudaDeviceSetLimit(cudaLimit limit, size_t value) {
+  STANDIN_DRIVER(false);
+  return call(D->cuCtxSetLimit(static_cast<CUlimit>(limit), value));
+}
+cudaError_t cudaCtxResetPersistingL2Cache() {
+  STANDIN_DRIVER(false);
+  return call(D->cuCtxResetPersistingL2Cache());
 }
 cudaError_t cudaFuncGetName(const char** name, const void* func) {
   if (name == nullptr) return record(cudaErrorInvalidValue);
@@ -2041,6 +2078,15 @@ cudaError_t cudaStreamSynchronize(cudaStream_t s) {
 cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t s) {
   STANDIN_DRIVER(true);
   return call(D->cuStreamSynchronize(s));
+}
+// A stream's attributes, as the driver's.
+cudaError_t cudaStreamSetAttribute(cudaStream_t s, cudaStreamAttrID attr, const cudaStreamAttrValue* value) {
+  STANDIN_DRIVER(false);
+  return call(D->cuStreamSetAttribute(s, static_cast<CUstreamAttrID>(attr), reinterpret_cast<const CUstreamAttrValue*>(value)));
+}
+cudaError_t cudaStreamSetAttribute_ptsz(cudaStream_t s, cudaStreamAttrID attr, const cudaStreamAttrValue* value) {
+  STANDIN_DRIVER(true);
+  return call(D->cuStreamSetAttribute(s, static_cast<CUstreamAttrID>(attr), reinterpret_cast<const CUstreamAttrValue*>(value)));
 }
 cudaError_t cudaStreamQuery(cudaStream_t s) {
   STANDIN_DRIVER(false);
