@@ -2897,6 +2897,12 @@ CUresult cuCtxSetLimit(CUlimit limit, size_t value) {
     default: return CUDA_ERROR_UNSUPPORTED_LIMIT;
   }
 }
+// The split of on-chip memory the context's functions prefer: taken.
+CUresult cuCtxSetCacheConfig(CUfunc_cache config) {
+  ENTRY();
+  if (CUresult r = needContext()) return r;
+  return config <= CU_FUNC_CACHE_PREFER_EQUAL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
 CUresult cuCtxResetPersistingL2Cache() {
   ENTRY();
   return needContext();
@@ -3633,6 +3639,7 @@ const ProcEntry kProcTable[] = {
     E(cuFuncSetCacheConfig, 3000, cuFuncSetCacheConfig),
     E(cuKernelSetCacheConfig, 12000, cuKernelSetCacheConfig),
     E(cuCtxSetLimit, 3010, cuCtxSetLimit),
+    E(cuCtxSetCacheConfig, 3020, cuCtxSetCacheConfig),
     E(cuCtxResetPersistingL2Cache, 11000, cuCtxResetPersistingL2Cache),
     E(cuStreamSetAttribute, 11000, cuStreamSetAttribute),
     PT(cuStreamSetAttribute, 11000, cuStreamSetAttribute_ptsz),

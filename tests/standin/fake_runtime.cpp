@@ -176,6 +176,7 @@ constexpr int kRuntimeVersion = CUDART_VERSION;
   X(cuKernelSetAttribute, cuKernelSetAttribute, kRuntimeVersion)                                              \
   X(cuKernelSetCacheConfig, cuKernelSetCacheConfig, kRuntimeVersion)                                          \
   X(cuCtxSetLimit, cuCtxSetLimit, kRuntimeVersion)                                                            \
+  X(cuCtxSetCacheConfig, cuCtxSetCacheConfig, kRuntimeVersion)                                                \
   X(cuCtxResetPersistingL2Cache, cuCtxResetPersistingL2Cache, kRuntimeVersion)                                \
   X(cuStreamSetAttribute, cuStreamSetAttribute, kRuntimeVersion)                                              \
   X(cuMemPoolExportToShareableHandle, cuMemPoolExportToShareableHandle, kRuntimeVersion)                      \
@@ -910,6 +911,10 @@ cudaError_t cudaFuncSetCacheConfig(const void* func, cudaFuncCache config) {
 cudaError_t cudaDeviceSetLimit(cudaLimit limit, size_t value) {
   STANDIN_DRIVER(false);
   return call(D->cuCtxSetLimit(static_cast<CUlimit>(limit), value));
+}
+cudaError_t cudaDeviceSetCacheConfig(cudaFuncCache config) {
+  STANDIN_DRIVER(false);
+  return call(D->cuCtxSetCacheConfig(static_cast<CUfunc_cache>(config)));
 }
 cudaError_t cudaCtxResetPersistingL2Cache() {
   STANDIN_DRIVER(false);

@@ -495,6 +495,7 @@ static const struct Lookup kLookups[] = {
     {"cuFuncSetCacheConfig", 3000, 0, "cuFuncSetCacheConfig"},
     {"cuKernelSetCacheConfig", 12000, 0, "cuKernelSetCacheConfig"},
     {"cuCtxSetLimit", 3010, 0, "cuCtxSetLimit"},
+    {"cuCtxSetCacheConfig", 3020, 0, "cuCtxSetCacheConfig"},
     {"cuCtxResetPersistingL2Cache", 11000, 0, "cuCtxResetPersistingL2Cache"},
     {"cuStreamSetAttribute", 11000, 0, "cuStreamSetAttribute"},
     {"cuStreamSetAttribute", 11000, 1, "cuStreamSetAttribute_ptsz"},

@@ -170,6 +170,19 @@ int cudaThreadExit(void) {
   ++exited;
   return 0;
 }
+/* And of cudaDeviceSetLimit and cudaDeviceSetCacheConfig: the stack size and the preference seen. */
+size_t lastLimit;
+int lastCacheConfig = -1;
+int cudaThreadSetLimit(int limit, size_t value) {
+  if (limit != 0 /* cudaLimitStackSize */) return 1;
+  lastLimit = value;
+  return 0;
+}
+int cudaThreadSetCacheConfig(int config) {
+  if (config < 0 || config > 3) return 1;
+  lastCacheConfig = config;
+  return 0;
+}
 
 /* A kernel's registration (the host stub as its handle) and one cooperative launch on each device
  * of a list (cudaLaunchParams), the devices counted; CUDA 13 took the call out. */

@@ -44,6 +44,10 @@ int cudaGraphRemoveDependencies_v2(void* graph, void* const* from, void* const* 
 int cudaThreadSynchronize(void);
 int cudaThreadExit(void);
 extern int synchronized, exited;
+int cudaThreadSetLimit(int limit, size_t value);
+int cudaThreadSetCacheConfig(int config);
+extern size_t lastLimit;
+extern int lastCacheConfig;
 void __cudaRegisterFunction(void** module, const char* hostFun, char* deviceFun, const char* deviceName,
                             int threadLimit, void* tid, void* bid, void* bDim, void* gDim, int* wSize);
 /* cudaLaunchParams (CUDA 9-12.9), with its dim3s. */

@@ -19,8 +19,8 @@
 /* Programs built with CUDA 11.2-12.9's headers: external semaphores signalled and waited for on
  * two streams and the per-thread one (the _ptsz names), one wait of none (refused); a capture's
  * dependencies, a node and edges given with edge data (12.3's second versions); the device
- * synchronised and reset by their pre-4.0 names; a cooperative kernel launched on two devices,
- * and a launch of an empty list (refused). */
+ * synchronised, reset and set up (a stack size, one refused; a cache preference) by their pre-4.0
+ * names; a cooperative kernel launched on two devices, and a launch of an empty list (refused). */
 static int newerCalls(void) {
   static int semA, semB, graph, nodeParams;
   void* const sems[] = {&semA, &semB};
@@ -46,8 +46,10 @@ static int newerCalls(void) {
     printf("edges: %zu, %zu\n", lastCount, lastEdges);
     return 1;
   }
-  if (cudaThreadSynchronize() != 0 || cudaThreadExit() != 0 || synchronized != 1 || exited != 1) {
-    printf("thread calls: %d %d\n", synchronized, exited);
+  if (cudaThreadSynchronize() != 0 || cudaThreadExit() != 0 || synchronized != 1 || exited != 1 ||
+      cudaThreadSetLimit(0, 8192) != 0 || lastLimit != 8192 || cudaThreadSetCacheConfig(2) != 0 || lastCacheConfig != 2 ||
+      cudaThreadSetLimit(9, 1) != 1) {
+    printf("thread calls: %d %d %zu %d\n", synchronized, exited, lastLimit, lastCacheConfig);
     return 1;
   }
   static char stub;

@@ -2,7 +2,8 @@
 // 64 KiB of dynamic shared memory is refused until it is allowed that much
 // (cudaFuncSetAttribute, as FlashAttention and CUTLASS call it before their launches), then
 // launched; more than the device's opt-in maximum is refused; its cache preference set; the
-// device's stack size and persisting-L2 limits set (an unknown limit refused); a stream's access
+// device's stack size and persisting-L2 limits and cache preference set (an unknown limit
+// refused); a stream's access
 // policy window set (a hit ratio above 1 refused), from another thread's per-thread default
 // stream too; the persisting L2 lines reset. Then the same through the driver: a module's
 // function and a library's kernel. Each setting shows with its function, kernel or stream as the
@@ -41,6 +42,7 @@ int main() {
   checkRuntime(cudaFuncSetCacheConfig(wide_fill, cudaFuncCachePreferShared), "cudaFuncSetCacheConfig");
   checkRuntime(cudaDeviceSetLimit(cudaLimitStackSize, 4096), "cudaDeviceSetLimit");
   checkRuntime(cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 4 << 20), "cudaDeviceSetLimit");
+  checkRuntime(cudaDeviceSetCacheConfig(cudaFuncCachePreferL1), "cudaDeviceSetCacheConfig");
   if (cudaDeviceSetLimit(static_cast<cudaLimit>(0x7f), 1) == cudaSuccess) ++failures;
   cudaStreamAttrValue window = {};
   window.accessPolicyWindow.base_ptr = p;
@@ -78,6 +80,7 @@ int main() {
   check(cuKernelSetAttribute(CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 50, kernel, 0), "cuKernelSetAttribute");
   check(cuKernelSetCacheConfig(kernel, CU_FUNC_CACHE_PREFER_SHARED, 0), "cuKernelSetCacheConfig");
   check(cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, 8 << 20), "cuCtxSetLimit");
+  check(cuCtxSetCacheConfig(CU_FUNC_CACHE_PREFER_NONE), "cuCtxSetCacheConfig");
   CUstreamAttrValue policy = {};
   policy.syncPolicy = CU_SYNC_POLICY_YIELD;
   check(cuStreamSetAttribute(reinterpret_cast<CUstream>(s), CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY, &policy),
