@@ -414,10 +414,11 @@ inline void multiDeviceLaunch(HookCall& c, const RuntimeLaunchParams* list, unsi
 
 // The first of the `count` handles a call acts on together (external semaphores signalled or
 // waited for): the call's handle, as the first device's launch is a multi-device launch's. The
-// driver reads them all; none where there are none.
-template <typename H>
-inline const void* firstHandle(const H* handles, unsigned count) {
-  return handles != nullptr && count != 0 ? handles[0] : nullptr;
+// driver reads them all; none where there are none (a count of 0, or below: the runtime's
+// graphics calls take an int).
+template <typename H, typename Count>
+inline const void* firstHandle(const H* handles, Count count) {
+  return handles != nullptr && count > 0 ? handles[0] : nullptr;
 }
 
 // cuGetProcAddress answered *pfn for `symbol`: swap in the shim with the same ABI.

@@ -1549,18 +1549,22 @@ CUresult cuKernelSetAttribute(CUfunction_attribute attrib, int value, CUkernel k
   auto* k = lookup<Kernel>(kernel, HandleKind::Kernel);
   return k == nullptr ? CUDA_ERROR_INVALID_HANDLE : setFunctionAttribute(k->function, attrib, value);
 }
-// The split of on-chip memory a function prefers between L1 and shared memory: taken.
+// The split of on-chip memory a function, a kernel or a context prefers between L1 and shared
+// memory: taken, where it is one of the four.
+static CUresult takeCacheConfig(CUfunc_cache config) {
+  return config <= CU_FUNC_CACHE_PREFER_EQUAL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
 CUresult cuFuncSetCacheConfig(CUfunction f, CUfunc_cache config) {
   ENTRY();
   if (CUresult r = needContext()) return r;
   if (functionOf(f) == nullptr) return CUDA_ERROR_INVALID_HANDLE;
-  return config <= CU_FUNC_CACHE_PREFER_EQUAL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  return takeCacheConfig(config);
 }
 CUresult cuKernelSetCacheConfig(CUkernel kernel, CUfunc_cache config, CUdevice dev) {
   ENTRY();
   if (CUresult r = checkDevice(dev)) return r;
   if (lookup<Kernel>(kernel, HandleKind::Kernel) == nullptr) return CUDA_ERROR_INVALID_HANDLE;
-  return config <= CU_FUNC_CACHE_PREFER_EQUAL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  return takeCacheConfig(config);
 }
 // A parameter at `offset` of `bytes`, within the 4 KiB a launch takes.
 static CUresult legacyParam(CUfunction f, int offset, size_t bytes) {
@@ -2897,11 +2901,10 @@ CUresult cuCtxSetLimit(CUlimit limit, size_t value) {
     default: return CUDA_ERROR_UNSUPPORTED_LIMIT;
   }
 }
-// The split of on-chip memory the context's functions prefer: taken.
 CUresult cuCtxSetCacheConfig(CUfunc_cache config) {
   ENTRY();
   if (CUresult r = needContext()) return r;
-  return config <= CU_FUNC_CACHE_PREFER_EQUAL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  return takeCacheConfig(config);
 }
 CUresult cuCtxResetPersistingL2Cache() {
   ENTRY();
@@ -2963,7 +2966,6 @@ CUresult cuGraphicsUnregisterResource(CUgraphicsResource resource) {
 }
 // Every resource of the list live and not (mapping) or (unmapping) mapped, else nothing changes.
 static CUresult mapGraphics(unsigned count, CUgraphicsResource* resources, CUstream s, bool map) {
-  if (CUresult r = needContext()) return r;
   if (CUresult r = needStream(s)) return r;
   if (count == 0 || resources == nullptr) return CUDA_ERROR_INVALID_VALUE;
   for (unsigned i = 0; i < count; ++i) {
