@@ -381,11 +381,47 @@ bool runCfa(Reader r, const Cie& cie, uint64_t loc, uint64_t pc, const Row& init
   return r.ok;
 }
 
-// The rule for code address `pc` (`lookup` is pc, or pc - 1 for a return address, so that a
-// call ending a function finds that function).
-uint64_t computeRule(uint64_t lookup) {
+// An FDE read: its CIE, the code range it covers, and where its own instructions and its record
+// end.
+struct Fde {
+  Cie cie;
+  uint64_t pcBegin = 0, pcRange = 0;
+  Reader instructions{nullptr, nullptr};
+  const uint8_t* mapStart = nullptr;
+  const uint8_t* mapEnd = nullptr;
+};
+
+// Reads the FDE at `fde` of an object mapped at [mapStart, mapEnd).
+bool readFde(const uint8_t* fde, const uint8_t* mapStart, const uint8_t* mapEnd, Fde& out) {
+  if (fde < mapStart || fde >= mapEnd) return false;
+  Reader f{fde, mapEnd};
+  const uint32_t length = f.fixed<uint32_t>();
+  if (!f.ok || length == 0 || length == 0xffffffffu || length > static_cast<std::size_t>(mapEnd - f.p)) return false;
+  f.end = f.p + length;
+  const uint8_t* ciePointerAt = f.p;
+  const uint32_t ciePointer = f.fixed<uint32_t>();
+  if (ciePointer == 0 || ciePointer > static_cast<uint64_t>(ciePointerAt - mapStart)) return false;
+  if (!parseCie(ciePointerAt - ciePointer, mapEnd, out.cie)) return false;
+  out.pcBegin = f.encoded(out.cie.fdeEncoding, 0);
+  out.pcRange = f.encoded(static_cast<uint8_t>(out.cie.fdeEncoding & 0x0f), 0);
+  if (!f.ok) return false;
+  if (out.cie.augmented) {
+    const uint64_t augLen = f.uleb();
+    if (!f.has(augLen)) return false;
+    f.p += augLen;
+  }
+  out.instructions = f;
+  out.mapStart = mapStart;
+  out.mapEnd = mapEnd;
+  return true;
+}
+
+// The FDE covering code address `lookup`, found through its object's .eh_frame_hdr table.
+// kNoObject when no loaded object holds the address, kUnsupported when it has no FDE or an
+// unreadable one, else kFrame.
+uint64_t findFde(FindObject findObject, uint64_t lookup, Fde& out) {
   struct dl_find_object obj;
-  if (g_findObject(reinterpret_cast<void*>(lookup), &obj) != 0) return kNoObject;
+  if (findObject(reinterpret_cast<void*>(lookup), &obj) != 0) return kNoObject;
   if (obj.dlfo_eh_frame == nullptr) return kUnsupported;
   const auto* mapEnd = static_cast<const uint8_t*>(obj.dlfo_map_end);
   const auto* hdr = static_cast<const uint8_t*>(obj.dlfo_eh_frame);
@@ -414,34 +450,30 @@ uint64_t computeRule(uint64_t lookup) {
   }
   if (entry(lo, 0) > lookup) return kUnsupported;
   const auto* fde = reinterpret_cast<const uint8_t*>(entry(lo, 1));
-  const auto* mapStart = static_cast<const uint8_t*>(obj.dlfo_map_start);
-  if (fde < mapStart || fde >= mapEnd) return kUnsupported;
+  if (!readFde(fde, static_cast<const uint8_t*>(obj.dlfo_map_start), mapEnd, out)) return kUnsupported;
+  if (lookup < out.pcBegin || lookup - out.pcBegin >= out.pcRange) return kUnsupported;
+  return kFrame;
+}
 
-  Reader f{fde, mapEnd};
-  const uint32_t length = f.fixed<uint32_t>();
-  if (!f.ok || length == 0 || length == 0xffffffffu || length > static_cast<std::size_t>(mapEnd - f.p)) return kUnsupported;
-  f.end = f.p + length;
-  const uint8_t* ciePointerAt = f.p;
-  const uint32_t ciePointer = f.fixed<uint32_t>();
-  if (ciePointer == 0 || ciePointer > static_cast<uint64_t>(ciePointerAt - mapStart)) return kUnsupported;
-  Cie cie;
-  if (!parseCie(ciePointerAt - ciePointer, mapEnd, cie) || cie.signalFrame) return kUnsupported;
-  const uint64_t pcBegin = f.encoded(cie.fdeEncoding, 0);
-  const uint64_t pcRange = f.encoded(static_cast<uint8_t>(cie.fdeEncoding & 0x0f), 0);
-  if (!f.ok || lookup < pcBegin || lookup - pcBegin >= pcRange) return kUnsupported;
-  if (cie.augmented) {
-    const uint64_t augLen = f.uleb();
-    if (!f.has(augLen)) return kUnsupported;
-    f.p += augLen;
-  }
-
+// The row of `fde`'s CFA program at `pc`.
+bool rowAt(const Fde& fde, uint64_t pc, Row& row) {
   // A return address the CIE does not describe is unknown, not the end of the stack: only an
   // explicit DW_CFA_undefined (as _start and clone3 have) marks the outermost frame.
-  Row row;
+  row = Row{};
   row.ra = {RegRule::Other, 0};
-  if (!runCfa(Reader{cie.instructions, cie.end}, cie, pcBegin, UINT64_MAX, row, row)) return kUnsupported;
+  if (!runCfa(Reader{fde.cie.instructions, fde.cie.end}, fde.cie, fde.pcBegin, UINT64_MAX, row, row)) return false;
   const Row initial = row;
-  if (!runCfa(f, cie, pcBegin, lookup, initial, row)) return kUnsupported;
+  return runCfa(fde.instructions, fde.cie, fde.pcBegin, pc, initial, row);
+}
+
+// The rule for code address `pc` (`lookup` is pc, or pc - 1 for a return address, so that a
+// call ending a function finds that function).
+uint64_t computeRule(uint64_t lookup) {
+  Fde fde;
+  const uint64_t found = findFde(g_findObject, lookup, fde);
+  if (found != kFrame) return found;
+  Row row;
+  if (fde.cie.signalFrame || !rowAt(fde, lookup, row)) return kUnsupported;
 
   if (row.ra.type == RegRule::Undefined) return kOutermost;
   if (row.cfaOther || (row.cfaReg != kRsp && row.cfaReg != kRbp)) return kUnsupported;
@@ -476,6 +508,26 @@ bool initialize() {
 }
 
 uint64_t rulesCached() { return g_cached.load(std::memory_order_relaxed); }
+
+bool splitPartOf(uint64_t pc, uint64_t& begin, uint64_t& end) {
+  // Its own lookup: the symbolizer names frames whichever unwinder took them.
+  static const auto findObject = reinterpret_cast<FindObject>(dlsym(RTLD_DEFAULT, "_dl_find_object"));
+  Fde fde, next;
+  if (findObject == nullptr || findFde(findObject, pc, fde) != kFrame) return false;
+  const uint8_t* after = fde.instructions.end;  // the next record: a CIE, an FDE or the terminator
+  if (!readFde(after, fde.mapStart, fde.mapEnd, next) || next.pcRange == 0) return false;
+  // A part split off is entered by a jump from inside its function, in the middle of its frame;
+  // a function (the next one of the compilation unit, wherever the linker put it) is entered by
+  // a call: the return address just pushed, the CFA at rsp + 8.
+  Row entry;
+  if (!rowAt(next, next.pcBegin, entry)) return false;
+  if (entry.cfaReg == kRsp && entry.cfaOffset == 8 && !entry.cfaDeref && !entry.cfaOther &&
+      entry.rbp.type == RegRule::Same)
+    return false;
+  begin = next.pcBegin;
+  end = next.pcBegin + next.pcRange;
+  return true;
+}
 
 namespace {
 

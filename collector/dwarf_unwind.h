@@ -156,4 +156,11 @@ __attribute__((always_inline)) inline int backtraceFrom(const WalkStart& from, u
 // Rules computed so far and stacks given up on, for the trace's metadata.
 uint64_t rulesCached();
 
+// Off the hot path (the symbolizer). The code range [begin, end) of the part split off the
+// function covering `pc` by GCC's hot/cold partitioning (on with profile feedback, as CPython's
+// distribution builds are made; its ".cold" part, which a stripped binary names with no symbol):
+// the FDE GCC writes right after the function's own, when its code starts inside a frame (entered
+// by a jump, not a call). False when there is none, or without _dl_find_object (glibc < 2.35).
+bool splitPartOf(uint64_t pc, uint64_t& begin, uint64_t& end);
+
 }  // namespace cutrace::dwarf

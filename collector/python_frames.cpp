@@ -15,7 +15,7 @@
 //   reference to its code object, whose names and line table are immutable. Another thread
 //   running with the GIL cannot touch this thread's frames.
 // - The thread state comes from PyGILState_GetThisThreadState(), which reads the thread's TSS key
-//   (pthread_getspecific) in 3.10-3.13 and needs no GIL; the "current" thread state
+//   (pthread_getspecific) in 3.10-3.14 and needs no GIL; the "current" thread state
 //   (3.12+ _Py_tss_tstate, 3.10/3.11 _PyRuntime.gilstate.tstate_current) is cleared when the GIL is
 //   released; this one is not.
 //   It is only called once Py_IsInitialized() (a plain load) says the key exists.
@@ -27,14 +27,15 @@ namespace cutrace::python {
 namespace {
 
 // Offsets printed by offsetof() against each interpreter's own headers (with Py_BUILD_CORE and
-// internal/pycore_frame.h) from /root/.pyenv/versions/{3.10.13,3.11.7,3.12.1,3.13.0}; the
-// layouts are fixed within a minor version for release, non-debug builds.
+// internal/pycore_frame.h, 3.14's internal/pycore_interpframe_structs.h) from
+// /root/.pyenv/versions/{3.10.13,3.11.7,3.12.1,3.13.0} and Debian's libpython3.14-dev 3.14.10;
+// the layouts are fixed within a minor version for release, non-debug builds.
 struct Layout {
   int minor;
-  uint32_t tstateFrame;    // 3.10 tstate->frame, 3.11/3.12 tstate->cframe, 3.13 tstate->current_frame
+  uint32_t tstateFrame;    // 3.10 tstate->frame, 3.11/3.12 tstate->cframe, 3.13+ tstate->current_frame
   int32_t cframeCurrent;   // _PyCFrame.current_frame (3.11/3.12), else -1
   uint32_t frameBack;      // f_back / previous
-  uint32_t frameCode;      // f_code / f_executable
+  uint32_t frameCode;      // f_code / f_executable (3.14: a _PyStackRef, tagged: kStackRefTags)
   uint32_t frameInstr;     // f_lasti (int, code units) / prev_instr / instr_ptr (pointers)
   int32_t frameOwner;      // char owner (3.11+), else -1
   int32_t frameIsEntry;    // bool is_entry (3.11 only), else -1
@@ -53,16 +54,26 @@ constexpr Layout kLayouts[] = {
     {11, 56, 8, 48, 32, 56, 69, 68, 112, 128, 72, 136, 168, 184, 48, 72},
     {12, 56, 0, 8, 0, 56, 70, -1, 112, 128, 68, 136, 176, 192, 40, 56},
     {13, 72, -1, 8, 0, 56, 70, -1, 112, 128, 68, 136, 184, 200, 40, 56},
+    {14, 72, -1, 8, 0, 56, 74, -1, 112, 128, 68, 136, 192, 208, 40, 56},
 };
+constexpr int kFirstMinor = 10, kLastMinor = 14;
+static_assert(sizeof kLayouts / sizeof kLayouts[0] == kLastMinor - kFirstMinor + 1);
 
-// Common to 3.10-3.13 (object.h, bytesobject.h, unicodeobject.h).
+// Common to 3.10-3.14 (object.h, bytesobject.h, unicodeobject.h).
 constexpr uint32_t kObType = 8;
 constexpr uint32_t kVarSize = 16;       // PyVarObject.ob_size, PyASCIIObject.length
 constexpr uint32_t kBytesData = 32;     // PyBytesObject.ob_sval
 constexpr uint32_t kUnicodeState = 32;  // PyASCIIObject.state bitfield word
 constexpr uint32_t kStateCompact = 0x20, kStateAscii = 0x40, kStateReady = 0x80;  // ready: <= 3.11
 constexpr int kOwnedByGenerator = 1;
-constexpr int kOwnedByCStack = 3;  // 3.12+: the shim frame each _PyEval_EvalFrameDefault pushes
+// 3.12+: owners from this one on hold no Python frame (_PyFrame_IsIncomplete): 3.12/3.13's
+// FRAME_OWNED_BY_CSTACK, the entry frame each _PyEval_EvalFrameDefault pushes; 3.14's
+// FRAME_OWNED_BY_INTERPRETER (now that entry frame's) and FRAME_OWNED_BY_CSTACK, moved to 4.
+constexpr int kFirstShimOwner = 3;
+// 3.14's f_executable is a _PyStackRef: the code object's address with tag bits (Py_TAG_BITS of
+// the GIL build, pycore_stackref.h) that PyStackRef_AsPyObjectBorrow masks off. Objects are
+// 8-byte aligned, so masking earlier versions' plain pointers changes nothing.
+constexpr uintptr_t kStackRefTags = 3;
 
 constexpr int kMaxSteps = 4096;           // bounds the walk even on a corrupt (cyclic) chain
 constexpr uint32_t kMaxChars = 1024;      // names and file names are cut here
@@ -292,7 +303,7 @@ int lineFor310(const uint8_t* p, const uint8_t* end, int firstLine, uint32_t add
   return line < 0 ? 0 : line;
 }
 
-// 3.11-3.13 location table (Objects/locations.md): an entry starts with a byte 1cccclll,
+// 3.11-3.14 location table (Objects/locations.md): an entry starts with a byte 1cccclll,
 // l+1 code units long; code 15 = no location, 14 long form, 13 no columns (signed varint line
 // delta), 10-12 one-line forms (delta code-10), 0-9 short forms (delta 0).
 int lineFor311(const uint8_t* p, const uint8_t* end, int firstLine, uint32_t addr) {
@@ -349,12 +360,12 @@ bool initialize() {
     return false;
   }
   const char* bad = nullptr;
-  if (major != 3 || minor < 10 || minor > 13)
-    bad = "unsupported (3.10 to 3.13)";
+  if (major != 3 || minor < kFirstMinor || minor > kLastMinor)
+    bad = "unsupported (3.10 to 3.14)";
   // Exported only by Py_REF_DEBUG (debug) builds, whose object header and structs differ.
   else if (dlsym(RTLD_DEFAULT, "_Py_NegativeRefcount") || dlsym(RTLD_DEFAULT, "_Py_RefTotal"))
     bad = "debug build unsupported";
-  // Exported only by Py_GIL_DISABLED (free-threaded, "3.13t") builds.
+  // Exported only by Py_GIL_DISABLED (free-threaded, "3.13t", "3.14t") builds.
   else if (dlsym(RTLD_DEFAULT, "_Py_DecRefShared") || dlsym(RTLD_DEFAULT, "_Py_MergeZeroLocalRefcount"))
     bad = "free-threaded build unsupported";
   if (bad) {
@@ -387,7 +398,7 @@ bool initialize() {
   codeSlots = static_cast<std::atomic<uint32_t>*>(arena);
   frameSlots = reinterpret_cast<std::atomic<uint64_t>*>(static_cast<char*>(arena) + codeBytes);
   bytes = static_cast<char*>(arena) + codeBytes + frameBytes;
-  layout = kLayouts[minor - 10];
+  layout = kLayouts[minor - kFirstMinor];
   setStatus("CPython %d.%d.%d: %s", major, minor, micro, "frames on");
   on.store(true, std::memory_order_release);
   return true;
@@ -415,7 +426,7 @@ template <int Minor>
 [[gnu::always_inline]] inline ChainMemo::Reads readsOf(const Layout& l, uintptr_t frame) {
   ChainMemo::Reads s;
   s.frame = frame;
-  s.code = peek<uintptr_t>(frame + l.frameCode);
+  s.code = peek<uintptr_t>(frame + l.frameCode) & ~kStackRefTags;
   if constexpr (Minor == 10) {
     s.instr = static_cast<uint32_t>(peek<int>(frame + l.frameInstr));
     s.owner = 0;
@@ -434,13 +445,13 @@ inline bool sameReads(const ChainMemo::Reads& a, const ChainMemo::Reads& b) {
 // The frame one step gives, as two words (frameWords); false when it gives none (an entry shim,
 // no code object, a frame still in its prologue). `outermost`: no frame further out;
 // `callerOwner`: else the owner byte of the frame further out (3.12+ only, which marks the frame
-// _PyEval_EvalFrameDefault was given by linking it to its own FRAME_OWNED_BY_CSTACK entry frame;
+// _PyEval_EvalFrameDefault was given by linking it to its own entry frame (kFirstShimOwner);
 // frames it pushes itself link to their caller).
 template <int Minor>
 [[gnu::always_inline]] inline bool frameOf(const Layout& l, const ChainMemo::Reads& step, bool outermost, int callerOwner,
                                            uint64_t* words) {
   const int owner = static_cast<int8_t>(step.owner & 0xff);
-  if (Minor >= 12 && owner == kOwnedByCStack) return false;  // entry shim: no code to read (3.13: None)
+  if (Minor >= 12 && owner >= kFirstShimOwner) return false;  // a shim: no code to read (3.13+: None)
   const uintptr_t code = step.code;
   if (code == 0 || peek<uintptr_t>(code + kObType) != codeType) return false;
   uint32_t instr = kNotStarted, entry = 1;
@@ -451,12 +462,12 @@ template <int Minor>
   } else {
     const uintptr_t ip = step.instr;
     const uintptr_t base = code + static_cast<uint32_t>(l.codeAdaptive);
-    // _PyFrame_IsIncomplete (3.11-3.13): still in its prologue, not yet a frame Python shows.
+    // _PyFrame_IsIncomplete (3.11-3.14): still in its prologue, not yet a frame Python shows.
     const int firstTraceable = peek<int>(code + static_cast<uint32_t>(l.codeFirstTraceable));
     if (owner != kOwnedByGenerator && ip < base + 2 * static_cast<uintptr_t>(firstTraceable)) return false;
     if (ip >= base) instr = static_cast<uint32_t>(ip - base);
     if constexpr (Minor == 11) entry = (step.owner >> 8) != 0;  // is_entry
-    else entry = outermost || callerOwner == kOwnedByCStack;
+    else entry = outermost || callerOwner >= kFirstShimOwner;
   }
   frameWords(RawFrame{code, instr, entry}, words);
   return true;
@@ -569,7 +580,7 @@ int captureWords(uint64_t* out, int max, uint64_t& hash, ChainMemo* memo, uintpt
   switch (l.minor) {
     case 10: return memo != nullptr ? walkIn<10>(l, frame, out, max, hash, *memo) : walkOut<10>(l, frame, out, max, hash);
     case 11: return memo != nullptr ? walkIn<11>(l, frame, out, max, hash, *memo) : walkOut<11>(l, frame, out, max, hash);
-    default:  // 3.12 and 3.13 alike
+    default:  // 3.12 to 3.14 alike
       return memo != nullptr ? walkIn<12>(l, frame, out, max, hash, *memo) : walkOut<12>(l, frame, out, max, hash);
   }
 }

@@ -722,7 +722,7 @@ bool Store::resolveStack(const StackTable& table, Symbolizer& symbolizer, uint32
   if (f.depth == 0) return false;
   std::vector<uint32_t>& names = data_.stacks[id];
   names.reserve(f.depth);
-  // Python frames follow the native ones. Each native _PyEval_EvalFrameDefault frame ran one
+  // Python frames follow the native ones. Each native frame of the eval loop ran one
   // group of them: the frames up to and including the next one flagged as its entry. Groups
   // left over (the native walk stopped early) go at the root end.
   uint32_t python = 0;
@@ -730,7 +730,7 @@ bool Store::resolveStack(const StackTable& table, Symbolizer& symbolizer, uint32
   const uint32_t nativeEnd = python;
   for (uint32_t i = 0; i < nativeEnd; ++i) {
     const std::string& native = symbolizer.frameName(f.frames[i]);
-    if (native == "_PyEval_EvalFrameDefault" && python < f.depth) {
+    if (python < f.depth && isPythonEvalLoop(native)) {
       for (; python < f.depth; ++python) {
         names.push_back(data_.strings.intern(pythonFrameName(f.frames[python])));
         if (f.frames[python] & kPythonEntryBit) {

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "collector/dwarf_unwind.h"
 #include "collector/private_files.h"
 
 namespace cutrace {
@@ -84,6 +85,19 @@ struct Symbolizer::ElfSymbols {
                   symbols.end());
   }
 
+  // Names the part split off `function` (dwarf::splitPartOf) when no symbol covers it; the
+  // object is loaded at `bias`.
+  void nameSplitPart(const char* function, const char* partName, uint64_t bias) {
+    auto it = std::find_if(symbols.begin(), symbols.end(), [&](const Symbol& s) { return std::strcmp(s.name, function) == 0; });
+    uint64_t begin = 0, end = 0;
+    if (it == symbols.end() || !dwarf::splitPartOf(bias + it->value, begin, end) || begin < bias) return;
+    const Symbol part{begin - bias, end - begin, partName};
+    if (find(part.value) != nullptr) return;  // a full symbol table names it already (".cold")
+    symbols.insert(std::upper_bound(symbols.begin(), symbols.end(), part.value,
+                                    [](uint64_t v, const Symbol& s) { return v < s.value; }),
+                   part);
+  }
+
   const Symbol* find(uint64_t value) const {
     auto it = std::upper_bound(symbols.begin(), symbols.end(), value,
                                [](uint64_t v, const Symbol& s) { return v < s.value; });
@@ -107,6 +121,11 @@ std::string executablePath() {
 }
 
 }  // namespace
+
+bool isPythonEvalLoop(const std::string& name) {
+  const std::size_t n = std::strlen(kPythonEvalLoop);
+  return name.compare(0, n, kPythonEvalLoop) == 0 && (name.size() == n || name[n] == '.');
+}
 
 std::string demangle(const std::string& name) {
   if (name.size() < 2 || name[0] != '_' || name[1] != 'Z') return name;
@@ -196,6 +215,10 @@ const std::string& Symbolizer::frameName(uint64_t returnAddress) {
       if (!file) {
         file = std::make_shared<ElfSymbols>();
         file->load(m->path);
+        // A profile-guided CPython build (Debian's, Ubuntu's) runs most of its eval loop in the
+        // part split off it, and a stripped one names nothing there: the Python frames of a stack
+        // would have no native frame to go under (isPythonEvalLoop).
+        file->nameSplitPart(kPythonEvalLoop, kPythonEvalLoopPart, m->bias);
       }
       m->symbols = file;
     }

@@ -19,6 +19,13 @@
 
 namespace cutrace {
 
+// CPython's eval loop, each of whose native frames ran one group of a stack's Python frames, and
+// the name given to the part of it a compiler split off (GCC's ".cold") where no symbol names it.
+inline constexpr const char* kPythonEvalLoop = "_PyEval_EvalFrameDefault";
+inline constexpr const char* kPythonEvalLoopPart = "_PyEval_EvalFrameDefault.cold";
+// A frame of it: its name, or a part of it (".cold", ".part.0").
+bool isPythonEvalLoop(const std::string& name);
+
 // A C++ symbol name demangled; names that are not mangled ("_Z...") come back as they are.
 std::string demangle(const std::string& name);
 

@@ -499,6 +499,12 @@ void checkFolded(const std::string& path, std::ostream& summary, bool list, bool
     if (!flamegraph.empty()) checkWithFlamegraphPl(flamegraph, f);
   }
   const auto& all = calls.empty() ? host : calls;
+  // Python frames go under the native frame of the eval loop that ran them, never at the root
+  // (where they went when no native frame was known as the eval loop: a stripped PGO build).
+  if (!pythonFile.empty())
+    for (const auto& [stack, w] : all)
+      if (const std::string root = stack.substr(0, stack.find(';')); root.back() == ')' && root.find(".py:") != std::string::npos)
+        fail("a Python frame at the root of a stack: " + stack);
   if (shape) {
     std::size_t maxFrames = 0;
     uint64_t total = 0;

@@ -9,7 +9,11 @@ of their C-level eval call must equal the number of _PyEval_EvalFrameDefault fra
 stack, and the hand-written sites below must show the exact names, lines and entry flags.
 """
 import ctypes
+import os
+import re
+import subprocess
 import sys
+import sysconfig
 import threading
 import traceback
 
@@ -20,6 +24,7 @@ LIB.probe_status.restype = ctypes.c_char_p
 LIB.probe_bench.argtypes = [ctypes.c_int, ctypes.c_int]
 LIB.probe_bench.restype = ctypes.c_double
 LIB.probe_depth.restype = ctypes.c_int
+LIB.probe_split_part.argtypes = [ctypes.c_size_t, ctypes.c_size_t]
 SIZE = 1 << 16
 BUF = ctypes.create_string_buffer(SIZE)
 THIS = __file__
@@ -182,12 +187,45 @@ def run_nested(label):
     return got
 
 
+def readelf(*args):
+    try:
+        return subprocess.run(["readelf", "-W", *args], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return ""
+
+
+def eval_split_part():
+    """The part of the eval loop a profile-guided build split off, as binutils sees its file:
+    the code of the FDE that follows, in .eh_frame, the one covering _PyEval_EvalFrameDefault
+    (GCC writes the FDE of a function's ".cold" part right after the function's own), when that
+    code starts inside a frame, entered by a jump (its first CFA rule comes before any advance),
+    not by a call. (0, 0): none."""
+    files = [sys.executable, os.path.join(sysconfig.get_config_var("LIBDIR") or "", sysconfig.get_config_var("LDLIBRARY") or "")]
+    for path in files:
+        symbols = readelf("--dyn-syms", path)
+        hit = re.search(r"^\s*\d+: ([0-9a-f]+) +\d+ FUNC +\w+ +\w+ +\d+ _PyEval_EvalFrameDefault$", symbols, re.M)
+        if hit is None:
+            continue
+        address = int(hit.group(1), 16)
+        # Each record: its kind, its code range and its first CFA instruction.
+        records = re.findall(r"^[0-9a-f]+ [0-9a-f]+ [0-9a-f]+ (FDE|CIE)(?: cie=[0-9a-f]+ pc=([0-9a-f]+)\.\.([0-9a-f]+))?\n"
+                             r"(?:  (\S+))?", readelf("--debug-dump=frames", path), re.M)
+        for (kind, b, e, _), (next_kind, nb, ne, first) in zip(records, records[1:]):
+            if kind == "FDE" and int(b, 16) <= address < int(e, 16):
+                if next_kind == "FDE" and first not in ("", "DW_CFA_advance_loc:", "DW_CFA_nop"):
+                    print(f"   the eval loop's split part in {path} (readelf): {nb}..{ne}")
+                    return int(nb, 16), int(ne, 16)
+                return 0, 0
+    return 0, 0
+
+
 def main():
+    LIB.probe_split_part(*eval_split_part())
     status = LIB.probe_status().decode()
     version = f"{V.major}.{V.minor}.{V.micro}"
     print("status:", status)
     if "--expect-unsupported" in sys.argv:
-        check(status == f"CPython {version}: unsupported (3.10 to 3.13)", f"status for {version}")
+        check(status == f"CPython {version}: unsupported (3.10 to 3.14)", f"status for {version}")
         check(LIB.probe(BUF, SIZE) == 0, "no frames on an unsupported interpreter")
         return
     check(status == f"CPython {version}: frames on", "status says frames on")

@@ -15,14 +15,21 @@
 
 namespace {
 
+// The part of the eval loop a profile-guided build split off, as link-time addresses in the
+// symbol's file: set by the test (probe_split_part) from binutils' view of the file, not
+// cutrace's. [0, 0): none.
+uintptr_t splitBegin = 0, splitEnd = 0;
+
 // Native frames inside _PyEval_EvalFrameDefault, by symbol extent (dladdr alone would also
-// name static functions placed after it).
+// name static functions placed after it), and inside its split part.
 int countEvalFrames() {
   void* eval = dlsym(RTLD_DEFAULT, "_PyEval_EvalFrameDefault");
   if (eval == nullptr) return -1;
   Dl_info info;
   void* entry = nullptr;
   if (dladdr1(eval, &info, &entry, RTLD_DL_SYMENT) == 0 || entry == nullptr) return -1;
+  link_map* map = nullptr;
+  if (dladdr1(eval, &info, reinterpret_cast<void**>(&map), RTLD_DL_LINKMAP) == 0 || map == nullptr) return -1;
   const auto* sym = static_cast<const ElfW(Sym)*>(entry);
   const auto begin = reinterpret_cast<uintptr_t>(eval);
   const uintptr_t end = begin + sym->st_size;
@@ -31,7 +38,7 @@ int countEvalFrames() {
   int count = 0;
   for (int i = 0; i < n; ++i) {
     const auto pc = reinterpret_cast<uintptr_t>(pcs[i]) - 1;  // return address -> call site
-    if (pc >= begin && pc < end) ++count;
+    if ((pc >= begin && pc < end) || (pc >= map->l_addr + splitBegin && pc < map->l_addr + splitEnd)) ++count;
   }
   return count;
 }
@@ -83,6 +90,11 @@ extern "C" {
 __attribute__((visibility("default"))) const char* probe_status() {
   cutrace::python::initialize();
   return cutrace::python::status();
+}
+
+__attribute__((visibility("default"))) void probe_split_part(uintptr_t begin, uintptr_t end) {
+  splitBegin = begin;
+  splitEnd = end;
 }
 
 // Writes "function\tfile\tline\tentry" per frame, innermost first, then "native_eval\tN" and

@@ -5,7 +5,9 @@ if [ "$version" = system ]; then
   interp=/usr/bin/python3
 else
   interp=
-  for candidate in /root/.pyenv/versions/"$version".*/bin/python3; do
+  # pyenv's, or one scripts/fetch_python.sh fetched.
+  for candidate in /root/.pyenv/versions/"$version".*/bin/python3 \
+      "$(dirname "$0")/../../.python/$version/usr/bin/python$version"; do
     [ -x "$candidate" ] && interp=$candidate
   done
 fi

@@ -2,6 +2,7 @@
 
 #include <alloca.h>
 #include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 #include <signal.h>
 
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "collector/dwarf_unwind.h"
+#include "collector/symbolizer.h"
 
 using namespace cutrace;
 
@@ -370,4 +372,39 @@ TEST_CASE("dwarf unwind: a replay compares every word the walk read", "[stacks][
       CHECK(n == (changed < 0 ? 3 : -1));
     }
   }
+}
+
+TEST_CASE("dwarf unwind: the part GCC split off a stripped function is found from the function, and named "
+          "as the eval loop's when it is CPython's", "[stacks][dwarf]") {
+  void* lib = dlopen(CUTRACE_SPLIT_TARGET, RTLD_NOW | RTLD_LOCAL);
+  REQUIRE(lib != nullptr);
+  auto eval = reinterpret_cast<int (*)(int, void**)>(dlsym(lib, "_PyEval_EvalFrameDefault"));
+  auto opaque = dlsym(lib, "cutraceSplitOpaque");
+  REQUIRE(eval != nullptr);
+  REQUIRE(opaque != nullptr);
+  void* where = nullptr;
+  REQUIRE(eval(12345, &where) == 12345 * 2 + 1);
+  const auto call = reinterpret_cast<uint64_t>(where) - 1;
+  Dl_info info;
+  void* entry = nullptr;
+  REQUIRE(dladdr1(reinterpret_cast<void*>(eval), &info, &entry, RTLD_DL_SYMENT) != 0);
+  const auto begin = reinterpret_cast<uint64_t>(eval);
+  const uint64_t size = static_cast<const ElfW(Sym)*>(entry)->st_size;
+  REQUIRE((call < begin || call >= begin + size));  // the cold call lies outside the function's symbol
+
+  uint64_t partBegin = 0, partEnd = 0;
+  REQUIRE(dwarf::splitPartOf(begin, partBegin, partEnd));
+  CHECK(partBegin <= call);
+  CHECK(call < partEnd);
+  // A function split nowhere: the next FDE is another function's, entered by a call.
+  CHECK_FALSE(dwarf::splitPartOf(reinterpret_cast<uint64_t>(opaque), partBegin, partEnd));
+
+  // The symbolizer names it (the library has no .symtab to), so a stack's Python frames find it.
+  Symbolizer symbolizer;
+  CHECK(symbolizer.frameName(reinterpret_cast<uint64_t>(where)) == kPythonEvalLoopPart);
+  CHECK(isPythonEvalLoop(symbolizer.frameName(reinterpret_cast<uint64_t>(where))));
+  CHECK(symbolizer.frameName(begin + 1) == kPythonEvalLoop);
+  CHECK_FALSE(isPythonEvalLoop("_PyEval_EvalFrameDefaultX"));
+  CHECK_FALSE(isPythonEvalLoop("_PyEval_EvalFrame"));
+  dlclose(lib);
 }

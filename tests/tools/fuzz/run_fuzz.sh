@@ -28,7 +28,7 @@ deps=$(pkg-config --cflags --libs simdjson spdlog fmt) || { echo "SKIP: pkg-conf
   "$src/exporters/folded.cpp" \
   "$src/exporters/trace_view.cpp" "$src/exporters/torch_ops.cpp" "$src/exporters/frame_names.cpp" \
   "$src/exporters/json_writer.cpp" "$src/collector/store.cpp" "$src/collector/torch_text.cpp" "$src/collector/clock.cpp" \
-  "$src/collector/name_table.cpp" "$src/collector/stack_table.cpp" "$src/collector/symbolizer.cpp" \
+  "$src/collector/name_table.cpp" "$src/collector/stack_table.cpp" "$src/collector/symbolizer.cpp" "$src/collector/dwarf_unwind.cpp" \
   "$src/collector/python_frames.cpp" "$src/collector/own_writes.cpp" "$src/collector/private_files.cpp" $deps -ldl -o "$work/fuzz_readers" || { echo "FAIL: the fuzz target did not build"; exit 1; }
 
 for d in "$@"; do
