@@ -214,7 +214,7 @@ constexpr Entry kEntries[] = {
       "stack unwinder (default auto, the same as dwarf: .eh_frame rules cached per address, libunwind.so.8 for the stacks they cannot follow; "
       "verify: both walks, libunwind's stack kept, disagreements counted in metadata.stacks.unwind_mismatches)"},
      parseUnwind},
-    {{"CUTRACE_PYTHON", "auto|off", "Python frames in stacks when the process is CPython 3.10 to 3.14 (default auto)"}, parsePython},
+    {{"CUTRACE_PYTHON", "auto|off", "Python frames in stacks when the process is CPython 3.10 to 3.15 (default auto)"}, parsePython},
     {{"CUTRACE_MAX_MEMORY", "a size of at least 1M", "cap, each, on the per-thread rings, on the events kept per process and on those read back at exit for the Chrome trace; past it a new thread gets no ring, the newest events are dropped and counted, and no Chrome trace is written at exit (default 2G)"}, parseMaxMemory},
     {{"CUTRACE_CAPTURE", "all|cuda-profiler-api|nvtx:NAME|time:DELAY[,DURATION]|schedule:W,U,A,R[:MARKER]|signal",
       "when to record (default all); see the README"}, parseCapture},

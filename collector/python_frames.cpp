@@ -15,7 +15,7 @@
 //   reference to its code object, whose names and line table are immutable. Another thread
 //   running with the GIL cannot touch this thread's frames.
 // - The thread state comes from PyGILState_GetThisThreadState(), which reads the thread's TSS key
-//   (pthread_getspecific) in 3.10-3.14 and needs no GIL; the "current" thread state
+//   (pthread_getspecific) in 3.10-3.15 and needs no GIL; the "current" thread state
 //   (3.12+ _Py_tss_tstate, 3.10/3.11 _PyRuntime.gilstate.tstate_current) is cleared when the GIL is
 //   released; this one is not.
 //   It is only called once Py_IsInitialized() (a plain load) says the key exists.
@@ -28,8 +28,9 @@ namespace {
 
 // Offsets printed by offsetof() against each interpreter's own headers (with Py_BUILD_CORE and
 // internal/pycore_frame.h, 3.14's internal/pycore_interpframe_structs.h) from
-// /root/.pyenv/versions/{3.10.13,3.11.7,3.12.1,3.13.0} and Debian's libpython3.14-dev 3.14.10;
-// the layouts are fixed within a minor version for release, non-debug builds.
+// /root/.pyenv/versions/{3.10.13,3.11.7,3.12.1,3.13.0} and Debian's libpython3.14-dev 3.14.10 and
+// libpython3.15-dev 3.15.2 (3.15's are 3.14's); the layouts are fixed within a minor version for
+// release, non-debug builds.
 struct Layout {
   int minor;
   uint32_t tstateFrame;    // 3.10 tstate->frame, 3.11/3.12 tstate->cframe, 3.13+ tstate->current_frame
@@ -55,11 +56,12 @@ constexpr Layout kLayouts[] = {
     {12, 56, 0, 8, 0, 56, 70, -1, 112, 128, 68, 136, 176, 192, 40, 56},
     {13, 72, -1, 8, 0, 56, 70, -1, 112, 128, 68, 136, 184, 200, 40, 56},
     {14, 72, -1, 8, 0, 56, 74, -1, 112, 128, 68, 136, 192, 208, 40, 56},
+    {15, 72, -1, 8, 0, 56, 74, -1, 112, 128, 68, 136, 192, 208, 40, 56},
 };
-constexpr int kFirstMinor = 10, kLastMinor = 14;
+constexpr int kFirstMinor = 10, kLastMinor = 15;
 static_assert(sizeof kLayouts / sizeof kLayouts[0] == kLastMinor - kFirstMinor + 1);
 
-// Common to 3.10-3.14 (object.h, bytesobject.h, unicodeobject.h).
+// Common to 3.10-3.15 (object.h, bytesobject.h, unicodeobject.h).
 constexpr uint32_t kObType = 8;
 constexpr uint32_t kVarSize = 16;       // PyVarObject.ob_size, PyASCIIObject.length
 constexpr uint32_t kBytesData = 32;     // PyBytesObject.ob_sval
@@ -68,7 +70,8 @@ constexpr uint32_t kStateCompact = 0x20, kStateAscii = 0x40, kStateReady = 0x80;
 constexpr int kOwnedByGenerator = 1;
 // 3.12+: owners from this one on hold no Python frame (_PyFrame_IsIncomplete): 3.12/3.13's
 // FRAME_OWNED_BY_CSTACK, the entry frame each _PyEval_EvalFrameDefault pushes; 3.14's
-// FRAME_OWNED_BY_INTERPRETER (now that entry frame's) and FRAME_OWNED_BY_CSTACK, moved to 4.
+// FRAME_OWNED_BY_INTERPRETER (now that entry frame's) and FRAME_OWNED_BY_CSTACK, moved to 4
+// (gone in 3.15).
 constexpr int kFirstShimOwner = 3;
 // 3.14's f_executable is a _PyStackRef: the code object's address with tag bits (Py_TAG_BITS of
 // the GIL build, pycore_stackref.h) that PyStackRef_AsPyObjectBorrow masks off. Objects are
@@ -303,7 +306,7 @@ int lineFor310(const uint8_t* p, const uint8_t* end, int firstLine, uint32_t add
   return line < 0 ? 0 : line;
 }
 
-// 3.11-3.14 location table (Objects/locations.md): an entry starts with a byte 1cccclll,
+// 3.11-3.15 location table (Objects/locations.md): an entry starts with a byte 1cccclll,
 // l+1 code units long; code 15 = no location, 14 long form, 13 no columns (signed varint line
 // delta), 10-12 one-line forms (delta code-10), 0-9 short forms (delta 0).
 int lineFor311(const uint8_t* p, const uint8_t* end, int firstLine, uint32_t addr) {
@@ -361,11 +364,11 @@ bool initialize() {
   }
   const char* bad = nullptr;
   if (major != 3 || minor < kFirstMinor || minor > kLastMinor)
-    bad = "unsupported (3.10 to 3.14)";
+    bad = "unsupported (3.10 to 3.15)";
   // Exported only by Py_REF_DEBUG (debug) builds, whose object header and structs differ.
   else if (dlsym(RTLD_DEFAULT, "_Py_NegativeRefcount") || dlsym(RTLD_DEFAULT, "_Py_RefTotal"))
     bad = "debug build unsupported";
-  // Exported only by Py_GIL_DISABLED (free-threaded, "3.13t", "3.14t") builds.
+  // Exported only by Py_GIL_DISABLED (free-threaded, "3.13t" and later) builds.
   else if (dlsym(RTLD_DEFAULT, "_Py_DecRefShared") || dlsym(RTLD_DEFAULT, "_Py_MergeZeroLocalRefcount"))
     bad = "free-threaded build unsupported";
   if (bad) {
@@ -462,7 +465,7 @@ template <int Minor>
   } else {
     const uintptr_t ip = step.instr;
     const uintptr_t base = code + static_cast<uint32_t>(l.codeAdaptive);
-    // _PyFrame_IsIncomplete (3.11-3.14): still in its prologue, not yet a frame Python shows.
+    // _PyFrame_IsIncomplete (3.11-3.15): still in its prologue, not yet a frame Python shows.
     const int firstTraceable = peek<int>(code + static_cast<uint32_t>(l.codeFirstTraceable));
     if (owner != kOwnedByGenerator && ip < base + 2 * static_cast<uintptr_t>(firstTraceable)) return false;
     if (ip >= base) instr = static_cast<uint32_t>(ip - base);
@@ -580,7 +583,7 @@ int captureWords(uint64_t* out, int max, uint64_t& hash, ChainMemo* memo, uintpt
   switch (l.minor) {
     case 10: return memo != nullptr ? walkIn<10>(l, frame, out, max, hash, *memo) : walkOut<10>(l, frame, out, max, hash);
     case 11: return memo != nullptr ? walkIn<11>(l, frame, out, max, hash, *memo) : walkOut<11>(l, frame, out, max, hash);
-    default:  // 3.12 to 3.14 alike
+    default:  // 3.12 to 3.15 alike
       return memo != nullptr ? walkIn<12>(l, frame, out, max, hash, *memo) : walkOut<12>(l, frame, out, max, hash);
   }
 }

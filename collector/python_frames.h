@@ -1,5 +1,5 @@
 #pragma once
-// Python frames at CUDA calls: reads the calling thread's CPython 3.10-3.14 frame chain from
+// Python frames at CUDA calls: reads the calling thread's CPython 3.10-3.15 frame chain from
 // inside a hook, without the GIL and without linking libpython. Struct offsets are hard-coded
 // per minor version (python_frames.cpp says where each comes from); any interpreter the module
 // does not recognise (other version, debug, free-threaded) leaves it off with a reason.

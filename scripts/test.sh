@@ -19,7 +19,7 @@ run_suite() {  # run_suite BUILD_DIR [meson test args...]
 
 scripts/setup.sh || { echo "0 passed, 1 failed"; exit 1; }
 # Interpreters pyenv does not have here, for the Python-frame tests (they skip without them).
-scripts/fetch_python.sh 3.14
+scripts/fetch_python.sh 3.14 3.15
 run_suite build
 
 for san in ${SANITIZERS-address,undefined thread}; do

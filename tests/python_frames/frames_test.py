@@ -225,7 +225,7 @@ def main():
     version = f"{V.major}.{V.minor}.{V.micro}"
     print("status:", status)
     if "--expect-unsupported" in sys.argv:
-        check(status == f"CPython {version}: unsupported (3.10 to 3.14)", f"status for {version}")
+        check(status == f"CPython {version}: unsupported (3.10 to 3.15)", f"status for {version}")
         check(LIB.probe(BUF, SIZE) == 0, "no frames on an unsupported interpreter")
         return
     check(status == f"CPython {version}: frames on", "status says frames on")
