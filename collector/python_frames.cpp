@@ -61,6 +61,28 @@ constexpr Layout kLayouts[] = {
 constexpr int kFirstMinor = 10, kLastMinor = 15;
 static_assert(sizeof kLayouts / sizeof kLayouts[0] == kLastMinor - kFirstMinor + 1);
 
+// 3.13+ publish the offsets of their own structures for out-of-process debuggers, in
+// _PyRuntime.debug_offsets (_Py_DebugOffsets, internal/pycore_debug_offsets.h): where, in that
+// struct, each offset the table above hard-codes is found, printed by offsetof() against the same
+// headers. initialize() checks the table against them, so a build whose layout differs from the
+// one measured (patched, or a release that moved a field) leaves frames off instead of reading
+// the wrong memory.
+struct DebugOffsetsAt {
+  int minor;
+  int32_t freeThreaded;  // 3.14+, else -1
+  uint32_t tstateFrame, frameBack, frameCode, frameInstr, frameOwner;
+  uint32_t codeFilename, codeName, codeLineTable, codeFirstLine, codeAdaptive, asciiSize;
+};
+constexpr DebugOffsetsAt kDebugOffsetsAt[] = {
+    {13, -1, 184, 232, 240, 248, 264, 280, 296, 304, 312, 344, 560},
+    {14, 16, 208, 256, 264, 272, 288, 320, 336, 344, 352, 384, 640},
+    {15, 16, 208, 320, 328, 336, 352, 384, 400, 408, 416, 448, 736},
+};
+constexpr int kFirstDebugOffsets = 13;
+static_assert(sizeof kDebugOffsetsAt / sizeof kDebugOffsetsAt[0] == kLastMinor - kFirstDebugOffsets + 1);
+constexpr char kDebugCookie[8] = {'x', 'd', 'e', 'b', 'u', 'g', 'p', 'y'};
+constexpr uint32_t kDebugVersion = 8;  // uint64_t PY_VERSION_HEX, after the cookie
+
 // Common to 3.10-3.15 (object.h, bytesobject.h, unicodeobject.h).
 constexpr uint32_t kObType = 8;
 constexpr uint32_t kVarSize = 16;       // PyVarObject.ob_size, PyASCIIObject.length
@@ -345,6 +367,28 @@ bool parseVersion(int& major, int& minor, int& micro) {
   return text != nullptr && std::sscanf(text, "%d.%d.%d", &major, &minor, &micro) >= 2;
 }
 
+// Why `l` does not fit the running interpreter's own view of its structures, or null when it does
+// (DebugOffsetsAt). `minor` >= kFirstDebugOffsets.
+const char* differsFromDebugOffsets(const Layout& l, int minor) {
+  const auto runtime = reinterpret_cast<uintptr_t>(dlsym(RTLD_DEFAULT, "_PyRuntime"));
+  if (runtime == 0) return "no _PyRuntime to check the layout against, frames off";
+  if (std::memcmp(reinterpret_cast<const void*>(runtime), kDebugCookie, sizeof kDebugCookie) != 0)
+    return "no debug offsets in _PyRuntime, frames off";
+  const DebugOffsetsAt& at = kDebugOffsetsAt[minor - kFirstDebugOffsets];
+  auto field = [&](uint32_t offset) { return peek<uint64_t>(runtime + offset); };
+  if ((field(kDebugVersion) >> 16) != (0x300u | static_cast<unsigned>(minor)))
+    return "debug offsets of another version, frames off";
+  if (at.freeThreaded >= 0 && field(static_cast<uint32_t>(at.freeThreaded)) != 0) return "free-threaded build unsupported";
+  const bool same = field(at.tstateFrame) == l.tstateFrame && field(at.frameBack) == l.frameBack &&
+                    field(at.frameCode) == l.frameCode && field(at.frameInstr) == l.frameInstr &&
+                    field(at.frameOwner) == static_cast<uint64_t>(l.frameOwner) &&
+                    field(at.codeFilename) == l.codeFilename && field(at.codeName) == l.codeName &&
+                    field(at.codeLineTable) == l.codeLineTable && field(at.codeFirstLine) == l.codeFirstLine &&
+                    field(at.codeAdaptive) == static_cast<uint64_t>(l.codeAdaptive) &&
+                    field(at.asciiSize) == l.asciiSize;
+  return same ? nullptr : "layout differs from the interpreter's debug offsets, frames off";
+}
+
 void setStatus(const char* format, int major, int minor, int micro, const char* what) {
   std::snprintf(statusBuffer, sizeof statusBuffer, format, major, minor, micro, what);
   statusLine.store(statusBuffer, std::memory_order_release);
@@ -374,6 +418,13 @@ bool initialize() {
   if (bad) {
     setStatus("CPython %d.%d.%d: %s", major, minor, micro, bad);
     return false;
+  }
+
+  if (minor >= kFirstDebugOffsets) {
+    if (const char* differs = differsFromDebugOffsets(kLayouts[minor - kFirstMinor], minor)) {
+      setStatus("CPython %d.%d.%d: %s", major, minor, micro, differs);
+      return false;
+    }
   }
 
   getThreadState = reinterpret_cast<void* (*)()>(dlsym(RTLD_DEFAULT, "PyGILState_GetThisThreadState"));
