@@ -5,7 +5,8 @@ A Python loop, DEPTH frames below the module, calls the runtime through ctypes (
 the GIL around the call: cutrace reads the interpreter's frames without it), from one call site
 ("same site": the thread's last stack repeats) or from two alternating ones ("two sites": the
 outer frames repeat, the inner two do not). Each is run bare and under LD_PRELOAD=libtrace.so on
-the stand-in CUDA libraries, counting only inside ctypes' call (PyCFuncPtr_call); the figure is
+the stand-in CUDA libraries, counting only inside libffi's call (ffi_call: exported, so named in
+a stripped distribution build too, where ctypes' own functions are not); the figure is
 (traced - bare) / calls: what cutrace adds to one call, the runtime call's driver call included.
 Instruction counts do not wobble as nanoseconds do on a shared machine.
 
@@ -41,9 +42,9 @@ deep(int(sys.argv[1]), same if sys.argv[2] == "same" else two, int(sys.argv[3]))
 
 
 def instructions(python, script, args, env):
-    """Instructions counted inside PyCFuncPtr_call over the whole run."""
+    """Instructions counted inside ffi_call over the whole run."""
     with tempfile.TemporaryDirectory() as out:
-        cmd = ["valgrind", "--tool=callgrind", "--trace-children=yes", "--toggle-collect=PyCFuncPtr_call",
+        cmd = ["valgrind", "--tool=callgrind", "--trace-children=yes", "--toggle-collect=ffi_call",
                f"--callgrind-out-file={out}/callgrind.%p"]
         if "LD_PRELOAD" in env:
             # Through env, so that valgrind's own start-up is not preloaded.
@@ -61,11 +62,13 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--libtrace", required=True)
     p.add_argument("--standin", required=True, help="directory of the stand-in libcuda.so.1 and libcudart.so.13")
-    p.add_argument("--python", action="append", help="interpreters (default: ~/.pyenv/versions/3.1[0-3]*)")
+    p.add_argument("--python", action="append", help="interpreters (default: ~/.pyenv/versions/3.1[0-3]* and those scripts/fetch_python.sh fetched)")
     p.add_argument("--depth", type=int, default=20)
     p.add_argument("--calls", type=int, default=5000)
     a = p.parse_args()
-    pythons = a.python or sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.1[0-3].*/bin/python3")))
+    fetched = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".python", "3.*", "usr", "bin", "python3")
+    pythons = a.python or sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.1[0-3].*/bin/python3"))) + sorted(
+        os.path.realpath(p) for p in glob.glob(fetched))
     if not pythons:
         sys.exit("python_stacks: no interpreter (give --python)")
     libtrace = os.path.abspath(a.libtrace)
@@ -75,7 +78,7 @@ def main():
         with open(script, "w") as f:
             f.write(LOOP)
         print(f"cutrace python_stacks: ctypes calls {a.depth} frames below the module, {a.calls} calls a run, "
-              "instructions a call (callgrind, inside PyCFuncPtr_call)")
+              "instructions a call (callgrind, inside ffi_call)")
         print(f"{'python':28} {'case':10} {'bare':>8} {'traced':>8} {'added':>8}")
         for python in pythons:
             for case in ("same", "two"):
@@ -84,7 +87,8 @@ def main():
                 bare = instructions(python, script, args, dict(env))
                 traced = instructions(python, script, args,
                                       dict(env, LD_PRELOAD=libtrace, CUTRACE_OUTPUT=os.path.join(work, "out")))
-                name = os.path.basename(os.path.dirname(os.path.dirname(python))) or python
+                name = subprocess.run([python, "-c", "import sys; print(sys.version.split()[0])"],
+                                      capture_output=True, text=True).stdout.strip() or python
                 print(f"{name:28} {case + ' site' if case == 'same' else 'two sites':10} {bare / a.calls:8.0f} "
                       f"{traced / a.calls:8.0f} {(traced - bare) / a.calls:8.0f}")
 

@@ -96,8 +96,7 @@ constexpr int kOwnedByGenerator = 1;
 // (gone in 3.15).
 constexpr int kFirstShimOwner = 3;
 // 3.14's f_executable is a _PyStackRef: the code object's address with tag bits (Py_TAG_BITS of
-// the GIL build, pycore_stackref.h) that PyStackRef_AsPyObjectBorrow masks off. Objects are
-// 8-byte aligned, so masking earlier versions' plain pointers changes nothing.
+// the GIL build, pycore_stackref.h) that PyStackRef_AsPyObjectBorrow masks off.
 constexpr uintptr_t kStackRefTags = 3;
 
 constexpr int kMaxSteps = 4096;           // bounds the walk even on a corrupt (cyclic) chain
@@ -480,7 +479,8 @@ template <int Minor>
 [[gnu::always_inline]] inline ChainMemo::Reads readsOf(const Layout& l, uintptr_t frame) {
   ChainMemo::Reads s;
   s.frame = frame;
-  s.code = peek<uintptr_t>(frame + l.frameCode) & ~kStackRefTags;
+  s.code = peek<uintptr_t>(frame + l.frameCode);
+  if constexpr (Minor >= 14) s.code &= ~kStackRefTags;
   if constexpr (Minor == 10) {
     s.instr = static_cast<uint32_t>(peek<int>(frame + l.frameInstr));
     s.owner = 0;
@@ -548,7 +548,9 @@ bool sameChain(const ChainMemo& memo, uintptr_t frame) {
   switch (l.minor) {
     case 10: return sameChainOf<10>(l, memo, frame);
     case 11: return sameChainOf<11>(l, memo, frame);
-    default: return sameChainOf<12>(l, memo, frame);
+    case 12:
+    case 13: return sameChainOf<12>(l, memo, frame);
+    default: return sameChainOf<14>(l, memo, frame);
   }
 }
 
@@ -634,8 +636,10 @@ int captureWords(uint64_t* out, int max, uint64_t& hash, ChainMemo* memo, uintpt
   switch (l.minor) {
     case 10: return memo != nullptr ? walkIn<10>(l, frame, out, max, hash, *memo) : walkOut<10>(l, frame, out, max, hash);
     case 11: return memo != nullptr ? walkIn<11>(l, frame, out, max, hash, *memo) : walkOut<11>(l, frame, out, max, hash);
-    default:  // 3.12 to 3.15 alike
-      return memo != nullptr ? walkIn<12>(l, frame, out, max, hash, *memo) : walkOut<12>(l, frame, out, max, hash);
+    case 12:
+    case 13: return memo != nullptr ? walkIn<12>(l, frame, out, max, hash, *memo) : walkOut<12>(l, frame, out, max, hash);
+    default:  // 3.14 and 3.15: 3.12's walk, a tagged f_executable
+      return memo != nullptr ? walkIn<14>(l, frame, out, max, hash, *memo) : walkOut<14>(l, frame, out, max, hash);
   }
 }
 
