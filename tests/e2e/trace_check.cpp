@@ -684,6 +684,27 @@ int main(int argc, char** argv) {
   std::map<std::string, std::vector<std::pair<double, std::string>>> counterSeries;  // name -> (ts, values)
   std::map<int64_t, std::string> threadNames;
   std::string processName;
+  // Streams and handles are labelled in the order of their first use in time, not in the file's
+  // order: a drain pass writes each thread's events together, in an order between threads that
+  // depends on when the pass ran (a thread whose events came first in one run came second in
+  // another, and the labels of the streams both used swapped).
+  {
+    std::vector<std::tuple<int64_t, std::size_t, std::string, std::string>> uses;  // ts, position, key, value
+    std::size_t position = 0;
+    for (simdjson::dom::object e : events) {
+      ++position;
+      double ts;
+      simdjson::dom::object args;
+      int64_t tid = -1;
+      if (e["ts"].get(ts) || e["args"].get(args) || e["tid"].get(tid) || isGpuTrack(tid)) continue;
+      simdjson::dom::element v;
+      for (const char* key : {"handle", "stream"})
+        if (args[key].get(v) == simdjson::SUCCESS) uses.emplace_back(toNs(ts), position, key, str(v));
+    }
+    std::sort(uses.begin(), uses.end());
+    for (const auto& [ts, at, key, value] : uses)
+      (key == "handle" ? handleLabels : streamLabels).try_emplace(value, (key == "handle" ? handleLabels : streamLabels).size());
+  }
   for (simdjson::dom::object e : events) {
     const std::string ph = str(e["ph"]);
     int64_t epid = -1, tid = -1;
