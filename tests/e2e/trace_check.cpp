@@ -187,8 +187,8 @@ bool counterValues = false;
 bool showStreams = false, showHandles = false;
 // --streams, --handles: value -> N of "sN" ("hN").
 std::map<std::string, std::size_t> streamLabels, handleLabels;
-std::size_t labelOf(std::map<std::string, std::size_t>& labels, simdjson::dom::element v) {
-  return labels.try_emplace(str(v), labels.size()).first->second;
+std::size_t labelOf(std::map<std::string, std::size_t>& labels, const std::string& value) {
+  return labels.try_emplace(value, labels.size()).first->second;
 }
 // Every frame name some args.stack holds: without --stacks the folded listing leaves them out,
 // so summaries of tests about something else do not depend on the unwinder or the compiler.
@@ -256,8 +256,8 @@ std::string renderArgs(simdjson::dom::object args, bool& hasKernel) {
     if (args[key].get(n) == simdjson::SUCCESS) out << " " << key << "=" << n;
   }
   if (args["kind"].get(v) == simdjson::SUCCESS) out << " kind=" << str(v);
-  if (showHandles && args["handle"].get(v) == simdjson::SUCCESS) out << " handle=h" << labelOf(handleLabels, v);
-  if (showStreams && args["stream"].get(v) == simdjson::SUCCESS) out << " stream=s" << labelOf(streamLabels, v);
+  if (showHandles && args["handle"].get(v) == simdjson::SUCCESS) out << " handle=h" << labelOf(handleLabels, str(v));
+  if (showStreams && args["stream"].get(v) == simdjson::SUCCESS) out << " stream=s" << labelOf(streamLabels, str(v));
   for (const char* key : {"op_seq", "stashed_seq", "op_id"}) {
     uint64_t n;
     if (args[key].get(n) == simdjson::SUCCESS) out << " " << key << "=" << n;
@@ -349,6 +349,11 @@ std::map<std::string, uint64_t> readFolded(const std::string& path) {
   return stacks;
 }
 
+// "function (file.py:line)", as cutrace names a Python frame.
+bool isPythonFrame(const std::string& frame) {
+  return frame.size() > 1 && frame.back() == ')' && frame.find(".py:") != std::string::npos;
+}
+
 std::string withoutMachineFrames(const std::string& stack) {
   std::string kept;
   std::size_t from = 0;
@@ -362,7 +367,7 @@ std::string withoutMachineFrames(const std::string& stack) {
       continue;
     }
     // API and NVTX frames stay when only Python frames of the script are kept.
-    const bool python = frame.size() > 1 && frame.back() == ')' && frame.find(".py:") != std::string::npos;
+    const bool python = isPythonFrame(frame);
     // With --python-frames, CUDA API frames stay and the interpreter's native frames go.
     const bool api = frame.rfind("cu", 0) == 0 && frame.size() > 2 && (std::isupper(static_cast<unsigned char>(frame[2])) || frame.rfind("cuda", 0) == 0);
     if (!pythonFile.empty() && !python) shown = api ? frame : "";
@@ -503,8 +508,7 @@ void checkFolded(const std::string& path, std::ostream& summary, bool list, bool
   // (where they went when no native frame was known as the eval loop: a stripped PGO build).
   if (!pythonFile.empty())
     for (const auto& [stack, w] : all)
-      if (const std::string root = stack.substr(0, stack.find(';')); root.back() == ')' && root.find(".py:") != std::string::npos)
-        fail("a Python frame at the root of a stack: " + stack);
+      if (isPythonFrame(stack.substr(0, stack.find(';')))) fail("a Python frame at the root of a stack: " + stack);
   if (shape) {
     std::size_t maxFrames = 0;
     uint64_t total = 0;
@@ -689,7 +693,8 @@ int main(int argc, char** argv) {
   // depends on when the pass ran (a thread whose events came first in one run came second in
   // another, and the labels of the streams both used swapped).
   {
-    std::vector<std::tuple<int64_t, std::size_t, std::string, std::string>> uses;  // ts, position, key, value
+    using Labels = std::map<std::string, std::size_t>;
+    std::vector<std::tuple<int64_t, std::size_t, Labels*, std::string>> uses;  // ts, position, labels, value
     std::size_t position = 0;
     for (simdjson::dom::object e : events) {
       ++position;
@@ -698,12 +703,11 @@ int main(int argc, char** argv) {
       int64_t tid = -1;
       if (e["ts"].get(ts) || e["args"].get(args) || e["tid"].get(tid) || isGpuTrack(tid)) continue;
       simdjson::dom::element v;
-      for (const char* key : {"handle", "stream"})
-        if (args[key].get(v) == simdjson::SUCCESS) uses.emplace_back(toNs(ts), position, key, str(v));
+      for (auto [key, labels] : {std::pair{"handle", &handleLabels}, std::pair{"stream", &streamLabels}})
+        if (args[key].get(v) == simdjson::SUCCESS) uses.emplace_back(toNs(ts), position, labels, str(v));
     }
     std::sort(uses.begin(), uses.end());
-    for (const auto& [ts, at, key, value] : uses)
-      (key == "handle" ? handleLabels : streamLabels).try_emplace(value, (key == "handle" ? handleLabels : streamLabels).size());
+    for (const auto& [ts, at, labels, value] : uses) labelOf(*labels, value);
   }
   for (simdjson::dom::object e : events) {
     const std::string ph = str(e["ph"]);
