@@ -342,7 +342,7 @@ void fillProcessMeta(TraceMeta& meta);
 void streamOut(bool passEnd) {
   Globals& gl = g();
   if (stacks::table().reserved()) {
-    if (gl.symbolizer == nullptr) gl.symbolizer = new Symbolizer();
+    if (gl.symbolizer == nullptr) gl.symbolizer = new Symbolizer(gl.config.debugDirs);
     gl.store->resolveStacks(stacks::table(), *gl.symbolizer);
   }
   // Device work CUPTI has delivered so far goes into the stream with this pass, so memory holds

@@ -75,6 +75,17 @@ bool parseOutput(const char* v, Config& c) {
   return true;
 }
 
+bool parseDebugDirs(const char* v, Config& c) {
+  const std::size_t len = strlen(v);
+  if (len >= sizeof(c.debugDirs)) return false;
+  // Absolute: the drain looks files up long after start, wherever the program has gone since.
+  for (const char* p = v; *p != '\0'; p = strchrnul(p, ':'), p += *p == ':')
+    if (*p != '/') return false;
+  if (len != 0 && v[len - 1] == ':') return false;
+  memcpy(c.debugDirs, v, len + 1);
+  return true;
+}
+
 bool parseStacks(const char* v, Config& c) {
   if (!strcmp(v, "off") || !strcmp(v, "0")) c.stacks = StackMode::Off;
   else if (!strcmp(v, "launches")) c.stacks = StackMode::Launches;
@@ -214,6 +225,9 @@ constexpr Entry kEntries[] = {
       "stack unwinder (default auto, the same as dwarf: .eh_frame rules cached per address, libunwind.so.8 for the stacks they cannot follow; "
       "verify: both walks, libunwind's stack kept, disagreements counted in metadata.stacks.unwind_mismatches)"},
      parseUnwind},
+    {{"CUTRACE_DEBUG_DIR", "absolute directories separated by ':', or empty for none",
+      "where the separate debug files of stripped objects are looked for, to name their frames (default /usr/lib/debug)"},
+     parseDebugDirs},
     {{"CUTRACE_PYTHON", "auto|off", "Python frames in stacks when the process is CPython 3.10 to 3.15 (default auto)"}, parsePython},
     {{"CUTRACE_MAX_MEMORY", "a size of at least 1M", "cap, each, on the per-thread rings, on the events kept per process and on those read back at exit for the Chrome trace; past it a new thread gets no ring, the newest events are dropped and counted, and no Chrome trace is written at exit (default 2G)"}, parseMaxMemory},
     {{"CUTRACE_CAPTURE", "all|cuda-profiler-api|nvtx:NAME|time:DELAY[,DURATION]|schedule:W,U,A,R[:MARKER]|signal",

@@ -42,6 +42,9 @@ inline constexpr uint64_t kAutoRingLargeBytes = uint64_t{16} << 20;
 inline constexpr uint64_t kAutoRingBytes = uint64_t{4} << 20;
 inline constexpr uint64_t kAutoRingSmallBytes = uint64_t{1} << 20;
 
+// CUTRACE_DEBUG_DIR's default: where distributions install separate debug files.
+inline constexpr char kDefaultDebugDirs[] = "/usr/lib/debug";
+
 struct Config {
   bool enabled = true;
   bool nvtx = true;
@@ -62,6 +65,10 @@ struct Config {
   uint64_t jsonLimit = kDefaultJsonLimit;  // a Chrome trace larger than this is not written (0: no limit)
   uint64_t maxMemory = 2ull << 30;  // cap on stored events per process; newer ones are dropped
   char outputDir[PATH_MAX] = "cutrace-out";
+  char debugDirs[PATH_MAX] = {};  // CUTRACE_DEBUG_DIR: absolute directories, ':' between them
+  constexpr Config() {
+    for (std::size_t i = 0; i < sizeof(kDefaultDebugDirs); ++i) debugDirs[i] = kDefaultDebugDirs[i];
+  }
 };
 
 // A size: digits with an optional K/M/G binary suffix (KiB/MiB/GiB spellings too); rejects

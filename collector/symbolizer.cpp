@@ -9,6 +9,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
+#include <string_view>
+#include <tuple>
 #include <cstdlib>
 #include <cstring>
 
@@ -17,68 +20,215 @@
 
 namespace cutrace {
 
+namespace {
+
+// CRC-32 as .gnu_debuglink records a debug file's (the IEEE polynomial, reflected: zlib's crc32).
+uint32_t crc32(const unsigned char* p, std::size_t n) {
+  static const auto table = [] {
+    std::array<uint32_t, 256> t{};
+    for (uint32_t i = 0; i < 256; ++i) {
+      uint32_t c = i;
+      for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xedb88320u ^ (c >> 1) : c >> 1;
+      t[i] = c;
+    }
+    return t;
+  }();
+  uint32_t c = 0xffffffffu;
+  for (std::size_t i = 0; i < n; ++i) c = table[(c ^ p[i]) & 0xff] ^ (c >> 8);
+  return c ^ 0xffffffffu;
+}
+
+// An ELF64 file mapped read-only. Every offset read from it is checked against its size, so a
+// truncated or hostile file yields less, never a bad read.
+class ElfFile {
+ public:
+  ElfFile() = default;
+  ElfFile(const ElfFile&) = delete;
+  ElfFile& operator=(const ElfFile&) = delete;
+  ElfFile(ElfFile&& o) noexcept { *this = std::move(o); }
+  ElfFile& operator=(ElfFile&& o) noexcept {
+    std::swap(map_, o.map_);
+    std::swap(size_, o.size_);
+    std::swap(sections_, o.sections_);
+    std::swap(count_, o.count_);
+    std::swap(names_, o.names_);
+    return *this;
+  }
+  ~ElfFile() {
+    if (map_ != nullptr) munmap(map_, size_);
+  }
+
+  // False where `path` is no regular file, or no ELF64 file with section headers.
+  bool open(const std::string& path) {
+    void* map = nullptr;
+    std::size_t size = 0;
+    // O_NONBLOCK: a FIFO where a debug file is looked for must not hang the drain.
+    privateFiles::run([&] {
+      const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+      if (fd < 0) return;
+      struct stat st {};
+      if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= static_cast<off_t>(sizeof(Elf64_Ehdr))) {
+        size = static_cast<std::size_t>(st.st_size);
+        map = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+      }
+      ::close(fd);
+    });
+    if (map == nullptr || map == MAP_FAILED) return false;
+    *this = ElfFile();
+    map_ = map;
+    size_ = size;
+    const auto* eh = reinterpret_cast<const Elf64_Ehdr*>(base());
+    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64) return false;
+    if (eh->e_shentsize != sizeof(Elf64_Shdr) || eh->e_shoff == 0 || eh->e_shoff > size_ ||
+        uint64_t{eh->e_shnum} * sizeof(Elf64_Shdr) > size_ - eh->e_shoff)
+      return false;
+    sections_ = reinterpret_cast<const Elf64_Shdr*>(base() + eh->e_shoff);
+    count_ = eh->e_shnum;
+    if (eh->e_shstrndx < count_) names_ = bytes(sections_[eh->e_shstrndx]);
+    return true;
+  }
+
+  const unsigned char* base() const { return static_cast<const unsigned char*>(map_); }
+  std::size_t size() const { return size_; }
+  const Elf64_Shdr* sections() const { return sections_; }
+  unsigned count() const { return count_; }
+  bool has(uint32_t type) const {
+    for (unsigned i = 0; i < count_; ++i)
+      if (sections_[i].sh_type == type) return true;
+    return false;
+  }
+  // A section's bytes in the file; empty where it has none there (NOBITS, a debug file's code).
+  std::string_view bytes(const Elf64_Shdr& s) const {
+    if (s.sh_type == SHT_NOBITS || s.sh_offset > size_ || s.sh_size > size_ - s.sh_offset) return {};
+    return {reinterpret_cast<const char*>(base() + s.sh_offset), static_cast<std::size_t>(s.sh_size)};
+  }
+
+  // The linker's build id (NT_GNU_BUILD_ID), or empty.
+  std::string_view buildId() const {
+    for (unsigned i = 0; i < count_; ++i) {
+      if (sections_[i].sh_type != SHT_NOTE) continue;
+      std::string_view notes = bytes(sections_[i]);
+      while (notes.size() >= sizeof(Elf64_Nhdr)) {
+        Elf64_Nhdr n;
+        memcpy(&n, notes.data(), sizeof(n));
+        const std::size_t name = (uint64_t{n.n_namesz} + 3) & ~uint64_t{3}, desc = (uint64_t{n.n_descsz} + 3) & ~uint64_t{3};
+        if (name > notes.size() - sizeof(n) || desc > notes.size() - sizeof(n) - name) break;
+        if (n.n_type == NT_GNU_BUILD_ID && n.n_namesz == 4 && memcmp(notes.data() + sizeof(n), "GNU", 4) == 0 &&
+            n.n_descsz != 0 && n.n_descsz <= 64)
+          return notes.substr(sizeof(n) + name, n.n_descsz);
+        notes.remove_prefix(sizeof(n) + name + desc);
+      }
+    }
+    return {};
+  }
+
+  // .gnu_debuglink: the debug file's name (no directory) and the CRC-32 of its bytes.
+  bool debugLink(std::string_view& name, uint32_t& crc) const {
+    for (unsigned i = 0; i < count_; ++i) {
+      if (sections_[i].sh_name >= names_.size() || names_.substr(sections_[i].sh_name).compare(0, 15, ".gnu_debuglink\0", 15) != 0)
+        continue;
+      const std::string_view link = bytes(sections_[i]);
+      const std::size_t end = link.find('\0');
+      const std::size_t crcAt = (end + 4) & ~std::size_t{3};
+      if (end == 0 || end == std::string_view::npos || end > 255 || crcAt + 4 > link.size()) return false;
+      name = link.substr(0, end);
+      if (name.find('/') != std::string_view::npos || name == "." || name == "..") return false;
+      memcpy(&crc, link.data() + crcAt, 4);
+      return true;
+    }
+    return false;
+  }
+
+ private:
+  void* map_ = nullptr;
+  std::size_t size_ = 0;
+  const Elf64_Shdr* sections_ = nullptr;
+  unsigned count_ = 0;
+  std::string_view names_;  // section names
+};
+
+// The separate debug file of `file` (at `path`, which has no .symtab), as gdb finds one: by build
+// id under each debug directory (.build-id/ab/cdef....debug), then by its .gnu_debuglink name
+// beside it, in .debug/ beside it, and under each debug directory by its own directory. A
+// candidate is taken only with a symbol table and the same build id (or, for a file with none,
+// the debug link's CRC): a stale or foreign one would name every frame wrong.
+ElfFile debugFileOf(const ElfFile& file, const std::string& path, const std::vector<std::string>& dirs) {
+  const std::string_view id = file.buildId();
+  std::string_view link;
+  uint32_t crc = 0;
+  const bool linked = file.debugLink(link, crc);
+  std::vector<std::string> candidates;
+  if (id.size() >= 2) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::string hex;
+    for (const char c : id) {
+      hex += kHex[static_cast<unsigned char>(c) >> 4];
+      hex += kHex[static_cast<unsigned char>(c) & 15];
+    }
+    for (const std::string& dir : dirs) candidates.push_back(dir + "/.build-id/" + hex.substr(0, 2) + "/" + hex.substr(2) + ".debug");
+  }
+  if (linked) {
+    const std::string here = path.substr(0, path.rfind('/'));
+    candidates.push_back(here + "/" + std::string(link));
+    candidates.push_back(here + "/.debug/" + std::string(link));
+    for (const std::string& dir : dirs) candidates.push_back(dir + here + "/" + std::string(link));
+  }
+  for (const std::string& candidate : candidates) {
+    if (candidate == path) continue;
+    ElfFile debug;
+    if (!debug.open(candidate) || !debug.has(SHT_SYMTAB)) continue;
+    if (!id.empty() ? debug.buildId() == id : linked && crc32(debug.base(), debug.size()) == crc) return debug;
+  }
+  return ElfFile();
+}
+
+}  // namespace
+
 struct Symbolizer::ElfSymbols {
   struct Symbol {
     uint64_t value;
     uint64_t size;
     const char* name;  // into the mapped file
+    bool local;
   };
-  void* map = nullptr;
-  std::size_t mapSize = 0;
+  ElfFile file;  // the file the names are in: the object, or its separate debug file
   std::vector<Symbol> symbols;  // sorted by value
 
-  ~ElfSymbols() {
-    if (map != nullptr) munmap(map, mapSize);
-  }
-
-  // Reads the function symbols of an ELF file; every offset is checked against the file size,
-  // so a truncated or hostile file yields fewer symbols, never a bad read.
-  void load(const std::string& path) {
-    privateFiles::run([&] {
-      const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-      if (fd < 0) return;
-      struct stat st {};
-      if (fstat(fd, &st) == 0 && st.st_size >= static_cast<off_t>(sizeof(Elf64_Ehdr))) {
-        mapSize = static_cast<std::size_t>(st.st_size);
-        map = mmap(nullptr, mapSize, PROT_READ, MAP_PRIVATE, fd, 0);
-      }
-      close(fd);
-    });
-    if (map == MAP_FAILED) map = nullptr;
-    if (map == nullptr) return;
-    const auto* base = static_cast<const unsigned char*>(map);
-    const auto* eh = reinterpret_cast<const Elf64_Ehdr*>(base);
-    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64) return;
-    if (eh->e_shentsize != sizeof(Elf64_Shdr) || eh->e_shoff == 0 ||
-        eh->e_shoff + uint64_t{eh->e_shnum} * sizeof(Elf64_Shdr) > mapSize)
-      return;
-    const auto* sh = reinterpret_cast<const Elf64_Shdr*>(base + eh->e_shoff);
+  // Reads the function symbols of the ELF file at `path`, or of its separate debug file (found
+  // under `debugDirs`) where it has no .symtab of its own: a stripped distribution binary.
+  void load(const std::string& path, const std::vector<std::string>& debugDirs) {
+    if (!file.open(path)) return;
+    if (!file.has(SHT_SYMTAB) && !debugDirs.empty())
+      if (ElfFile debug = debugFileOf(file, path, debugDirs); debug.base() != nullptr) file = std::move(debug);
+    const Elf64_Shdr* sh = file.sections();
     // .symtab has everything .dynsym has plus local functions; read .dynsym only without it.
-    bool haveSymtab = false;
-    for (unsigned i = 0; i < eh->e_shnum; ++i) haveSymtab |= sh[i].sh_type == SHT_SYMTAB;
-    for (unsigned i = 0; i < eh->e_shnum; ++i) {
-      if (sh[i].sh_type != (haveSymtab ? SHT_SYMTAB : SHT_DYNSYM)) continue;
-      if (sh[i].sh_link >= eh->e_shnum || sh[i].sh_entsize != sizeof(Elf64_Sym)) continue;
-      const Elf64_Shdr& strtab = sh[sh[i].sh_link];
-      if (sh[i].sh_offset + sh[i].sh_size > mapSize || strtab.sh_offset + strtab.sh_size > mapSize) continue;
-      const auto* syms = reinterpret_cast<const Elf64_Sym*>(base + sh[i].sh_offset);
-      const std::size_t count = sh[i].sh_size / sizeof(Elf64_Sym);
-      const char* strings = reinterpret_cast<const char*>(base + strtab.sh_offset);
+    const uint32_t table = file.has(SHT_SYMTAB) ? SHT_SYMTAB : SHT_DYNSYM;
+    for (unsigned i = 0; i < file.count(); ++i) {
+      if (sh[i].sh_type != table || sh[i].sh_link >= file.count() || sh[i].sh_entsize != sizeof(Elf64_Sym)) continue;
+      const std::string_view entries = file.bytes(sh[i]), strings = file.bytes(sh[sh[i].sh_link]);
+      const std::size_t count = entries.size() / sizeof(Elf64_Sym);
       for (std::size_t k = 0; k < count; ++k) {
-        const Elf64_Sym& s = syms[k];
+        Elf64_Sym s;
+        memcpy(&s, entries.data() + k * sizeof(Elf64_Sym), sizeof(s));
         const unsigned type = ELF64_ST_TYPE(s.st_info);
         if ((type != STT_FUNC && type != STT_GNU_IFUNC) || s.st_shndx == SHN_UNDEF || s.st_value == 0) continue;
-        if (s.st_name >= strtab.sh_size) continue;
-        const char* name = strings + s.st_name;
-        if (memchr(name, '\0', strtab.sh_size - s.st_name) == nullptr || *name == '\0') continue;
-        symbols.push_back({s.st_value, s.st_size, name});
+        if (s.st_name >= strings.size()) continue;
+        const char* name = strings.data() + s.st_name;
+        if (memchr(name, '\0', strings.size() - s.st_name) == nullptr || *name == '\0') continue;
+        symbols.push_back({s.st_value, s.st_size, name, ELF64_ST_BIND(s.st_info) == STB_LOCAL});
       }
     }
-    // Aliases share an address: prefer a sized, global-looking name (fewest leading '_').
-    std::sort(symbols.begin(), symbols.end(), [](const Symbol& a, const Symbol& b) {
+    // Aliases share an address: prefer a sized one, then the name the object exports
+    // (`__libc_start_main`, not a debug file's `__libc_start_main_impl`), then one without a
+    // symbol version (`memcpy@GLIBC_2.2.5`), then the fewest leading '_'; then by name, so the
+    // choice is the same every run.
+    const auto rank = [](const Symbol& s) {
+      return std::tuple(s.size == 0, s.local, std::strchr(s.name, '@') != nullptr, std::strspn(s.name, "_"));
+    };
+    std::sort(symbols.begin(), symbols.end(), [&](const Symbol& a, const Symbol& b) {
       if (a.value != b.value) return a.value < b.value;
-      if ((a.size != 0) != (b.size != 0)) return a.size != 0;
-      return std::strspn(a.name, "_") < std::strspn(b.name, "_");
+      if (rank(a) != rank(b)) return rank(a) < rank(b);
+      return std::strcmp(a.name, b.name) < 0;
     });
     symbols.erase(std::unique(symbols.begin(), symbols.end(),
                               [](const Symbol& a, const Symbol& b) { return a.value == b.value; }),
@@ -91,7 +241,7 @@ struct Symbolizer::ElfSymbols {
     auto it = std::find_if(symbols.begin(), symbols.end(), [&](const Symbol& s) { return std::strcmp(s.name, function) == 0; });
     uint64_t begin = 0, end = 0;
     if (it == symbols.end() || !dwarf::splitPartOf(bias + it->value, begin, end) || begin < bias) return;
-    const Symbol part{begin - bias, end - begin, partName};
+    const Symbol part{begin - bias, end - begin, partName, true};
     if (find(part.value) != nullptr) return;  // a full symbol table names it already (".cold")
     symbols.insert(std::upper_bound(symbols.begin(), symbols.end(), part.value,
                                     [](uint64_t v, const Symbol& s) { return v < s.value; }),
@@ -109,7 +259,14 @@ struct Symbolizer::ElfSymbols {
   }
 };
 
-Symbolizer::Symbolizer() = default;
+Symbolizer::Symbolizer(std::string_view debugDirs) {
+  while (!debugDirs.empty()) {
+    const std::size_t colon = debugDirs.find(':');
+    if (colon != 0) debugDirs_.emplace_back(debugDirs.substr(0, colon));
+    if (colon == std::string_view::npos) break;
+    debugDirs.remove_prefix(colon + 1);
+  }
+}
 Symbolizer::~Symbolizer() = default;
 
 namespace {
@@ -214,7 +371,7 @@ const std::string& Symbolizer::frameName(uint64_t returnAddress) {
       auto& file = files_[m->path];
       if (!file) {
         file = std::make_shared<ElfSymbols>();
-        file->load(m->path);
+        file->load(m->path, debugDirs_);
         // A profile-guided CPython build (Debian's, Ubuntu's) runs most of its eval loop in the
         // part split off it, and a stripped one names nothing there: the Python frames of a stack
         // would have no native frame to go under (isPythonEvalLoop).
@@ -224,7 +381,7 @@ const std::string& Symbolizer::frameName(uint64_t returnAddress) {
     }
     const ElfSymbols::Symbol* s = m->symbols ? m->symbols->find(pc - m->bias) : nullptr;
     if (s != nullptr) {
-      name = demangle(s->name);
+      name = demangle(std::string(s->name, std::strcspn(s->name, "@")));  // no symbol version
     } else {
       char off[32];
       snprintf(off, sizeof(off), "+0x%llx", static_cast<unsigned long long>(pc - m->bias));

@@ -2,7 +2,9 @@
 // Return addresses to names, off the hot path (the drain thread and the final flush).
 //
 // Names come from the ELF symbol tables (.symtab, else .dynsym) of every object mapped in the
-// process, read from the files on disk, demangled, cached per address. The module list is
+// process, read from the files on disk, demangled, cached per address. An object stripped of its
+// .symtab (a distribution's binaries) is named from its separate debug file where one is
+// installed (Debian's -dbgsym and -dbg packages, Fedora's -debuginfo: /usr/lib/debug). The module list is
 // re-read whenever an address falls outside every known module, so objects loaded later with
 // dlopen are found; the drain resolves new stacks every pass, so an object unloaded before exit
 // is usually still named. Frames of stripped code fall back to `module+0xoffset`.
@@ -14,8 +16,11 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
+
+#include "collector/config.h"
 
 namespace cutrace {
 
@@ -31,7 +36,9 @@ std::string demangle(const std::string& name);
 
 class Symbolizer {
  public:
-  Symbolizer();
+  // `debugDirs`: where separate debug files are looked for, ':' between directories (the
+  // setting CUTRACE_DEBUG_DIR); empty: nowhere, not even beside the object.
+  explicit Symbolizer(std::string_view debugDirs = kDefaultDebugDirs);
   ~Symbolizer();
   Symbolizer(const Symbolizer&) = delete;
   Symbolizer& operator=(const Symbolizer&) = delete;
@@ -54,6 +61,7 @@ class Symbolizer {
   void refreshModules();
   Module* moduleOf(uint64_t pc);
 
+  std::vector<std::string> debugDirs_;
   std::vector<Module> modules_;  // sorted by begin
   std::unordered_map<std::string, std::shared_ptr<ElfSymbols>> files_;
   std::unordered_map<uint64_t, std::string> cache_;

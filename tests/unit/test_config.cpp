@@ -120,10 +120,29 @@ TEST_CASE("control bytes in a bad value never reach stderr raw", "[config]") {
 }
 
 TEST_CASE("the documented variable table matches what the parser accepts", "[config]") {
-  REQUIRE(configVariableCount() == 16);
+  REQUIRE(configVariableCount() == 17);
   for (std::size_t i = 0; i < configVariableCount(); ++i) {
     const std::string name = configVariable(i).name;
     REQUIRE(name.rfind("CUTRACE_", 0) == 0);
+  }
+}
+
+TEST_CASE("debug directories: absolute, ':' between them, empty for none", "[config]") {
+  ConfigError error;
+  Config c = parse({}, error);
+  REQUIRE(std::string(c.debugDirs) == "/usr/lib/debug");
+  c = parse({"CUTRACE_DEBUG_DIR=/opt/debug:/usr/lib/debug"}, error);
+  REQUIRE_FALSE(error.failed());
+  REQUIRE(std::string(c.debugDirs) == "/opt/debug:/usr/lib/debug");
+  c = parse({"CUTRACE_DEBUG_DIR="}, error);
+  REQUIRE_FALSE(error.failed());
+  REQUIRE(std::string(c.debugDirs).empty());
+  for (const char* bad : {"CUTRACE_DEBUG_DIR=debug", "CUTRACE_DEBUG_DIR=/a:b", "CUTRACE_DEBUG_DIR=/a::/b",
+                          "CUTRACE_DEBUG_DIR=/a:", "CUTRACE_DEBUG_DIR=:/a"}) {
+    c = parse({bad}, error);
+    INFO(bad);
+    REQUIRE(error.failed());
+    REQUIRE_FALSE(c.enabled);
   }
 }
 

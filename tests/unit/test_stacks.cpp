@@ -4,11 +4,14 @@
 #include <setjmp.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <string>
 #include <thread>
@@ -240,6 +243,130 @@ TEST_CASE("symbolizer: functions of the executable and of libc, demangled; unkno
   REQUIRE(s.frameName(reinterpret_cast<uint64_t>(ns::knownMember(0)) + 1) == "ns::knownMember(int)");
   REQUIRE(s.frameName(reinterpret_cast<uint64_t>(&getpid) + 1) == "getpid");
   REQUIRE(s.frameName(0x10) == "[unknown]");
+}
+
+namespace {
+
+// A copy of a file the build made (tests/meson.build: the debug_target libraries).
+void copyFile(const std::string& from, const std::string& to) {
+  std::ifstream in(from, std::ios::binary);
+  REQUIRE(in.good());
+  std::ofstream out(to, std::ios::binary);
+  out << in.rdbuf();
+  REQUIRE(out.good());
+}
+
+// A layout of debug files in a temporary directory, removed with it.
+struct DebugLayout {
+  std::string root;
+  std::vector<std::string> files, dirs;
+  DebugLayout() {
+    char dir[] = "/tmp/cutrace-debug-XXXXXX";
+    REQUIRE(mkdtemp(dir) != nullptr);
+    root = dir;
+  }
+  ~DebugLayout() {
+    for (auto f = files.rbegin(); f != files.rend(); ++f) unlink(f->c_str());
+    for (auto d = dirs.rbegin(); d != dirs.rend(); ++d) rmdir(d->c_str());
+    rmdir(root.c_str());
+  }
+  std::string dir(const std::string& relative) {
+    std::string path = root;
+    for (std::size_t at = 0; at < relative.size();) {
+      const std::size_t slash = std::min(relative.find('/', at), relative.size());
+      path += "/" + relative.substr(at, slash - at);
+      if (mkdir(path.c_str(), 0700) == 0) dirs.push_back(path);
+      at = slash + 1;
+    }
+    return path;
+  }
+  std::string put(const std::string& built, const std::string& relativeDir, const std::string& name) {
+    const std::string path = (relativeDir.empty() ? root : dir(relativeDir)) + "/" + name;
+    copyFile(std::string(CUTRACE_DEBUG_TARGETS) + "/" + built, path);
+    files.push_back(path);
+    return path;
+  }
+};
+
+// The build id of a debug_target library as the path under .build-id/ names it ("ab/cdef...").
+std::string buildIdPath(const std::string& built) {
+  std::ifstream in(std::string(CUTRACE_DEBUG_TARGETS) + "/" + built, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // The note: namesz 4, descsz 20 (SHA-1), type NT_GNU_BUILD_ID (3), "GNU\0", then the id.
+  static const char kNote[] = "\x04\0\0\0\x14\0\0\0\x03\0\0\0GNU";
+  const std::size_t at = bytes.find(std::string(kNote, sizeof(kNote)));
+  REQUIRE(at != std::string::npos);
+  std::string hex;
+  for (std::size_t i = 0; i < 20; ++i) {
+    char two[3];
+    snprintf(two, sizeof(two), "%02x", static_cast<unsigned char>(bytes[at + sizeof(kNote) + i]));
+    hex += two;
+    if (i == 0) hex += '/';
+  }
+  return hex;
+}
+
+// What the symbolizer (given `debugDirs`) calls the local function of the stripped library at
+// `path`; "" if it did not load.
+std::string hiddenName(const std::string& path, const std::string& debugDirs) {
+  void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (lib == nullptr) return "";
+  auto address = reinterpret_cast<uintptr_t (*)()>(dlsym(lib, "cutraceDebugTargetHiddenAddress"));
+  std::string name = "no entry";
+  if (address != nullptr) {
+    Symbolizer s(debugDirs);
+    name = s.frameName(address() + 1);
+  }
+  dlclose(lib);
+  return name;
+}
+
+bool unnamed(const std::string& frame, const std::string& module) { return frame.rfind(module + "+0x", 0) == 0; }
+
+}  // namespace
+
+TEST_CASE("symbolizer: a stripped object's local functions named from its separate debug file", "[stacks]") {
+  constexpr const char* kHidden = "cutraceDebugTargetHidden";
+  DebugLayout t;
+  SECTION("by build id under a debug directory; not without it, nor from another build's file") {
+    const std::string lib = t.put("debug_target_stripped.so", "lib", "libone.so");
+    const std::string id = buildIdPath("debug_target_stripped.so");
+    CHECK(unnamed(hiddenName(lib, t.root + "/debug"), "libone.so"));  // nothing installed yet
+    const std::string debugName = id.substr(id.find('/') + 1) + ".debug";
+    // Another build's debug file where this one's belongs: its build id differs.
+    t.put("debug_target_other.debug", "debug/.build-id/" + id.substr(0, 2), debugName);
+    CHECK(unnamed(hiddenName(lib, t.root + "/debug"), "libone.so"));
+    unlink((t.root + "/debug/.build-id/" + id + ".debug").c_str());
+    t.put("debug_target.debug", "debug/.build-id/" + id.substr(0, 2), debugName);
+    CHECK(hiddenName(lib, "/nonexistent:" + t.root + "/debug") == kHidden);  // the second directory
+    CHECK(unnamed(hiddenName(lib, ""), "libone.so"));  // no debug directory: no lookup at all
+  }
+  SECTION("by debug link beside the object, in .debug/ beside it, and under a debug directory") {
+    const std::string lib = t.put("debug_target_stripped.so", "a/lib", "libtwo.so");
+    CHECK(unnamed(hiddenName(lib, "/nonexistent"), "libtwo.so"));
+    const std::string beside = t.put("debug_target.debug", "a/lib", "debug_target.debug");
+    CHECK(hiddenName(lib, "/nonexistent") == kHidden);
+    unlink(beside.c_str());
+    t.put("debug_target.debug", "a/lib/.debug", "debug_target.debug");
+    CHECK(hiddenName(lib, "/nonexistent") == kHidden);
+    // Under a debug directory, by the object's own directory.
+    const std::string lib2 = t.put("debug_target_stripped.so", "b", "libthree.so");
+    t.put("debug_target.debug", "debug" + t.root + "/b", "debug_target.debug");
+    CHECK(hiddenName(lib2, t.root + "/debug") == kHidden);
+    // The same name, another build's file: refused (build id).
+    const std::string lib3 = t.put("debug_target_stripped.so", "c", "libfour.so");
+    t.put("debug_target_other.debug", "c", "debug_target.debug");
+    CHECK(unnamed(hiddenName(lib3, "/nonexistent"), "libfour.so"));
+  }
+  SECTION("an object without a build id: the debug link's CRC decides") {
+    const std::string lib = t.put("debug_target_noid_stripped.so", "d", "libfive.so");
+    // The right name, the wrong bytes: another build's debug file.
+    const std::string wrong = t.put("debug_target_other.debug", "d", "debug_target_noid.debug");
+    CHECK(unnamed(hiddenName(lib, "/nonexistent"), "libfive.so"));
+    unlink(wrong.c_str());
+    t.put("debug_target_noid.debug", "d", "debug_target_noid.debug");
+    CHECK(hiddenName(lib, "/nonexistent") == kHidden);
+  }
 }
 
 TEST_CASE("symbolizer: module list read while another thread dlopens a library", "[stacks]") {
