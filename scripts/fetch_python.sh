@@ -57,8 +57,19 @@ for minor in "${need[@]}"; do
   # DT_RPATH, not RUNPATH: it also serves what the interpreter loads later (_ctypes' libffi).
   patchelf --set-interpreter "$lib/ld-linux-x86-64.so.2" --force-rpath --set-rpath "$lib" "$interp"
   ln -sf "python$minor" "$dest/usr/bin/python3"  # as python3-minimal would: the process is named python3
+  # The interpreter's separate debug file (python3.X-dbg ships it under /usr/lib/debug/.build-id)
+  # for the test of frames named from one; the rest of that package (the debug build) is not kept.
+  id=$(readelf -n "$interp" 2>/dev/null | awk '/Build ID:/ {print $3; exit}')
+  debug=usr/lib/debug/.build-id/${id:0:2}/${id:2}.debug
+  if [ -n "$id" ] && (cd "$dest" && mkdir -p debs && cd debs && apt-get "${apt_opts[@]}" download "python$minor-dbg" >/dev/null 2>&1) &&
+     dpkg-deb --fsys-tarfile "$dest"/debs/*.deb | tar -x -C "$dest" "./$debug" 2>/dev/null; then
+    debug_note=", debug file"
+  else
+    debug_note=", no debug file (its test skips)"
+  fi
+  rm -rf "$dest/debs"
   if works "$interp"; then
-    echo "fetch_python: $interp ($("$interp" -c 'import sys; print(sys.version.split()[0])'))"
+    echo "fetch_python: $interp ($("$interp" -c 'import sys; print(sys.version.split()[0])')$debug_note)"
   else
     echo "fetch_python: python$minor unpacked but does not run here, its tests skip"
     rm -rf "$dest"

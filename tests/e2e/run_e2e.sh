@@ -23,6 +23,7 @@
 #   --relative-output: CUTRACE_OUTPUT is "out", relative to the directory the program starts in
 #   (the same out/ directory).
 #   --expect-exit N: the exit status the program ends with bare (default 0: its own checks passed).
+#   --needs PATH: skipped (77) where PATH does not exist (a file fetched for the test).
 # environment: LIBTRACE, TRACE_CHECK, E2E_EXPECTED (directory), STANDIN_DIR (stand-in CUDA
 #   libraries, optional), SANITIZER_RUNTIME (preloaded before libtrace.so in sanitizer builds),
 #   E2E_UPDATE=1 (write the expected file instead of comparing; review the diff before committing),
@@ -51,6 +52,7 @@ while [ $# -gt 0 ]; do
     --no-expected) no_expected=1; shift ;;
     --relative-output) relative_output=1; shift ;;
     --expect-exit) expect_exit=$2; shift 2 ;;
+    --needs) [ -e "$2" ] || { echo "skip [$name]: $2 not found"; exit 77; }; shift 2 ;;
     --) shift; break ;;
     *) echo "run_e2e: unknown option $1" >&2; exit 2 ;;
   esac

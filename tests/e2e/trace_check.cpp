@@ -2,7 +2,7 @@
 // summary of it for end-to-end tests to compare with an expected file.
 //
 //   trace_check TRACE.json [--folded FILE] [--thread-ids FILE] [--allow-drops] [--dropped N]
-//               [--view launches|shape] [--expect-linked] [--stacks] [--python-frames FILE]
+//               [--view launches|shape] [--expect-linked] [--stacks] [--python-frames FILE] [--named MODULE]
 //               [--expect-dwarf] [--max-dropped-percent P] [--flamegraph flamegraph.pl]
 //               [--max-bytes-per-event B]
 //               [--issued FILE] [--names A,B,...] [--instant NAME]... [--children PARENT=A|B|...]...
@@ -70,6 +70,7 @@
 // each event's args.stack. Stacks (there and in the folded list) leave out frames that differ
 // between machines: libc start-up and thread entry, and frames named only module+0xoffset;
 // --python-frames FILE keeps, of the call-stack frames, only the Python frames of that script.
+// --named MODULE fails any folded stack with a frame of MODULE named only by its offset.
 
 #include <simdjson.h>
 
@@ -194,6 +195,7 @@ std::size_t labelOf(std::map<std::string, std::size_t>& labels, const std::strin
 // so summaries of tests about something else do not depend on the unwinder or the compiler.
 std::set<std::string> stackFrameNames;
 std::string pythonFile;  // --python-frames FILE: stacks keep only Python frames of FILE
+std::string namedModule;  // --named MODULE: no folded frame may be MODULE+0xoffset
 
 // "function (path:line)" -> "function (file:line)" when path's file name is pythonFile.
 bool keepPythonFrame(const std::string& frame, std::string& shown) {
@@ -509,6 +511,10 @@ void checkFolded(const std::string& path, std::ostream& summary, bool list, bool
   if (!pythonFile.empty())
     for (const auto& [stack, w] : all)
       if (isPythonFrame(stack.substr(0, stack.find(';')))) fail("a Python frame at the root of a stack: " + stack);
+  if (!namedModule.empty())
+    for (const auto& [stack, w] : all)
+      if ((";" + stack).find(";" + namedModule + "+0x") != std::string::npos)
+        fail("a frame of " + namedModule + " without a name: " + stack);
   if (shape) {
     std::size_t maxFrames = 0;
     uint64_t total = 0;
@@ -646,6 +652,7 @@ int main(int argc, char** argv) {
     else if (a == "--expect-dwarf") expectDwarf = true;
     else if (a == "--stacks") listStacks = true;
     else if (a == "--python-frames" && i + 1 < argc) pythonFile = argv[++i];
+    else if (a == "--named" && i + 1 < argc) namedModule = argv[++i];
     else if (a == "--flamegraph" && i + 1 < argc) flamegraph = argv[++i];
     else if (a == "--max-bytes-per-event" && i + 1 < argc) maxBytesPerEvent = atof(argv[++i]);
     else if (a == "--issued" && i + 1 < argc) issuedPath = argv[++i];
