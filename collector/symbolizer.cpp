@@ -2,6 +2,7 @@
 
 #include <cxxabi.h>
 #include <elf.h>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <link.h>
 #include <sys/mman.h>
@@ -38,8 +39,9 @@ uint32_t crc32(const unsigned char* p, std::size_t n) {
   return c ^ 0xffffffffu;
 }
 
-// An ELF64 file mapped read-only. Every offset read from it is checked against its size, so a
-// truncated or hostile file yields less, never a bad read.
+// An ELF64 image: a file mapped read-only, or bytes in memory (a MiniDebugInfo section
+// decompressed). Every offset read from it is checked against its size, so a truncated or
+// hostile image yields less, never a bad read.
 class ElfFile {
  public:
   ElfFile() = default;
@@ -48,6 +50,8 @@ class ElfFile {
   ElfFile(ElfFile&& o) noexcept { *this = std::move(o); }
   ElfFile& operator=(ElfFile&& o) noexcept {
     std::swap(map_, o.map_);
+    std::swap(heap_, o.heap_);
+    std::swap(base_, o.base_);
     std::swap(size_, o.size_);
     std::swap(sections_, o.sections_);
     std::swap(count_, o.count_);
@@ -76,19 +80,16 @@ class ElfFile {
     if (map == nullptr || map == MAP_FAILED) return false;
     *this = ElfFile();
     map_ = map;
-    size_ = size;
-    const auto* eh = reinterpret_cast<const Elf64_Ehdr*>(base());
-    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64) return false;
-    if (eh->e_shentsize != sizeof(Elf64_Shdr) || eh->e_shoff == 0 || eh->e_shoff > size_ ||
-        uint64_t{eh->e_shnum} * sizeof(Elf64_Shdr) > size_ - eh->e_shoff)
-      return false;
-    sections_ = reinterpret_cast<const Elf64_Shdr*>(base() + eh->e_shoff);
-    count_ = eh->e_shnum;
-    if (eh->e_shstrndx < count_) names_ = bytes(sections_[eh->e_shstrndx]);
-    return true;
+    return parse(static_cast<const unsigned char*>(map), size);
+  }
+  // The same from bytes it keeps.
+  bool adopt(std::unique_ptr<unsigned char[]> bytes, std::size_t size) {
+    *this = ElfFile();
+    heap_ = std::move(bytes);
+    return parse(heap_.get(), size);
   }
 
-  const unsigned char* base() const { return static_cast<const unsigned char*>(map_); }
+  const unsigned char* base() const { return base_; }
   std::size_t size() const { return size_; }
   const Elf64_Shdr* sections() const { return sections_; }
   unsigned count() const { return count_; }
@@ -96,6 +97,15 @@ class ElfFile {
     for (unsigned i = 0; i < count_; ++i)
       if (sections_[i].sh_type == type) return true;
     return false;
+  }
+  // The section named `name`, or nullptr.
+  const Elf64_Shdr* section(std::string_view name) const {
+    for (unsigned i = 0; i < count_; ++i) {
+      if (sections_[i].sh_name >= names_.size()) continue;
+      const std::string_view at = names_.substr(sections_[i].sh_name);
+      if (at.size() > name.size() && at.compare(0, name.size(), name) == 0 && at[name.size()] == '\0') return &sections_[i];
+    }
+    return nullptr;
   }
   // A section's bytes in the file; empty where it has none there (NOBITS, a debug file's code).
   std::string_view bytes(const Elf64_Shdr& s) const {
@@ -124,28 +134,83 @@ class ElfFile {
 
   // .gnu_debuglink: the debug file's name (no directory) and the CRC-32 of its bytes.
   bool debugLink(std::string_view& name, uint32_t& crc) const {
-    for (unsigned i = 0; i < count_; ++i) {
-      if (sections_[i].sh_name >= names_.size() || names_.substr(sections_[i].sh_name).compare(0, 15, ".gnu_debuglink\0", 15) != 0)
-        continue;
-      const std::string_view link = bytes(sections_[i]);
-      const std::size_t end = link.find('\0');
-      const std::size_t crcAt = (end + 4) & ~std::size_t{3};
-      if (end == 0 || end == std::string_view::npos || end > 255 || crcAt + 4 > link.size()) return false;
-      name = link.substr(0, end);
-      if (name.find('/') != std::string_view::npos || name == "." || name == "..") return false;
-      memcpy(&crc, link.data() + crcAt, 4);
-      return true;
-    }
-    return false;
+    const Elf64_Shdr* s = section(".gnu_debuglink");
+    if (s == nullptr) return false;
+    const std::string_view link = bytes(*s);
+    const std::size_t end = link.find('\0');
+    const std::size_t crcAt = (end + 4) & ~std::size_t{3};
+    if (end == 0 || end == std::string_view::npos || end > 255 || crcAt + 4 > link.size()) return false;
+    name = link.substr(0, end);
+    if (name.find('/') != std::string_view::npos || name == "." || name == "..") return false;
+    memcpy(&crc, link.data() + crcAt, 4);
+    return true;
   }
 
  private:
-  void* map_ = nullptr;
+  bool parse(const unsigned char* base, std::size_t size) {
+    base_ = base;
+    size_ = size;
+    if (size < sizeof(Elf64_Ehdr)) return false;
+    Elf64_Ehdr eh;
+    memcpy(&eh, base, sizeof(eh));
+    if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64) return false;
+    if (eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shoff == 0 || eh.e_shoff > size || eh.e_shoff % 8 != 0 ||
+        uint64_t{eh.e_shnum} * sizeof(Elf64_Shdr) > size - eh.e_shoff)
+      return false;
+    sections_ = reinterpret_cast<const Elf64_Shdr*>(base + eh.e_shoff);
+    count_ = eh.e_shnum;
+    if (eh.e_shstrndx < count_) names_ = bytes(sections_[eh.e_shstrndx]);
+    return true;
+  }
+
+  void* map_ = nullptr;  // what open() mapped (base_), or nothing
+  std::unique_ptr<unsigned char[]> heap_;  // what adopt() took (base_), or nothing
+  const unsigned char* base_ = nullptr;
   std::size_t size_ = 0;
   const Elf64_Shdr* sections_ = nullptr;
   unsigned count_ = 0;
   std::string_view names_;  // section names
 };
+
+// liblzma's one-call decoder (lzma.h; liblzma.so.5's ABI), loaded when a MiniDebugInfo section is
+// first met: a link dependency of the preload would be the program's too.
+using LzmaStreamBufferDecode = int (*)(uint64_t* memlimit, uint32_t flags, const void* allocator, const uint8_t* in,
+                                       std::size_t* inPos, std::size_t inSize, uint8_t* out, std::size_t* outPos,
+                                       std::size_t outSize);
+constexpr int kLzmaOk = 0, kLzmaBufError = 10;
+
+LzmaStreamBufferDecode lzmaDecoder() {
+  static const LzmaStreamBufferDecode decode = [] {
+    void* lib = dlopen("liblzma.so.5", RTLD_NOW | RTLD_LOCAL);
+    return lib != nullptr ? reinterpret_cast<LzmaStreamBufferDecode>(dlsym(lib, "lzma_stream_buffer_decode")) : nullptr;
+  }();
+  return decode;
+}
+
+// The ELF image in `file`'s .gnu_debugdata (MiniDebugInfo, as Fedora and RHEL ship every binary:
+// an xz-compressed ELF whose .symtab holds the functions .dynsym does not), or an empty one.
+ElfFile miniDebugInfoOf(const ElfFile& file) {
+  ElfFile mini;
+  const Elf64_Shdr* s = file.section(".gnu_debugdata");
+  const std::string_view packed = s != nullptr ? file.bytes(*s) : std::string_view();
+  const LzmaStreamBufferDecode decode = packed.empty() ? nullptr : lzmaDecoder();
+  if (decode == nullptr) return mini;
+  // Its size is known only once decoded: room grows until it fits, up to a bound.
+  constexpr std::size_t kMaxBytes = std::size_t{64} << 20;
+  for (std::size_t room = std::max<std::size_t>(packed.size() * 8, 1 << 16); room <= kMaxBytes; room *= 2) {
+    auto out = std::make_unique<unsigned char[]>(room);
+    uint64_t memlimit = kMaxBytes;
+    std::size_t inPos = 0, outPos = 0;
+    const int rc = decode(&memlimit, 0, nullptr, reinterpret_cast<const uint8_t*>(packed.data()), &inPos, packed.size(),
+                          out.get(), &outPos, room);
+    if (rc == kLzmaOk) {
+      if (!mini.adopt(std::move(out), outPos)) mini = ElfFile();
+      return mini;
+    }
+    if (rc != kLzmaBufError) break;
+  }
+  return mini;
+}
 
 // The separate debug file of `file` (at `path`, which has no .symtab), as gdb finds one: by build
 // id under each debug directory (.build-id/ab/cdef....debug), then by its .gnu_debuglink name
@@ -192,31 +257,23 @@ struct Symbolizer::ElfSymbols {
     bool local;
   };
   ElfFile file;  // the file the names are in: the object, or its separate debug file
+  ElfFile mini;  // the object's MiniDebugInfo, decompressed, where names are in it too
   std::vector<Symbol> symbols;  // sorted by value
 
-  // Reads the function symbols of the ELF file at `path`, or of its separate debug file (found
-  // under `debugDirs`) where it has no .symtab of its own: a stripped distribution binary.
+  // Reads the function symbols of the ELF file at `path`; where it has no .symtab of its own (a
+  // stripped distribution binary), those of its separate debug file (found under `debugDirs`),
+  // else those of .dynsym and of its MiniDebugInfo.
   void load(const std::string& path, const std::vector<std::string>& debugDirs) {
     if (!file.open(path)) return;
     if (!file.has(SHT_SYMTAB) && !debugDirs.empty())
       if (ElfFile debug = debugFileOf(file, path, debugDirs); debug.base() != nullptr) file = std::move(debug);
-    const Elf64_Shdr* sh = file.sections();
     // .symtab has everything .dynsym has plus local functions; read .dynsym only without it.
-    const uint32_t table = file.has(SHT_SYMTAB) ? SHT_SYMTAB : SHT_DYNSYM;
-    for (unsigned i = 0; i < file.count(); ++i) {
-      if (sh[i].sh_type != table || sh[i].sh_link >= file.count() || sh[i].sh_entsize != sizeof(Elf64_Sym)) continue;
-      const std::string_view entries = file.bytes(sh[i]), strings = file.bytes(sh[sh[i].sh_link]);
-      const std::size_t count = entries.size() / sizeof(Elf64_Sym);
-      for (std::size_t k = 0; k < count; ++k) {
-        Elf64_Sym s;
-        memcpy(&s, entries.data() + k * sizeof(Elf64_Sym), sizeof(s));
-        const unsigned type = ELF64_ST_TYPE(s.st_info);
-        if ((type != STT_FUNC && type != STT_GNU_IFUNC) || s.st_shndx == SHN_UNDEF || s.st_value == 0) continue;
-        if (s.st_name >= strings.size()) continue;
-        const char* name = strings.data() + s.st_name;
-        if (memchr(name, '\0', strings.size() - s.st_name) == nullptr || *name == '\0') continue;
-        symbols.push_back({s.st_value, s.st_size, name, ELF64_ST_BIND(s.st_info) == STB_LOCAL});
-      }
+    if (file.has(SHT_SYMTAB)) {
+      read(file, SHT_SYMTAB);
+    } else {
+      read(file, SHT_DYNSYM);
+      mini = miniDebugInfoOf(file);
+      read(mini, SHT_SYMTAB);
     }
     // Aliases share an address: prefer a sized one, then the name the object exports
     // (`__libc_start_main`, not a debug file's `__libc_start_main_impl`), then one without a
@@ -233,6 +290,26 @@ struct Symbolizer::ElfSymbols {
     symbols.erase(std::unique(symbols.begin(), symbols.end(),
                               [](const Symbol& a, const Symbol& b) { return a.value == b.value; }),
                   symbols.end());
+  }
+
+  // Adds the function symbols of `elf`'s tables of `type`.
+  void read(const ElfFile& elf, uint32_t type) {
+    const Elf64_Shdr* sh = elf.sections();
+    for (unsigned i = 0; i < elf.count(); ++i) {
+      if (sh[i].sh_type != type || sh[i].sh_link >= elf.count() || sh[i].sh_entsize != sizeof(Elf64_Sym)) continue;
+      const std::string_view entries = elf.bytes(sh[i]), strings = elf.bytes(sh[sh[i].sh_link]);
+      const std::size_t count = entries.size() / sizeof(Elf64_Sym);
+      for (std::size_t k = 0; k < count; ++k) {
+        Elf64_Sym s;
+        memcpy(&s, entries.data() + k * sizeof(Elf64_Sym), sizeof(s));
+        const unsigned kind = ELF64_ST_TYPE(s.st_info);
+        if ((kind != STT_FUNC && kind != STT_GNU_IFUNC) || s.st_shndx == SHN_UNDEF || s.st_value == 0) continue;
+        if (s.st_name >= strings.size()) continue;
+        const char* name = strings.data() + s.st_name;
+        if (memchr(name, '\0', strings.size() - s.st_name) == nullptr || *name == '\0') continue;
+        symbols.push_back({s.st_value, s.st_size, name, ELF64_ST_BIND(s.st_info) == STB_LOCAL});
+      }
+    }
   }
 
   // Names the part split off `function` (dwarf::splitPartOf) when no symbol covers it; the

@@ -4,7 +4,8 @@
 // Names come from the ELF symbol tables (.symtab, else .dynsym) of every object mapped in the
 // process, read from the files on disk, demangled, cached per address. An object stripped of its
 // .symtab (a distribution's binaries) is named from its separate debug file where one is
-// installed (Debian's -dbgsym and -dbg packages, Fedora's -debuginfo: /usr/lib/debug). The module list is
+// installed (Debian's -dbgsym and -dbg packages, Fedora's -debuginfo: /usr/lib/debug), else from
+// its MiniDebugInfo where it has one (Fedora's and RHEL's binaries). The module list is
 // re-read whenever an address falls outside every known module, so objects loaded later with
 // dlopen are found; the drain resolves new stacks every pass, so an object unloaded before exit
 // is usually still named. Frames of stripped code fall back to `module+0xoffset`.

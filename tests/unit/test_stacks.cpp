@@ -358,6 +358,28 @@ TEST_CASE("symbolizer: a stripped object's local functions named from its separa
     t.put("debug_target_other.debug", "c", "debug_target.debug");
     CHECK(unnamed(hiddenName(lib3, "/nonexistent"), "libfour.so"));
   }
+  SECTION("MiniDebugInfo: the functions its compressed symbol table has, with no debug directory") {
+    const std::string built = std::string(CUTRACE_DEBUG_TARGETS) + "/debug_target_mini.so";
+    if (access(built.c_str(), R_OK) != 0) {
+      WARN("no xz to make MiniDebugInfo with: not checked");
+      return;
+    }
+    const std::string lib = t.put("debug_target_mini.so", "e", "libsix.so");
+    CHECK(hiddenName(lib, "") == kHidden);
+    // The same object with the section's bytes damaged: no name, no crash.
+    std::string bytes;
+    {
+      std::ifstream in(lib, std::ios::binary);
+      bytes.assign((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    }
+    const std::size_t xz = bytes.find("\xfd" "7zXZ");
+    REQUIRE(xz != std::string::npos);
+    for (std::size_t i = xz + 64; i < xz + 96 && i < bytes.size(); ++i) bytes[i] = static_cast<char>(bytes[i] ^ 0x5a);
+    const std::string damaged = t.root + "/e/libseven.so";
+    std::ofstream(damaged, std::ios::binary) << bytes;
+    t.files.push_back(damaged);
+    CHECK(unnamed(hiddenName(damaged, ""), "libseven.so"));
+  }
   SECTION("an object without a build id: the debug link's CRC decides") {
     const std::string lib = t.put("debug_target_noid_stripped.so", "d", "libfive.so");
     // The right name, the wrong bytes: another build's debug file.
