@@ -2,6 +2,9 @@
 
 #include <dlfcn.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstring>
@@ -486,10 +489,28 @@ uint64_t computeRule(uint64_t lookup) {
                   row.rbp.offset);
 }
 
+// The rule for return address `pc` in code no loaded object holds (a JIT's; CPython's `-X perf`
+// trampolines), where the instructions there are an epilogue that fixes the frame exactly:
+// `pop %rbp; ret` (the CFA 16 above rsp, rbp saved just below the return address: each of those
+// trampolines), `leave; ret` (the same from rbp) or `ret`. Read with process_vm_readv, which
+// fails where nothing is mapped instead of faulting: a wrong return address may point anywhere.
+// kNoObject for anything else (the walk then gives up, as before).
+uint64_t anonymousRule(uint64_t pc) {
+  unsigned char code[2];
+  iovec local{code, sizeof code}, remote{reinterpret_cast<void*>(pc), sizeof code};
+  const ssize_t n = process_vm_readv(static_cast<pid_t>(syscall(SYS_getpid)), &local, 1, &remote, 1, 0);
+  if (n >= 1 && code[0] == 0xc3) return packRule(false, false, 8, false, false, 0);
+  if (n != 2 || code[1] != 0xc3) return kNoObject;
+  if (code[0] == 0x5d) return packRule(false, false, 16, true, false, -16);
+  if (code[0] == 0xc9) return packRule(true, false, 16, true, false, -16);
+  return kNoObject;
+}
+
 uint64_t ruleFor(uint64_t pc, uint64_t lookup) {
   uint64_t rule = cachedRule(pc);
   if (__builtin_expect(rule == kEmpty, 0)) {
     rule = computeRule(lookup);
+    if (rule == kNoObject && lookup != pc) rule = anonymousRule(pc);
     if (rule != kNoObject) cacheRule(pc, rule);
   }
   return rule;

@@ -24,6 +24,8 @@
 #   (the same out/ directory).
 #   --expect-exit N: the exit status the program ends with bare (default 0: its own checks passed).
 #   --needs PATH: skipped (77) where PATH does not exist (a file fetched for the test).
+#   --perf-maps: the program writes /tmp/perf-PID.map files (CPython's -X perf): those the runs
+#   made are removed.
 # environment: LIBTRACE, TRACE_CHECK, E2E_EXPECTED (directory), STANDIN_DIR (stand-in CUDA
 #   libraries, optional), SANITIZER_RUNTIME (preloaded before libtrace.so in sanitizer builds),
 #   E2E_UPDATE=1 (write the expected file instead of comparing; review the diff before committing),
@@ -41,6 +43,7 @@ max_rss_mb=""
 no_expected=""
 relative_output=""
 expect_exit=0
+perf_maps=""
 while [ $# -gt 0 ]; do
   case $1 in
     --traces) traces=$2; shift 2 ;;
@@ -53,6 +56,7 @@ while [ $# -gt 0 ]; do
     --relative-output) relative_output=1; shift ;;
     --expect-exit) expect_exit=$2; shift 2 ;;
     --needs) [ -e "$2" ] || { echo "skip [$name]: $2 not found"; exit 77; }; shift 2 ;;
+    --perf-maps) perf_maps=1; shift ;;
     --) shift; break ;;
     *) echo "run_e2e: unknown option $1" >&2; exit 2 ;;
   esac
@@ -63,6 +67,10 @@ done
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/cutrace-e2e-$name.XXXXXX")
 trap 'rm -rf "$work"' EXIT
+if [ -n "$perf_maps" ]; then
+  ls /tmp/perf-*.map 2>/dev/null | sort >"$work/perf-maps-before"
+  trap 'ls /tmp/perf-*.map 2>/dev/null | sort | comm -13 "$work/perf-maps-before" - | xargs -r rm -f; rm -rf "$work"' EXIT
+fi
 
 # Paths meson passes are relative to the build directory; the programs run in $work.
 args=()

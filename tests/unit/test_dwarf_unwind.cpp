@@ -5,8 +5,10 @@
 #include <link.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/mman.h>
 
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <thread>
@@ -323,6 +325,89 @@ TEST_CASE("dwarf unwind: a walk from a shim's own frame", "[stacks][dwarf]") {
       REQUIRE(ours == theirs);
     }
   }
+}
+
+namespace {
+
+Walks* g_trampolineWalks = nullptr;
+
+// What a trampoline calls; realigns its stack (the `ret` trampoline enters it misaligned).
+extern "C" __attribute__((noinline, force_align_arg_pointer)) void trampolineLeaf() {
+  leaf(*g_trampolineWalks);
+  asm volatile("");
+}
+
+// Trampolines in memory no object holds, with no unwind information, as a JIT writes them: each
+// calls its argument (rdi), then returns through one of the epilogues the walk reads.
+struct Trampoline {
+  const char* name;
+  std::vector<unsigned char> code;
+  std::size_t returnAt;  // the offset of the return address of its call
+  bool libunwindFollows;  // libunwind's frame-chain guess finds the same caller
+};
+const Trampoline kTrampolines[] = {
+    // push rbp; mov rbp, rsp; call *rdi; pop rbp; ret (CPython's -X perf trampolines)
+    {"pop rbp; ret", {0x55, 0x48, 0x89, 0xe5, 0xff, 0xd7, 0x5d, 0xc3}, 6, true},
+    // push rbp; mov rbp, rsp; sub rsp, 16; call *rdi; leave; ret
+    {"leave; ret", {0x55, 0x48, 0x89, 0xe5, 0x48, 0x83, 0xec, 0x10, 0xff, 0xd7, 0xc9, 0xc3}, 10, true},
+    // call *rdi; ret
+    {"ret", {0xff, 0xd7, 0xc3}, 2, false},
+};
+
+__attribute__((noinline)) void callTrampoline(void (*trampoline)(void (*)()), uint64_t& returnHere) {
+  returnHere = reinterpret_cast<uint64_t>(__builtin_return_address(0));
+  trampoline(&trampolineLeaf);
+  asm volatile("");
+}
+
+}  // namespace
+
+TEST_CASE("dwarf unwind: through code in no object, from the epilogue after its call", "[stacks][dwarf]") {
+  REQUIRE(dwarf::initialize());
+  void* page = mmap(nullptr, 4096, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  REQUIRE(page != MAP_FAILED);
+  std::size_t at = 0;
+  for (const Trampoline& t : kTrampolines) {
+    INFO(t.name);
+    auto* code = static_cast<unsigned char*>(page) + at;
+    memcpy(code, t.code.data(), t.code.size());
+    at += 64;
+    Walks w;
+    g_trampolineWalks = &w;
+    uint64_t outer = 0;
+    callTrampoline(reinterpret_cast<void (*)(void (*)())>(code), outer);
+    // The walk went on past the trampoline (no -1, no fallback needed): its frame, then the
+    // function that called it, then that function's caller.
+    REQUIRE(w.ours > 0);
+    const auto ours = fromCaller(w.dwarf, w.callerReturn);
+    REQUIRE(ours.size() >= 4);
+    CHECK(ours[1] == reinterpret_cast<uint64_t>(code) + t.returnAt);
+    CHECK(ours[2] > reinterpret_cast<uint64_t>(&callTrampoline));
+    CHECK(ours[2] < reinterpret_cast<uint64_t>(&callTrampoline) + 256);
+    CHECK(ours[3] == outer);
+    if (t.libunwindFollows && unwBacktrace() != nullptr && dlsym(RTLD_DEFAULT, "__tsan_init") == nullptr)
+      CHECK(ours == fromCaller(w.libunwind, w.callerReturn));
+    // Again (called from another line): from the cached rule.
+    Walks again;
+    g_trampolineWalks = &again;
+    callTrampoline(reinterpret_cast<void (*)(void (*)())>(code), outer);
+    const auto second = fromCaller(again.dwarf, again.callerReturn);
+    REQUIRE(second.size() >= 4);
+    CHECK(std::vector<uint64_t>(second.begin(), second.begin() + 3) == std::vector<uint64_t>(ours.begin(), ours.begin() + 3));
+    CHECK(second[3] == outer);
+  }
+  // Code that is no such epilogue is still given up on.
+  {
+    auto* code = static_cast<unsigned char*>(page) + at;
+    const unsigned char other[] = {0x55, 0x48, 0x89, 0xe5, 0xff, 0xd7, 0x90, 0x5d, 0xc3};  // a nop first
+    memcpy(code, other, sizeof other);
+    Walks w;
+    g_trampolineWalks = &w;
+    uint64_t outer = 0;
+    callTrampoline(reinterpret_cast<void (*)(void (*)())>(code), outer);
+    CHECK(w.ours == -1);
+  }
+  munmap(page, 4096);
 }
 
 TEST_CASE("dwarf unwind: gives up on what it cannot follow", "[stacks][dwarf]") {
