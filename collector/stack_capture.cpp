@@ -1,4 +1,5 @@
 #include "collector/stack_capture.h"
+#include "collector/symbolizer.h"
 
 #include <dlfcn.h>
 #include <link.h>
@@ -134,6 +135,7 @@ void initialize(const Config& config) {
     if (g_state.unwBacktrace == nullptr && config.unwinder == Unwinder::Libunwind)
       Collector::warnOnce("cutrace: CUTRACE_UNWIND=libunwind but libunwind.so.8 could not be loaded; using frame pointers\n");
   }
+  Symbolizer::prepare();  // here, not in the drain (see there)
   g_state.verify = config.unwinder == Unwinder::Verify && g_state.dwarf && g_state.unwBacktrace != nullptr;
   if (config.unwinder == Unwinder::Verify && !g_state.verify)
     Collector::warnOnce("cutrace: CUTRACE_UNWIND=verify needs both the dwarf walk and libunwind.so.8; not verifying\n");

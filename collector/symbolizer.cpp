@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <string_view>
 #include <tuple>
 #include <cstdlib>
@@ -172,20 +173,14 @@ class ElfFile {
   std::string_view names_;  // section names
 };
 
-// liblzma's one-call decoder (lzma.h; liblzma.so.5's ABI), loaded when a MiniDebugInfo section is
-// first met: a link dependency of the preload would be the program's too.
+// liblzma's one-call decoder (lzma.h; liblzma.so.5's ABI), loaded by Symbolizer::prepare(): a link
+// dependency of the preload would be the program's too.
 using LzmaStreamBufferDecode = int (*)(uint64_t* memlimit, uint32_t flags, const void* allocator, const uint8_t* in,
                                        std::size_t* inPos, std::size_t inSize, uint8_t* out, std::size_t* outPos,
                                        std::size_t outSize);
 constexpr int kLzmaOk = 0, kLzmaBufError = 10;
 
-LzmaStreamBufferDecode lzmaDecoder() {
-  static const LzmaStreamBufferDecode decode = [] {
-    void* lib = dlopen("liblzma.so.5", RTLD_NOW | RTLD_LOCAL);
-    return lib != nullptr ? reinterpret_cast<LzmaStreamBufferDecode>(dlsym(lib, "lzma_stream_buffer_decode")) : nullptr;
-  }();
-  return decode;
-}
+std::atomic<LzmaStreamBufferDecode> g_lzmaDecode{nullptr};  // Symbolizer::prepare()
 
 // The ELF image in `file`'s .gnu_debugdata (MiniDebugInfo, as Fedora and RHEL ship every binary:
 // an xz-compressed ELF whose .symtab holds the functions .dynsym does not), or an empty one.
@@ -193,7 +188,7 @@ ElfFile miniDebugInfoOf(const ElfFile& file) {
   ElfFile mini;
   const Elf64_Shdr* s = file.section(".gnu_debugdata");
   const std::string_view packed = s != nullptr ? file.bytes(*s) : std::string_view();
-  const LzmaStreamBufferDecode decode = packed.empty() ? nullptr : lzmaDecoder();
+  const LzmaStreamBufferDecode decode = packed.empty() ? nullptr : g_lzmaDecode.load(std::memory_order_acquire);
   if (decode == nullptr) return mini;
   // Its size is known only once decoded: room grows until it fits, up to a bound.
   constexpr std::size_t kMaxBytes = std::size_t{64} << 20;
@@ -335,6 +330,15 @@ struct Symbolizer::ElfSymbols {
     return &*it;
   }
 };
+
+void Symbolizer::prepare() {
+  if (g_lzmaDecode.load(std::memory_order_acquire) != nullptr) return;
+  // libunwind.so.8 links it too: most often this only counts one more reference.
+  void* lib = dlopen("liblzma.so.5", RTLD_NOW | RTLD_LOCAL);
+  if (lib != nullptr)
+    g_lzmaDecode.store(reinterpret_cast<LzmaStreamBufferDecode>(dlsym(lib, "lzma_stream_buffer_decode")),
+                       std::memory_order_release);
+}
 
 Symbolizer::Symbolizer(std::string_view debugDirs) {
   while (!debugDirs.empty()) {

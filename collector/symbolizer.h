@@ -40,6 +40,12 @@ class Symbolizer {
   // `debugDirs`: where separate debug files are looked for, ':' between directories (the
   // setting CUTRACE_DEBUG_DIR); empty: nowhere, not even beside the object.
   explicit Symbolizer(std::string_view debugDirs = kDefaultDebugDirs);
+
+  // Loads what reading names may need later (liblzma.so.5, for MiniDebugInfo). Call it where a
+  // dlopen is safe, at start-up: the drain resolves names holding its lock, and a dlopen there
+  // waits for the loader's lock, which a thread in dlopen holds while a constructor of the library
+  // it loads may be waiting for the drain's (forking, exiting). Without it, no MiniDebugInfo.
+  static void prepare();
   ~Symbolizer();
   Symbolizer(const Symbolizer&) = delete;
   Symbolizer& operator=(const Symbolizer&) = delete;
