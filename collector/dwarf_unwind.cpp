@@ -506,6 +506,24 @@ uint64_t anonymousRule(uint64_t pc) {
   return kNoObject;
 }
 
+// noteDeadEnd()'s set: open addressing by code address, slots claimed by CAS, never emptied.
+constexpr std::size_t kDeadEnds = 256;
+constexpr int kDeadEndProbes = 8;
+std::atomic<uint64_t> g_deadEnds[kDeadEnds];
+
+std::size_t deadEndSlot(uint64_t pc, int probe) {
+  return static_cast<std::size_t>(((pc * 0x9e3779b97f4a7c15ull) >> 56) + static_cast<uint64_t>(probe)) % kDeadEnds;
+}
+
+bool isDeadEnd(uint64_t pc) {
+  for (int i = 0; i < kDeadEndProbes; ++i) {
+    const uint64_t at = g_deadEnds[deadEndSlot(pc, i)].load(std::memory_order_relaxed);
+    if (at == pc) return true;
+    if (at == 0) return false;
+  }
+  return false;
+}
+
 uint64_t ruleFor(uint64_t pc, uint64_t lookup) {
   uint64_t rule = cachedRule(pc);
   if (__builtin_expect(rule == kEmpty, 0)) {
@@ -529,6 +547,14 @@ bool initialize() {
 }
 
 uint64_t rulesCached() { return g_cached.load(std::memory_order_relaxed); }
+
+void noteDeadEnd(uint64_t pc) {
+  for (int i = 0; i < kDeadEndProbes && pc != 0; ++i) {
+    uint64_t expected = 0;
+    auto& slot = g_deadEnds[deadEndSlot(pc, i)];
+    if (slot.compare_exchange_strong(expected, pc, std::memory_order_relaxed) || expected == pc) return;
+  }
+}
 
 bool splitPartOf(uint64_t pc, uint64_t& begin, uint64_t& end) {
   // Its own lookup: the symbolizer names frames whichever unwinder took them.
@@ -560,6 +586,7 @@ __attribute__((always_inline, no_sanitize_address)) inline int walk(uint64_t pc,
                                                                    uint64_t* out, int max, uintptr_t stackHi,
                                                                    ThreadMemo& memo) {
   memo.replayed = false;
+  memo.stoppedAt = 0;
   const int before = memo.lastCount;
   memo.lastCount = 0;
   memo.repeated = false;
@@ -636,14 +663,33 @@ __attribute__((always_inline, no_sanitize_address)) inline int walk(uint64_t pc,
     // A return address is looked up one byte back: the call may be the function's last
     // instruction, and pc itself then belongs to the next function. Frame 0 is no return
     // address (and the memo keeps depths apart, so it never lends its rule to one).
-    const uint64_t rule = ruleFor(pc, n == 0 ? pc : pc - 1);
+    uint64_t rule = ruleFor(pc, n == 0 ? pc : pc - 1);
+    if (__builtin_expect(rule == kNoObject, 0) && n > 0 && !isDeadEnd(pc)) {
+      // Code in no object that no epilogue fixes (a JIT's): as libunwind does there, one
+      // frame-pointer step (the CFA 16 above rbp, rbp saved below the return address), taken only
+      // where the return address it finds lies in code a rule covers.
+      if (inStack(bp) && bp >= sp && inStack(bp + 8)) {
+        const uint64_t ra = load(bp + 8);
+        const uint64_t next = ra > 1 ? ruleFor(ra, ra - 1) & 3 : kUnsupported;
+        if (next == kFrame || next == kOutermost) rule = packRule(true, false, 16, true, false, -16);
+      }
+    }
     const uint64_t kind = rule & 3;
     out[n] = pc;
     if (kind == kOutermost) {
       if (n < ThreadMemo::kDepth) memo.frame[n] = {pc, sp, bp, 0, 0, 0, false};
       return done(n + 1);
     }
-    if (kind != kFrame) return -1;
+    if (kind != kFrame) {
+      if (rule == kNoObject && n > 0) {
+        if (isDeadEnd(pc)) {  // the stack ends here, as libunwind's did (noteDeadEnd)
+          if (n < ThreadMemo::kDepth) memo.frame[n] = {pc, sp, bp, 0, 0, 0, false};
+          return done(n + 1);
+        }
+        memo.stoppedAt = pc;
+      }
+      return -1;
+    }
     const bool usesBp = (rule & (kCfaRbp | kRbpAtRbp)) != 0;
     if (usesBp) useBp();
     uint64_t cfa = ((rule & kCfaRbp) ? bp : sp) + static_cast<uint64_t>(cfaOffsetOf(rule));

@@ -54,6 +54,9 @@ struct ThreadMemo {
   // equal to the memo's frame at its depth, which the walk before it left there.
   int lastCount;
   bool repeated;
+  // Where the last walk gave up on code no loaded object holds, which no epilogue fixes (a JIT's),
+  // else 0: if libunwind cannot get past it either, the caller says so with noteDeadEnd().
+  uint64_t stoppedAt;
   // The last walk as what decided it: its start (code address, rsp, rbp), its bounds and `max`,
   // every stack word it read (address and value, in order) and the frames it returned. A walk is
   // a function of exactly these (a rule, of the code address alone), so a walk with the same
@@ -155,6 +158,12 @@ __attribute__((always_inline)) inline int backtraceFrom(const WalkStart& from, u
 
 // Rules computed so far and stacks given up on, for the trace's metadata.
 uint64_t rulesCached();
+
+// `pc` (a ThreadMemo::stoppedAt) is where libunwind's stack ended too: from now on a walk that
+// reaches it ends there, as libunwind's did, and does not give up (its stack would go to
+// libunwind again, for nothing, at every call: a JIT-compiled loop's). A set of a few hundred,
+// lock-free; past that, walks give up there as before.
+void noteDeadEnd(uint64_t pc);
 
 // Off the hot path (the symbolizer). The code range [begin, end) of the part split off the
 // function covering `pc` by GCC's hot/cold partitioning (on with profile feedback, as CPython's

@@ -218,9 +218,16 @@ uint32_t capture(ThreadState* s, const dwarf::WalkStart& from) {
     for (int i = 0; i < m; ++i) raw[i] = theirs[i];
     n = m;
   }
-  if (n < 0)
-    n = g_state.unwBacktrace != nullptr ? libunwindBacktrace(raw, max)
-                                        : framePointerWalk(s, raw, max);
+  if (n < 0) {
+    if (g_state.unwBacktrace != nullptr) {
+      n = libunwindBacktrace(raw, max);
+      // libunwind's stack ends where the walk gave up on code in no object: so will the walk's.
+      const uint64_t stoppedAt = g_state.dwarf ? s->unwindMemo.stoppedAt : 0;
+      if (stoppedAt != 0 && n > 0 && n < max && raw[n - 1] == stoppedAt) dwarf::noteDeadEnd(stoppedAt);
+    } else {
+      n = framePointerWalk(s, raw, max);
+    }
+  }
   int skip = 0;
   while (skip < n && ownFrame(raw[skip])) ++skip;
   uint32_t depth = n > skip ? static_cast<uint32_t>(n - skip) : 0;

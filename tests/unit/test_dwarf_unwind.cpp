@@ -352,6 +352,9 @@ const Trampoline kTrampolines[] = {
     {"leave; ret", {0x55, 0x48, 0x89, 0xe5, 0x48, 0x83, 0xec, 0x10, 0xff, 0xd7, 0xc9, 0xc3}, 10, true},
     // call *rdi; ret
     {"ret", {0xff, 0xd7, 0xc3}, 2, false},
+    // push rbp; mov rbp, rsp; call *rdi; nop; pop rbp; ret: no such epilogue, a frame pointer
+    // (stepped through as libunwind steps)
+    {"frame pointer", {0x55, 0x48, 0x89, 0xe5, 0xff, 0xd7, 0x90, 0x5d, 0xc3}, 6, true},
 };
 
 __attribute__((noinline)) void callTrampoline(void (*trampoline)(void (*)()), uint64_t& returnHere) {
@@ -362,7 +365,8 @@ __attribute__((noinline)) void callTrampoline(void (*trampoline)(void (*)()), ui
 
 }  // namespace
 
-TEST_CASE("dwarf unwind: through code in no object, from the epilogue after its call", "[stacks][dwarf]") {
+TEST_CASE("dwarf unwind: through code in no object, from the epilogue after its call or its frame pointer",
+          "[stacks][dwarf]") {
   REQUIRE(dwarf::initialize());
   void* page = mmap(nullptr, 4096, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   REQUIRE(page != MAP_FAILED);
@@ -396,16 +400,32 @@ TEST_CASE("dwarf unwind: through code in no object, from the epilogue after its 
     CHECK(std::vector<uint64_t>(second.begin(), second.begin() + 3) == std::vector<uint64_t>(ours.begin(), ours.begin() + 3));
     CHECK(second[3] == outer);
   }
-  // Code that is no such epilogue is still given up on.
+  // Code with neither (rbp cleared) is given up on, where it says, until noteDeadEnd() makes it
+  // the end of the stack (as libunwind's: stacks::capture learns it from there).
   {
     auto* code = static_cast<unsigned char*>(page) + at;
-    const unsigned char other[] = {0x55, 0x48, 0x89, 0xe5, 0xff, 0xd7, 0x90, 0x5d, 0xc3};  // a nop first
+    // push rbp; xor ebp, ebp; call *rdi; nop; pop rbp; ret
+    const unsigned char other[] = {0x55, 0x31, 0xed, 0xff, 0xd7, 0x90, 0x5d, 0xc3};
     memcpy(code, other, sizeof other);
+    const uint64_t returnAt = reinterpret_cast<uint64_t>(code) + 5;
     Walks w;
     g_trampolineWalks = &w;
     uint64_t outer = 0;
     callTrampoline(reinterpret_cast<void (*)(void (*)())>(code), outer);
     CHECK(w.ours == -1);
+    CHECK(memo.stoppedAt == returnAt);
+    dwarf::noteDeadEnd(returnAt);
+    Walks ended;
+    g_trampolineWalks = &ended;
+    callTrampoline(reinterpret_cast<void (*)(void (*)())>(code), outer);
+    REQUIRE(ended.ours > 0);
+    CHECK(ended.dwarf.back() == returnAt);
+    CHECK(memo.stoppedAt == 0);
+    // Again, replayed: the same frames.
+    Walks replayed;
+    g_trampolineWalks = &replayed;
+    callTrampoline(reinterpret_cast<void (*)(void (*)())>(code), outer);
+    CHECK(replayed.dwarf == ended.dwarf);
   }
   munmap(page, 4096);
 }
