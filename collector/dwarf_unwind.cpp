@@ -664,15 +664,20 @@ __attribute__((always_inline, no_sanitize_address)) inline int walk(uint64_t pc,
     // instruction, and pc itself then belongs to the next function. Frame 0 is no return
     // address (and the memo keeps depths apart, so it never lends its rule to one).
     uint64_t rule = ruleFor(pc, n == 0 ? pc : pc - 1);
-    if (__builtin_expect(rule == kNoObject, 0) && n > 0 && !isDeadEnd(pc)) {
-      // Code in no object that no epilogue fixes (a JIT's): as libunwind does there, one
-      // frame-pointer step (the CFA 16 above rbp, rbp saved below the return address), taken only
-      // where the return address it finds lies in code a rule covers.
-      if (inStack(bp) && bp >= sp && inStack(bp + 8)) {
+    if (__builtin_expect(rule == kNoObject, 0) && n > 0) {
+      // Code in no object that no epilogue fixes (a JIT's). A dead end (noteDeadEnd) ends the
+      // stack, as libunwind's did. Else, as libunwind does there, one frame-pointer step (the CFA
+      // 16 above rbp, rbp saved below the return address), taken only where the return address it
+      // finds lies in code a rule covers. Else the walk gives up, saying where.
+      uint64_t next = kUnsupported;
+      if (isDeadEnd(pc)) {
+        rule = kOutermost;
+      } else if (inStack(bp) && bp >= sp && inStack(bp + 8)) {
         const uint64_t ra = load(bp + 8);
-        const uint64_t next = ra > 1 ? ruleFor(ra, ra - 1) & 3 : kUnsupported;
-        if (next == kFrame || next == kOutermost) rule = packRule(true, false, 16, true, false, -16);
+        if (ra > 1) next = ruleFor(ra, ra - 1) & 3;
       }
+      if (next == kFrame || next == kOutermost) rule = packRule(true, false, 16, true, false, -16);
+      else if (rule == kNoObject) memo.stoppedAt = pc;
     }
     const uint64_t kind = rule & 3;
     out[n] = pc;
@@ -680,16 +685,7 @@ __attribute__((always_inline, no_sanitize_address)) inline int walk(uint64_t pc,
       if (n < ThreadMemo::kDepth) memo.frame[n] = {pc, sp, bp, 0, 0, 0, false};
       return done(n + 1);
     }
-    if (kind != kFrame) {
-      if (rule == kNoObject && n > 0) {
-        if (isDeadEnd(pc)) {  // the stack ends here, as libunwind's did (noteDeadEnd)
-          if (n < ThreadMemo::kDepth) memo.frame[n] = {pc, sp, bp, 0, 0, 0, false};
-          return done(n + 1);
-        }
-        memo.stoppedAt = pc;
-      }
-      return -1;
-    }
+    if (kind != kFrame) return -1;
     const bool usesBp = (rule & (kCfaRbp | kRbpAtRbp)) != 0;
     if (usesBp) useBp();
     uint64_t cfa = ((rule & kCfaRbp) ? bp : sp) + static_cast<uint64_t>(cfaOffsetOf(rule));
