@@ -16,6 +16,6 @@ def loop(n):
         leaf()
 
 
-loop(20000)
+loop(10000)
 jit = getattr(sys, "_jit", None)
 sys.exit(0 if jit is not None and jit.is_enabled() else 1)
