@@ -249,7 +249,10 @@ struct Symbolizer::ElfSymbols {
     uint64_t value;
     uint64_t size;
     const char* name;  // into the mapped file
-    bool local;
+    // Its rank among aliases (load), read once: exported over local, unversioned over versioned
+    // (`memcpy@GLIBC_2.2.5`), then the fewest leading '_'.
+    bool local, versioned;
+    uint32_t underscores;
   };
   ElfFile file;  // the file the names are in: the object, or its separate debug file
   ElfFile mini;  // the object's MiniDebugInfo, decompressed, where names are in it too
@@ -274,9 +277,7 @@ struct Symbolizer::ElfSymbols {
     // (`__libc_start_main`, not a debug file's `__libc_start_main_impl`), then one without a
     // symbol version (`memcpy@GLIBC_2.2.5`), then the fewest leading '_'; then by name, so the
     // choice is the same every run.
-    const auto rank = [](const Symbol& s) {
-      return std::tuple(s.size == 0, s.local, std::strchr(s.name, '@') != nullptr, std::strspn(s.name, "_"));
-    };
+    const auto rank = [](const Symbol& s) { return std::tuple(s.size == 0, s.local, s.versioned, s.underscores); };
     std::sort(symbols.begin(), symbols.end(), [&](const Symbol& a, const Symbol& b) {
       if (a.value != b.value) return a.value < b.value;
       if (rank(a) != rank(b)) return rank(a) < rank(b);
@@ -302,7 +303,8 @@ struct Symbolizer::ElfSymbols {
         if (s.st_name >= strings.size()) continue;
         const char* name = strings.data() + s.st_name;
         if (memchr(name, '\0', strings.size() - s.st_name) == nullptr || *name == '\0') continue;
-        symbols.push_back({s.st_value, s.st_size, name, ELF64_ST_BIND(s.st_info) == STB_LOCAL});
+        symbols.push_back({s.st_value, s.st_size, name, ELF64_ST_BIND(s.st_info) == STB_LOCAL,
+                           std::strchr(name, '@') != nullptr, static_cast<uint32_t>(std::strspn(name, "_"))});
       }
     }
   }
@@ -313,7 +315,7 @@ struct Symbolizer::ElfSymbols {
     auto it = std::find_if(symbols.begin(), symbols.end(), [&](const Symbol& s) { return std::strcmp(s.name, function) == 0; });
     uint64_t begin = 0, end = 0;
     if (it == symbols.end() || !dwarf::splitPartOf(bias + it->value, begin, end) || begin < bias) return;
-    const Symbol part{begin - bias, end - begin, partName, true};
+    const Symbol part{begin - bias, end - begin, partName, true, false, 0};
     if (find(part.value) != nullptr) return;  // a full symbol table names it already (".cold")
     symbols.insert(std::upper_bound(symbols.begin(), symbols.end(), part.value,
                                     [](uint64_t v, const Symbol& s) { return v < s.value; }),

@@ -247,7 +247,7 @@ TEST_CASE("symbolizer: functions of the executable and of libc, demangled; unkno
 
 namespace {
 
-// A copy of a file the build made (tests/meson.build: the debug_target libraries).
+// A copy of a file the build made (tests/meson.build: the dlopen and debug_target libraries).
 void copyFile(const std::string& from, const std::string& to) {
   std::ifstream in(from, std::ios::binary);
   REQUIRE(in.good());
@@ -402,12 +402,7 @@ TEST_CASE("symbolizer: module list read while another thread dlopens a library",
   path.append((8 - (path.size() + base.size()) % 8) % 8, 'x');
   path += base;
   REQUIRE(path.size() % 8 == 0);
-  {
-    std::ifstream in(CUTRACE_DLOPEN_TARGET, std::ios::binary);
-    REQUIRE(in.good());
-    std::ofstream out(path, std::ios::binary);
-    out << in.rdbuf();
-  }
+  copyFile(CUTRACE_DLOPEN_TARGET, path);
 
   Symbolizer s;
   std::atomic<bool> started{false};
